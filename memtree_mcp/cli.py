@@ -1,0 +1,130 @@
+"""The ``memtree-mcp`` command: serve the memory over MCP, or use it from a shell.
+
+A thin skin over MemoryService: every command reads the same settings (MEMTREE_* variables,
+overridden by flags) and works on the same store as a running server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from memtree_mcp import __version__
+from memtree_mcp.config import Settings
+from memtree_mcp.errors import MemtreeError
+
+
+def _common_options() -> argparse.ArgumentParser:
+    # SUPPRESS: a flag left out of a subcommand must not reset the one given before the subcommand.
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    group = common.add_argument_group("settings (override the MEMTREE_* environment variables)")
+    group.add_argument("--home", help="store directory (MEMTREE_HOME)")
+    group.add_argument("--namespace", help="namespace to use (MEMTREE_NAMESPACE)")
+    group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local")
+    group.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(MEMTREE_LOG_LEVEL)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_options()
+    parser = argparse.ArgumentParser(
+        prog="memtree-mcp",
+        description="A long-term memory for agents, organised as trees, served over MCP.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"memtree-mcp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", parents=[common], help="run the MCP server (stdio)")
+    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)")
+
+    remember = commands.add_parser("remember", parents=[common], help="store a memory")
+    remember.add_argument("content", help="the text to remember ('-' reads standard input)")
+    remember.add_argument("--role", default="user")
+    remember.add_argument("--tag", dest="tags", action="append", default=[], help="a tag (repeatable)")
+    remember.add_argument("--timestamp", help="ISO 8601 time it happened (default now)")
+    remember.add_argument("--session", help="conversation or session id")
+    remember.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    recall = commands.add_parser("recall", parents=[common], help="look up memories")
+    recall.add_argument("query")
+    recall.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
+    recall.add_argument("--max-tokens", type=int, help="budget for the hits' text")
+    recall.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, with the flags that were given taking precedence."""
+    overrides = {
+        key: value
+        for key, value in {
+            "home": getattr(args, "home", None),
+            "namespace": getattr(args, "namespace", None),
+            "embedder": getattr(args, "embedder", None),
+            "log_level": getattr(args, "log_level", None),
+        }.items()
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memtree-mcp`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from(args)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        print(f"memtree-mcp: invalid setting: {problems}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+    from memtree_mcp.service import MemoryService
+
+    service = MemoryService(settings)
+    try:
+        if args.command == "serve":
+            from memtree_mcp.server import build_server
+
+            build_server(service).run(args.transport)
+            return 0
+        if args.command == "remember":
+            content = sys.stdin.read() if args.content == "-" else args.content
+            stored = service.remember(
+                content, role=args.role, tags=args.tags, timestamp=args.timestamp, session=args.session
+            )
+            if args.json:
+                print(stored.model_dump_json(indent=2))
+            else:
+                state = "already remembered" if stored.deduplicated else "remembered"
+                where = " > ".join(step.label for step in stored.path) or "top level"
+                print(f"{state}: {', '.join(stored.ids)} (under: {where})")
+            return 0
+        if args.command == "recall":
+            found = service.recall(args.query, k=args.k, max_tokens=args.max_tokens)
+            if args.json:
+                print(found.model_dump_json(indent=2))
+            elif not found.hits:
+                print("no memories match.")
+            for hit in [] if args.json else found.hits:
+                print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
+                print(f"    {hit.text}")
+            return 0
+    except MemtreeError as exc:
+        print(f"memtree-mcp: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        service.close()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

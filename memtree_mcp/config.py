@@ -1,0 +1,38 @@
+"""Settings from ``MEMTREE_*`` environment variables; every one can also be given as a CLI flag."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
+
+
+def default_home() -> str:
+    """Where memories live unless MEMTREE_HOME says otherwise: the user's data directory."""
+    return platformdirs.user_data_dir("memtree-mcp", appauthor=False)
+
+
+class Settings(BaseSettings):
+    """What a memtree-mcp process needs to know; read from the environment with the prefix MEMTREE_."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMTREE_", extra="ignore")
+
+    home: str = Field(default_factory=default_home, description="Directory (or s3:// URI) of the store.")
+    namespace: str = Field(default="default", description="Namespace used when a call names none.")
+    embedder: str = Field(default="local", description="'local' (ONNX all-MiniLM-L6-v2, offline).")
+    llm: str = Field(default="none", description="'none': extractive summaries, no LLM calls.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_is_safe(cls, value: str) -> str:
+        if not NAMESPACE_PATTERN.match(value):
+            raise ValueError(f"namespace must be {NAMESPACE_RULE}")
+        return value

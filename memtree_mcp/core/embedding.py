@@ -1,0 +1,31 @@
+"""The embedder protocol that providers implement and the service consumes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def identity(self) -> str:
+        """A stable name for the model and its weights; stored with the table."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+        ...
+
+    def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts``; returns an array of shape (len(texts), dimension), rows of norm 1."""
+        ...

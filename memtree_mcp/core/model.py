@@ -1,0 +1,47 @@
+"""The nodes of a memory: leaves (one atomic memory each) and the branches trees build over them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memtree_mcp.core.embedding import Vector
+
+BranchKind = Literal["root", "internal"]
+TreeName = Literal["semantic", "temporal"]
+
+
+@dataclass(slots=True)
+class Leaf:
+    """One atomic memory: a turn, a note or one chunk of a longer text. Stored once, shared by the trees."""
+
+    id: str
+    text: str
+    vector: Vector
+    seq: int
+    timestamp: float
+    role: str = "user"
+    tags: tuple[str, ...] = ()
+    session: str | None = None
+    content_hash: str = ""
+    created: float = 0.0
+
+
+@dataclass(slots=True)
+class Branch:
+    """A root or internal node of one tree, with its representative (text, label, vector) and its span."""
+
+    id: str
+    tree: TreeName
+    kind: BranchKind
+    parent: str | None
+    depth: int
+    children: list[str] = field(default_factory=list)
+    text: str = ""
+    label: str = ""
+    vector: Vector | None = None
+    leaf_count: int = 0
+    first_seq: int = -1
+    last_seq: int = -1
+    first_ts: float = 0.0
+    last_ts: float = 0.0

@@ -1,0 +1,240 @@
+"""MemTree's semantic tree (seed 000 §3.1, App. A.1): online top-down insertion by similarity.
+
+A new leaf walks down from the root. At a node of depth d it is compared with that node's
+children; it descends into the most similar child when the similarity reaches the depth-adaptive
+threshold θ(d) = θ0 · exp(λ · d / d_max), with d_max the tree's current height. Otherwise it
+becomes a new child of the node. Descending onto a leaf expands it: a new internal node takes the
+leaf's place and holds the old leaf and the new one. Every internal node on the path then gets
+its counts, span, text, label and vector recomputed from its children.
+
+Internal-node vectors. Two choices were measured on the LoCoMo dev split (2,760 turns, 999
+questions; ``bench/routing.py``): the leaf-count-weighted centroid of the children, and the
+embedding of the node's extractive summary. The centroid is the default: it routes a top-down
+search to the evidence at least as well as the summary embedding (see the figures in
+``docs/benchmarks.md``), it is exact under deletion (recomputable from the children alone), and it
+costs no embedder call, where the summary embedding costs one per node on the path, several times
+the whole ``remember`` budget. ``vector_mode="summary"`` keeps the other choice available.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+
+from memtree_mcp.core.embedding import Matrix, Vector
+from memtree_mcp.core.extractive import label_for, summarize_children
+from memtree_mcp.core.model import Branch, Leaf
+
+VectorMode = Literal["centroid", "summary"]
+
+THETA0 = 0.4
+RATE = 0.5
+ROOT_ID = "semantic-root"
+
+
+def new_branch_id() -> str:
+    """A fresh, unique id for a branch."""
+    return "b" + uuid.uuid4().hex[:15]
+
+
+class SemanticTree:
+    """The semantic hierarchy over a shared mapping of leaves.
+
+    ``leaves`` is owned by the caller (the memory), which adds a leaf there before inserting it here.
+    """
+
+    tree_name = "semantic"
+
+    def __init__(
+        self,
+        leaves: Mapping[str, Leaf],
+        dimension: int,
+        *,
+        theta0: float = THETA0,
+        rate: float = RATE,
+        vector_mode: VectorMode = "centroid",
+        embed: Callable[[Sequence[str]], Matrix] | None = None,
+        new_id: Callable[[], str] = new_branch_id,
+    ) -> None:
+        if vector_mode == "summary" and embed is None:
+            raise ValueError("vector_mode='summary' needs an embed function")
+        self.leaves = leaves
+        self.dimension = dimension
+        self.theta0 = theta0
+        self.rate = rate
+        self.vector_mode = vector_mode
+        self._embed = embed
+        self._new_id = new_id
+        self.root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
+        self.branches: dict[str, Branch] = {ROOT_ID: self.root}
+        self.parent_of: dict[str, str] = {}
+        self.height = 0
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def threshold(self, depth: int) -> float:
+        """θ(d): the similarity a child needs for a new leaf to descend into it from depth ``d``."""
+        return self.theta0 * math.exp(self.rate * depth / max(self.height, 1))
+
+    def vector_of(self, node_id: str) -> Vector:
+        leaf = self.leaves.get(node_id)
+        if leaf is not None:
+            return leaf.vector
+        vector = self.branches[node_id].vector
+        if vector is None:
+            raise KeyError(f"branch {node_id} has no vector yet")
+        return vector
+
+    def text_of(self, node_id: str) -> str:
+        leaf = self.leaves.get(node_id)
+        return leaf.text if leaf is not None else self.branches[node_id].text
+
+    def depth_of(self, node_id: str) -> int:
+        if node_id in self.branches:
+            return self.branches[node_id].depth
+        return self.branches[self.parent_of[node_id]].depth + 1
+
+    def ancestors(self, node_id: str) -> list[Branch]:
+        """The branches above ``node_id``, from the root down to its parent."""
+        chain: list[Branch] = []
+        parent = self.branches[node_id].parent if node_id in self.branches else self.parent_of.get(node_id)
+        while parent is not None:
+            branch = self.branches[parent]
+            chain.append(branch)
+            parent = branch.parent
+        chain.reverse()
+        return chain
+
+    def walk(self) -> Iterator[str]:
+        """Every node id, depth first from the root, children in order."""
+        stack = [ROOT_ID]
+        while stack:
+            node_id = stack.pop()
+            yield node_id
+            branch = self.branches.get(node_id)
+            if branch is not None:
+                stack.extend(reversed(branch.children))
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def insert(self, leaf: Leaf) -> set[str]:
+        """Place ``leaf`` (already in ``leaves``) in the tree; return the ids of every node that changed.
+
+        The changed set holds the leaf, each branch on its path (new ones included) and a leaf that
+        moved under a new branch when it was expanded.
+        """
+        if leaf.id not in self.leaves:
+            raise KeyError(f"leaf {leaf.id} must be added to the leaves before it is inserted")
+        changed = {leaf.id}
+        node = self.root
+        path = [node]
+        while True:
+            children = node.children
+            if not children:
+                self._attach(node, leaf.id)
+                break
+            similarities = np.stack([self.vector_of(c) for c in children]) @ leaf.vector
+            best = int(np.argmax(similarities))
+            if float(similarities[best]) < self.threshold(node.depth):
+                self._attach(node, leaf.id)
+                break
+            best_id = children[best]
+            if best_id in self.branches:
+                node = self.branches[best_id]
+                path.append(node)
+                continue
+            # The most similar child is a leaf: expand it into a branch holding both leaves.
+            expanded = Branch(
+                id=self._new_id(), tree="semantic", kind="internal", parent=node.id, depth=node.depth + 1
+            )
+            self.branches[expanded.id] = expanded
+            children[best] = expanded.id
+            self._attach(expanded, best_id)
+            self._attach(expanded, leaf.id)
+            changed.add(best_id)
+            path.append(expanded)
+            break
+        self.height = max(self.height, path[-1].depth + 1)
+        for branch in reversed(path):
+            self._refresh(branch)
+        if self.vector_mode == "summary":
+            self._embed_texts([b for b in path if b.kind == "internal"])
+        changed.update(b.id for b in path)
+        return changed
+
+    def adopt(self, branches: Sequence[Branch]) -> None:
+        """Replace the whole tree with stored ``branches`` (one of them the root); used when loading."""
+        by_id = {b.id: b for b in branches}
+        if ROOT_ID not in by_id:
+            by_id[ROOT_ID] = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
+        self.branches = by_id
+        self.root = by_id[ROOT_ID]
+        self.parent_of = {}
+        height = 0
+        for branch in by_id.values():
+            for child in branch.children:
+                if child in self.leaves:
+                    self.parent_of[child] = branch.id
+                    height = max(height, branch.depth + 1)
+        self.height = height
+
+    def _attach(self, branch: Branch, child_id: str) -> None:
+        if child_id not in branch.children:
+            branch.children.append(child_id)
+        if child_id in self.branches:
+            self.branches[child_id].parent = branch.id
+        else:
+            self.parent_of[child_id] = branch.id
+
+    def _refresh(self, branch: Branch) -> None:
+        """Recompute a branch's count, span and representative from its children."""
+        counts: list[int] = []
+        vectors: list[Vector] = []
+        firsts: list[tuple[int, float]] = []
+        lasts: list[tuple[int, float]] = []
+        for child in branch.children:
+            leaf = self.leaves.get(child)
+            if leaf is not None:
+                counts.append(1)
+                vectors.append(leaf.vector)
+                firsts.append((leaf.seq, leaf.timestamp))
+                lasts.append((leaf.seq, leaf.timestamp))
+            else:
+                sub = self.branches[child]
+                counts.append(sub.leaf_count)
+                vectors.append(self.vector_of(child))
+                firsts.append((sub.first_seq, sub.first_ts))
+                lasts.append((sub.last_seq, sub.last_ts))
+        if not counts:
+            branch.leaf_count, branch.text, branch.label, branch.vector = 0, "", "", None
+            return
+        branch.leaf_count = sum(counts)
+        branch.first_seq = min(f[0] for f in firsts)
+        branch.last_seq = max(last[0] for last in lasts)
+        branch.first_ts = min(f[1] for f in firsts)
+        branch.last_ts = max(last[1] for last in lasts)
+        stacked = np.stack(vectors)
+        centroid = _normalised(np.asarray(counts, dtype=np.float32) @ stacked)
+        order = np.argsort(-(stacked @ centroid), kind="stable")
+        texts = [self.text_of(branch.children[i]) for i in order]
+        branch.text = summarize_children(texts)
+        branch.label = label_for(texts)
+        if self.vector_mode == "centroid" or branch.vector is None or branch.kind == "root":
+            branch.vector = centroid
+
+    def _embed_texts(self, branches: list[Branch]) -> None:
+        assert self._embed is not None
+        if branches:
+            for branch, vector in zip(branches, self._embed([b.text for b in branches]), strict=True):
+                branch.vector = vector.astype(np.float32)
+
+
+def _normalised(vector: Vector) -> Vector:
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0:
+        return vector.astype(np.float32)
+    return (vector / norm).astype(np.float32)

@@ -1,0 +1,371 @@
+"""MemoryService: remember and recall over the core trees, the LanceDB store and an embedder.
+
+The service keeps each namespace's trees and vectors in memory and follows the table: before
+every operation it looks at the table's latest version and reloads when another process wrote.
+Writers serialise through a per-namespace file lock, and every ``remember`` commits all the rows
+it changed at once; when a commit fails, the in-memory state is reloaded from the table, which
+still holds the previous version.
+
+Heavy modules (lancedb, onnxruntime) are imported on first use, never at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+import unicodedata
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import platformdirs
+from filelock import FileLock
+
+from memtree_mcp.config import NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
+from memtree_mcp.core.chunking import split_into_chunks
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.memory import Hit, Memory
+from memtree_mcp.core.model import Leaf
+from memtree_mcp.errors import InvalidInput
+from memtree_mcp.results import PathStep, RecallHit, RecallResult, RememberResult
+
+if TYPE_CHECKING:
+    from memtree_mcp.store.lance import LanceStore, NamespaceTable
+
+log = logging.getLogger("memtree_mcp")
+
+MAX_QUERY_CHARS = 4_000
+MAX_K = 100
+MAX_TOKENS = 100_000
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_ROLE_CHARS = 32
+MAX_SESSION_CHARS = 128
+_ALLOWED_CONTROLS = {"\n", "\r", "\t"}
+
+
+@dataclass
+class _Space:
+    """A namespace's in-memory state and the table version it reflects."""
+
+    name: str
+    memory: Memory
+    table: NamespaceTable | None = None
+    version: int = -1
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+class MemoryService:
+    """The memory operations, shared by the MCP server and the CLI. Thread-safe."""
+
+    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
+        self.settings = settings or Settings()
+        self._embedder = embedder
+        self._store: LanceStore | None = None
+        self._spaces: dict[str, _Space] = {}
+        self._lock = threading.Lock()
+
+    # -- operations ------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        role: str = "user",
+        tags: Sequence[str] = (),
+        timestamp: str | None = None,
+        session: str | None = None,
+        namespace: str | None = None,
+    ) -> RememberResult:
+        """Store ``content`` as one leaf per chunk, skipping chunks that are already stored.
+
+        Raises InvalidInput for bad arguments (nothing is written), StoreError when the commit
+        fails (the previous state is kept) and EmbedderMismatch for a store built by another model.
+        """
+        name = self._namespace(namespace)
+        text = check_text(content, "content", self.settings.max_content_chars)
+        role = check_role(role)
+        tag_tuple = check_tags(tags)
+        session = check_session(session)
+        moment = parse_timestamp(timestamp) if timestamp is not None else time.time()
+        chunks = split_into_chunks(text)
+        hashes = [content_hash(chunk) for chunk in chunks]
+
+        space = self._space(name, create=True)
+        with space.lock, self._file_lock(name):
+            self._follow_table(space)
+            memory = space.memory
+            fresh = [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
+            vectors = self.embedder.embed_batch([chunks[i] for i in fresh]) if fresh else None
+            now = time.time()
+            ids: list[str] = []
+            added = 0
+            changed: set[str] = set()
+            try:
+                for i, chunk in enumerate(chunks):
+                    existing = memory.duplicate_of(hashes[i])
+                    if existing is not None:
+                        ids.append(existing)
+                        continue
+                    assert vectors is not None
+                    leaf = Leaf(
+                        id=new_leaf_id(),
+                        text=chunk,
+                        vector=vectors[fresh.index(i)],
+                        seq=memory.next_seq,
+                        timestamp=moment,
+                        role=role,
+                        tags=tag_tuple,
+                        session=session,
+                        content_hash=hashes[i],
+                        created=now,
+                    )
+                    changed |= memory.add_leaf(leaf)
+                    ids.append(leaf.id)
+                    added += 1
+                if changed:
+                    assert space.table is not None
+                    space.version = space.table.commit(self._rows(memory, changed, now))
+            except BaseException:
+                # The table kept its previous version; make the in-memory trees match it again.
+                self._reload(space)
+                raise
+            path = [
+                PathStep(id=b.id, label=b.label)
+                for b in memory.semantic.ancestors(ids[0])
+                if b.kind != "root"
+            ]
+        log.info("stored %d new leaf(s) in namespace %s", added, name)
+        return RememberResult(ids=ids, deduplicated=added == 0, path=path, namespace=name)
+
+    def recall(
+        self,
+        query: str,
+        k: int = 8,
+        max_tokens: int | None = None,
+        namespace: str | None = None,
+    ) -> RecallResult:
+        """The ``k`` nodes most similar to ``query`` (leaves and summaries), within ``max_tokens``.
+
+        Raises InvalidInput for bad arguments.
+        """
+        name = self._namespace(namespace)
+        text = check_text(query, "query", MAX_QUERY_CHARS)
+        check_range(k, "k", 1, MAX_K)
+        if max_tokens is not None:
+            check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
+        space = self._space(name, create=False)
+        if space is None:
+            return RecallResult(hits=[], namespace=name)
+        vector = self.embedder.embed_batch([text])[0]
+        with space.lock:
+            self._follow_table(space)
+            hits = space.memory.recall(vector, k, max_tokens=max_tokens)
+        return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+
+    def close(self) -> None:
+        """Release the store; the service can be used again afterwards (it reopens lazily)."""
+        with self._lock:
+            self._spaces.clear()
+            self._store = None
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from memtree_mcp.providers import make_embedder
+
+            self._embedder = make_embedder(self.settings.embedder)
+        return self._embedder
+
+    @property
+    def store(self) -> LanceStore:
+        with self._lock:
+            if self._store is None:
+                from memtree_mcp.store.lance import LanceStore
+
+                self._store = LanceStore(self.settings.home, self.embedder.identity, self.embedder.dimension)
+            return self._store
+
+    def memory(self, namespace: str | None = None) -> Memory | None:
+        """The up-to-date in-memory state of a namespace, or None when it holds nothing yet."""
+        space = self._space(self._namespace(namespace), create=False)
+        if space is None:
+            return None
+        with space.lock:
+            self._follow_table(space)
+            return space.memory
+
+    def _namespace(self, namespace: str | None) -> str:
+        if namespace is None or namespace == "":
+            return self.settings.namespace
+        if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+            raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
+        return namespace
+
+    def _space(self, name: str, *, create: bool) -> _Space | None:
+        with self._lock:
+            space = self._spaces.get(name)
+        if space is not None and space.table is not None:
+            return space
+        table = self.store.open(name, create=create)
+        if table is None:
+            return None
+        with self._lock:
+            space = self._spaces.get(name)
+            if space is None or space.table is None:
+                space = _Space(name=name, memory=Memory(self.embedder.dimension), table=table)
+                self._spaces[name] = space
+        return space
+
+    def _follow_table(self, space: _Space) -> None:
+        assert space.table is not None
+        if space.table.latest_version() != space.version:
+            self._reload(space)
+
+    def _reload(self, space: _Space) -> None:
+        assert space.table is not None
+        started = time.perf_counter()
+        snapshot = space.table.read()
+        memory = Memory(self.embedder.dimension)
+        memory.load(snapshot.leaves, snapshot.branches)
+        space.memory = memory
+        space.version = snapshot.version
+        log.debug(
+            "loaded namespace %s at version %d (%d leaves) in %.0f ms",
+            space.name,
+            snapshot.version,
+            len(snapshot.leaves),
+            (time.perf_counter() - started) * 1000,
+        )
+
+    def _file_lock(self, name: str) -> FileLock:
+        home = self.settings.home
+        if "://" in home:
+            folder = Path(platformdirs.user_cache_dir("memtree-mcp", appauthor=False)) / "locks"
+        else:
+            folder = Path(home) / ".locks"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return FileLock(str(folder / f"{name}.lock"))
+
+    def _rows(self, memory: Memory, changed: set[str], now: float) -> list[dict[str, Any]]:
+        from memtree_mcp.store.lance import branch_row, leaf_row
+
+        rows: list[dict[str, Any]] = []
+        for node_id in sorted(changed):
+            leaf = memory.leaves.get(node_id)
+            if leaf is not None:
+                parent = memory.semantic.parent_of.get(node_id)
+                rows.append(leaf_row(leaf, parent, memory.semantic.depth_of(node_id), now))
+            else:
+                rows.append(branch_row(memory.semantic.branches[node_id], memory.dimension, now))
+        return rows
+
+
+# -- input checks ---------------------------------------------------------------------------------
+
+
+def check_text(value: object, what: str, limit: int) -> str:
+    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}.")
+    text = value.strip()
+    if not text:
+        raise InvalidInput(f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}.")
+    if len(text) > limit:
+        raise InvalidInput(
+            f"{what} has {len(text):,} characters; the limit is {limit:,}. Split it into smaller parts."
+        )
+    for position, char in enumerate(text):
+        if char not in _ALLOWED_CONTROLS and unicodedata.category(char) in ("Cc", "Cs"):
+            raise InvalidInput(
+                f"{what} contains the control character U+{ord(char):04X} at position {position}; "
+                "remove it (newlines and tabs are fine)."
+            )
+    return text
+
+
+def check_range(value: object, what: str, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {value!r}.")
+    return value
+
+
+def check_role(role: object) -> str:
+    if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
+        raise InvalidInput(f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS}).")
+    return role.strip()
+
+
+def check_tags(tags: object) -> tuple[str, ...]:
+    if isinstance(tags, str) or not isinstance(tags, Sequence):
+        raise InvalidInput("tags must be a list of short strings.")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"at most {MAX_TAGS} tags per memory; got {len(tags)}.")
+    cleaned: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
+            raise InvalidInput(f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}.")
+        if tag.strip() not in cleaned:
+            cleaned.append(tag.strip())
+    return tuple(cleaned)
+
+
+def check_session(session: object) -> str | None:
+    if session is None:
+        return None
+    if not isinstance(session, str) or not session.strip() or len(session) > MAX_SESSION_CHARS:
+        raise InvalidInput(f"session must be text of 1 to {MAX_SESSION_CHARS} characters, or left out.")
+    if not session.isprintable():
+        raise InvalidInput("session contains control characters; use plain text.")
+    return session.strip()
+
+
+def parse_timestamp(value: object) -> float:
+    """Seconds since the epoch from an ISO 8601 date or date-time; a time without zone is taken as UTC."""
+    if not isinstance(value, str):
+        raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"timestamp {value[:40]!r} is not ISO 8601; use a form such as '2024-05-08' or "
+            "'2024-05-08T13:56:00+02:00'."
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def format_timestamp(seconds: float) -> str:
+    """ISO 8601 in UTC, to the second."""
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def content_hash(text: str) -> str:
+    """The identity of a chunk's exact text, for deduplication."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_leaf_id() -> str:
+    """A fresh, unique id for a leaf."""
+    return "m" + uuid.uuid4().hex[:15]
+
+
+def _recall_hit(hit: Hit) -> RecallHit:
+    return RecallHit(
+        id=hit.id,
+        text=hit.text,
+        kind=hit.kind,
+        tree=hit.tree,
+        depth=hit.depth,
+        score=round(hit.score, 4),
+        time_from=format_timestamp(hit.first_ts),
+        time_to=format_timestamp(hit.last_ts),
+        breadcrumb=hit.breadcrumb,
+    )
