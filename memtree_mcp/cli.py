@@ -7,7 +7,6 @@ overridden by flags) and works on the same store as a running server.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -26,7 +25,9 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument("--home", help="store directory (MEMTREE_HOME)")
     group.add_argument("--namespace", help="namespace to use (MEMTREE_NAMESPACE)")
     group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local")
-    group.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(MEMTREE_LOG_LEVEL)")
+    group.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(MEMTREE_LOG_LEVEL)"
+    )
     return common
 
 
@@ -41,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", parents=[common], help="run the MCP server (stdio)")
-    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)")
+    serve.add_argument(
+        "--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)"
+    )
 
     remember = commands.add_parser("remember", parents=[common], help="store a memory")
     remember.add_argument("content", help="the text to remember ('-' reads standard input)")
@@ -83,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         print(f"memtree-mcp: invalid setting: {problems}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
 
     from memtree_mcp.service import MemoryService
 

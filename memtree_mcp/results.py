@@ -29,7 +29,9 @@ class RecallHit(BaseModel):
     id: str
     text: str
     kind: Literal["leaf", "summary"]
-    tree: str = Field(description="'semantic' for summaries of the semantic tree; leaves belong to every tree.")
+    tree: str = Field(
+        description="'semantic' for summaries of the semantic tree; leaves belong to every tree."
+    )
     depth: int
     score: float = Field(description="Cosine similarity to the query, 1 at best.")
     time_from: str = Field(description="Timestamp of the earliest memory covered (ISO 8601, UTC).")

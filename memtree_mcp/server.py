@@ -50,7 +50,9 @@ Never store secrets (passwords, API keys, tokens) in memory.
 
 Namespace = Annotated[
     str | None,
-    Field(description=f"Memory namespace ({NAMESPACE_RULE}); the server's default when left out.", max_length=64),
+    Field(
+        description=f"Memory namespace ({NAMESPACE_RULE}); the server's default when left out.", max_length=64
+    ),
 ]
 
 
@@ -96,8 +98,10 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
         timestamp: Annotated[
             str | None,
-            Field(description="When it happened, ISO 8601 (e.g. '2024-05-08T13:56:00Z'); now if left out.",
-                  max_length=64),
+            Field(
+                description="When it happened, ISO 8601 (e.g. '2024-05-08T13:56:00Z'); now if left out.",
+                max_length=64,
+            ),
         ] = None,
         session: Annotated[
             str | None, Field(description="Conversation or session id it belongs to.", max_length=128)
@@ -115,8 +119,11 @@ def build_server(service: MemoryService) -> MCPServer:
     async def recall(
         query: Annotated[
             str,
-            Field(description="What to look up: the user's question or its subject.", min_length=1,
-                  max_length=MAX_QUERY_CHARS),
+            Field(
+                description="What to look up: the user's question or its subject.",
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+            ),
         ],
         k: Annotated[int, Field(description="How many hits at most.", ge=1, le=MAX_K)] = 8,
         max_tokens: Annotated[

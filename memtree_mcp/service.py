@@ -95,11 +95,13 @@ class MemoryService:
         chunks = split_into_chunks(text)
         hashes = [content_hash(chunk) for chunk in chunks]
 
-        space = self._space(name, create=True)
+        space = self._open_space(name)
         with space.lock, self._file_lock(name):
             self._follow_table(space)
             memory = space.memory
-            fresh = [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
+            fresh = [
+                i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
+            ]
             vectors = self.embedder.embed_batch([chunks[i] for i in fresh]) if fresh else None
             now = time.time()
             ids: list[str] = []
@@ -208,6 +210,11 @@ class MemoryService:
             raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
         return namespace
 
+    def _open_space(self, name: str) -> _Space:
+        space = self._space(name, create=True)
+        assert space is not None  # create=True always yields a table
+        return space
+
     def _space(self, name: str, *, create: bool) -> _Space | None:
         with self._lock:
             space = self._spaces.get(name)
@@ -276,7 +283,9 @@ def check_text(value: object, what: str, limit: int) -> str:
         raise InvalidInput(f"{what} must be text, not {type(value).__name__}.")
     text = value.strip()
     if not text:
-        raise InvalidInput(f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}.")
+        raise InvalidInput(
+            f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}."
+        )
     if len(text) > limit:
         raise InvalidInput(
             f"{what} has {len(text):,} characters; the limit is {limit:,}. Split it into smaller parts."
@@ -298,7 +307,9 @@ def check_range(value: object, what: str, low: int, high: int) -> int:
 
 def check_role(role: object) -> str:
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
-        raise InvalidInput(f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS}).")
+        raise InvalidInput(
+            f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS})."
+        )
     return role.strip()
 
 
@@ -310,7 +321,9 @@ def check_tags(tags: object) -> tuple[str, ...]:
     cleaned: list[str] = []
     for tag in tags:
         if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
-            raise InvalidInput(f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}.")
+            raise InvalidInput(
+                f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}."
+            )
         if tag.strip() not in cleaned:
             cleaned.append(tag.strip())
     return tuple(cleaned)

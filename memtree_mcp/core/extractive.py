@@ -63,7 +63,7 @@ def label_for(texts_by_centrality: Sequence[str], words: int = LABEL_WORDS) -> s
     for rank, text in enumerate(texts_by_centrality):
         # The most central children weigh more, so the label follows the branch's centre.
         weight = 1.0 / (1 + rank)
-        for word in set(_WORD.findall(text.lower())):
+        for word in dict.fromkeys(_WORD.findall(text.lower())):  # each word once per text, in order
             if word in STOPWORDS:
                 continue
             counts[word] = counts.get(word, 0.0) + weight

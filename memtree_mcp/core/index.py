@@ -61,9 +61,6 @@ class VectorIndex:
         if n == 0 or k <= 0:
             return []
         scores = self._matrix[:n] @ query.astype(np.float32, copy=False)
-        if k < n:
-            top = np.argpartition(-scores, k - 1)[:k]
-        else:
-            top = np.arange(n)
+        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         ranked = sorted(((float(scores[i]), self._ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
         return [(node_id, score) for score, node_id in ranked[:k] if score >= min_score]

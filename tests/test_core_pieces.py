@@ -1,0 +1,66 @@
+"""Chunking, the vector index, extractive representatives and collapsed recall in core."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memtree_mcp.core.chunking import split_into_chunks
+from memtree_mcp.core.extractive import gist, label_for, summarize_children
+from memtree_mcp.core.index import VectorIndex
+from memtree_mcp.core.memory import Memory, estimate_tokens
+from memtree_mcp.core.model import Leaf
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=5000), st.integers(20, 1200))
+def test_chunks_fit_the_limit_and_keep_every_word_in_order(text: str, limit: int) -> None:
+    chunks = split_into_chunks(text, limit)
+    assert all(0 < len(c) <= limit for c in chunks)
+    assert "".join("".join(c.split()) for c in chunks) == "".join(text.split())
+
+
+def test_short_content_is_one_chunk_and_paragraphs_are_packed() -> None:
+    assert split_into_chunks("  one fact.  ") == ["one fact."]
+    text = "\n\n".join(f"Paragraph {i}. " + "word " * 60 for i in range(10))
+    chunks = split_into_chunks(text, 1000)
+    assert len(chunks) == 4
+    assert chunks[0].startswith("Paragraph 0.") and chunks[-1].rstrip().endswith("word")
+
+
+def test_index_search_matches_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(500, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    index = VectorIndex(16, capacity=4)
+    for i, row in enumerate(matrix):
+        index.upsert(f"n{i}", row)
+    for i in range(0, 500, 3):
+        index.remove(f"n{i}")
+    kept = [i for i in range(500) if i % 3]
+    query = matrix[1]
+    expected = sorted(kept, key=lambda i: -float(matrix[i] @ query))[:10]
+    assert [node for node, _ in index.search(query, 10)] == [f"n{i}" for i in expected]
+    assert len(index) == len(kept) and "n0" not in index and "n1" in index
+
+
+def test_gists_labels_and_summaries_are_short_and_central_first() -> None:
+    assert gist("First sentence here. Second one.") == "First sentence here."
+    assert len(gist("word " * 100)) <= 161
+    texts = ["Biscuit the dog loves the lake.", "The dog Biscuit had a vet visit.", "Lunch was pasta."]
+    assert label_for(texts).startswith("biscuit, dog")
+    summary = summarize_children(texts, limit=70)
+    assert summary.startswith("Biscuit the dog loves the lake.") and "pasta" not in summary
+
+
+def test_recall_respects_k_the_token_budget_and_the_minimum_score() -> None:
+    memory = Memory(4)
+    vectors = np.eye(4, dtype=np.float32)
+    memory.add_leaf(Leaf(id="a", text="x" * 400, vector=vectors[0], seq=0, timestamp=0.0))
+    memory.add_leaf(Leaf(id="b", text="short", vector=vectors[1], seq=1, timestamp=0.0))
+    query = (vectors[0] * 0.8 + vectors[1] * 0.6).astype(np.float32)
+    assert [h.id for h in memory.recall(query, 2)] == ["a", "b"]
+    assert [h.id for h in memory.recall(query, 2, max_tokens=50)] == ["b"]
+    assert memory.recall(vectors[2], 5) == []
+    assert estimate_tokens("abcd" * 10) == 10

@@ -1,0 +1,84 @@
+"""The MCP tools through a real client connected in memory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from mcp import Client
+
+from memtree_mcp.server import build_server
+from memtree_mcp.service import MemoryService
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(service: MemoryService) -> AsyncIterator[Client]:
+    async with Client(build_server(service)) as connected:
+        yield connected
+
+
+async def test_the_client_sees_two_tools_with_limits_and_hints(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"remember", "recall"}
+    recall_schema = tools["recall"].input_schema["properties"]
+    assert recall_schema["k"]["minimum"] == 1 and recall_schema["k"]["maximum"] == 100
+    assert tools["remember"].input_schema["properties"]["content"]["maxLength"] == 100_000
+    assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
+    assert tools["remember"].output_schema is not None
+    assert "recall" in (client.instructions or "") and "remember" in (client.instructions or "")
+
+
+async def test_remember_then_recall_gives_structured_results(client: Client) -> None:
+    stored = await client.call_tool(
+        "remember", {"content": "The user's favourite editor is Helix.", "tags": ["tools"], "role": "user"}
+    )
+    assert not stored.is_error
+    assert stored.structured_content is not None
+    assert stored.structured_content["deduplicated"] is False
+    (leaf_id,) = stored.structured_content["ids"]
+
+    found = await client.call_tool("recall", {"query": "which text editor does the user like?", "k": 3})
+    assert not found.is_error and found.structured_content is not None
+    top = found.structured_content["hits"][0]
+    assert top["id"] == leaf_id and top["kind"] == "leaf"
+    assert top["text"] == "The user's favourite editor is Helix."
+    assert set(top) >= {"score", "depth", "time_from", "time_to", "breadcrumb", "tree"}
+
+    again = await client.call_tool("remember", {"content": "The user's favourite editor is Helix."})
+    assert again.structured_content is not None
+    assert again.structured_content["deduplicated"] is True and again.structured_content["ids"] == [leaf_id]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("remember", {"content": "   "}, "content is empty"),
+        ("remember", {"content": "x\x00y"}, "control character"),
+        ("remember", {"content": "ok", "timestamp": "tomorrow-ish"}, "ISO 8601"),
+        ("remember", {"content": "ok", "namespace": "../../escape"}, "invalid namespace"),
+        ("remember", {"content": "x" * 100_001}, "content"),
+        ("recall", {"query": "q", "k": 0}, "k"),
+        ("recall", {"query": "q", "k": "many"}, "k"),
+        ("recall", {}, "query"),
+    ],
+)
+async def test_bad_arguments_are_tool_errors_that_name_the_problem(
+    client: Client, service: MemoryService, tool: str, arguments: dict[str, object], message: str
+) -> None:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert message in result.content[0].text  # type: ignore[union-attr]
+    assert service.store.namespaces() == []
+
+
+async def test_the_use_memory_prompt_tells_when_to_recall_and_remember(client: Client) -> None:
+    prompt = await client.get_prompt("use-memory")
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "recall" in text and "remember" in text

@@ -1,0 +1,135 @@
+"""remember and recall as a user of the service sees them, on a real store and the real embedder."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memtree_mcp.config import Settings
+from memtree_mcp.errors import InvalidInput
+from memtree_mcp.service import MemoryService
+
+
+def table_version(service: MemoryService, namespace: str = "default") -> int | None:
+    table = service.store.open(namespace, create=False)
+    return None if table is None else table.latest_version()
+
+
+def test_what_is_remembered_is_recalled_first(service: MemoryService) -> None:
+    service.remember("Biscuit is my golden retriever.", timestamp="2024-05-08")
+    service.remember("The staging database is Postgres 16 on port 5433.")
+    service.remember("My sister Ana teaches physics in Lisbon.")
+    hits = service.recall("what port is the staging database on?", k=3).hits
+    assert hits[0].text == "The staging database is Postgres 16 on port 5433."
+    assert hits[0].kind == "leaf" and hits[0].score > 0.4
+    dog = service.recall("what is my dog called", k=1).hits[0]
+    assert dog.text == "Biscuit is my golden retriever."
+    assert dog.time_from == dog.time_to == "2024-05-08T00:00:00Z"
+
+
+def test_related_memories_are_gathered_under_a_summary_with_a_breadcrumb(service: MemoryService) -> None:
+    service.remember("Biscuit is my golden retriever.")
+    service.remember("Biscuit the golden retriever loves swimming in the lake.")
+    second = service.remember("Biscuit the golden retriever had his vaccinations on Tuesday.")
+    assert second.path and "biscuit" in second.path[0].label
+    hits = service.recall("Biscuit the golden retriever", k=8).hits
+    summaries = [h for h in hits if h.kind == "summary"]
+    assert summaries and "Biscuit" in summaries[0].text
+    leaf = next(h for h in hits if h.kind == "leaf")
+    assert leaf.breadcrumb and "biscuit" in leaf.breadcrumb[0]
+
+
+def test_an_exact_duplicate_is_not_stored_twice(service: MemoryService) -> None:
+    first = service.remember("I prefer tabs over spaces.")
+    version = table_version(service)
+    again = service.remember("  I prefer tabs over spaces.  ")
+    assert again.deduplicated and again.ids == first.ids
+    assert table_version(service) == version
+    assert len([h for h in service.recall("tabs or spaces", k=10).hits if h.kind == "leaf"]) == 1
+
+
+def test_long_content_is_split_into_ordered_chunks(service: MemoryService) -> None:
+    paragraphs = [f"Chapter {i}: " + " ".join(f"w{i}x{j}" for j in range(150)) for i in range(5)]
+    stored = service.remember("\n\n".join(paragraphs))
+    assert len(stored.ids) == 5 and len(set(stored.ids)) == 5
+    memory = service.memory()
+    assert memory is not None
+    seqs = [memory.leaves[i].seq for i in stored.ids]
+    assert seqs == sorted(seqs)
+    assert memory.leaves[stored.ids[2]].text.startswith("Chapter 2:")
+
+
+def test_recall_on_an_empty_namespace_finds_nothing_and_creates_nothing(service: MemoryService) -> None:
+    assert service.recall("anything", namespace="empty-one").hits == []
+    assert "empty-one" not in service.store.namespaces()
+
+
+def test_namespaces_never_see_each_other(service: MemoryService) -> None:
+    service.remember("Project Alpha uses Django.", namespace="alpha")
+    service.remember("Project Beta uses Rails.", namespace="beta")
+    assert [h.text for h in service.recall("which web framework", namespace="alpha").hits] == [
+        "Project Alpha uses Django."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"content": ""}, "content is empty"),
+        ({"content": " \n\t "}, "content is empty"),
+        ({"content": "x" * 100_001}, "limit is 100,000"),
+        ({"content": "null\x00byte"}, "U+0000"),
+        ({"content": "bell\x07"}, "U+0007"),
+        ({"content": "lone \ud800 surrogate"}, "U+D800"),
+        ({"content": "ok", "timestamp": "last Tuesday"}, "not ISO 8601"),
+        ({"content": "ok", "timestamp": "2024-13-45"}, "not ISO 8601"),
+        ({"content": "ok", "namespace": "../../etc"}, "invalid namespace"),
+        ({"content": "ok", "namespace": "a" * 65}, "invalid namespace"),
+        ({"content": "ok", "tags": ["x" * 65]}, "each tag"),
+        ({"content": "ok", "tags": [f"t{i}" for i in range(33)]}, "at most 32 tags"),
+        ({"content": "ok", "role": ""}, "role"),
+        ({"content": "ok", "session": "s\n1"}, "session"),
+    ],
+)
+def test_bad_remember_input_is_refused_and_writes_nothing(
+    service: MemoryService, arguments: dict[str, object], message: str
+) -> None:
+    service.remember("An existing memory.")
+    version = table_version(service)
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        service.remember(**arguments)  # type: ignore[arg-type]
+    assert table_version(service) == version
+    assert service.store.namespaces() == ["default"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "q", "k": 0}, "k must be"),
+        ({"query": "q", "k": 101}, "k must be"),
+        ({"query": "q", "max_tokens": 0}, "max_tokens must be"),
+        ({"query": "q" * 4001}, "limit is 4,000"),
+    ],
+)
+def test_bad_recall_input_is_refused(
+    service: MemoryService, arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        service.recall(**arguments)  # type: ignore[arg-type]
+
+
+def test_recall_is_identical_after_a_restart(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    first = MemoryService(settings, embedder=embedder)
+    for fact in [
+        "The deploy script lives in ops/deploy.sh.",
+        "Deploys happen on Tuesdays after the standup.",
+        "Rollbacks use the previous container tag.",
+        "Ana prefers green tea.",
+    ]:
+        first.remember(fact)
+    before = first.recall("how do we deploy and roll back", k=6)
+    first.close()
+    after = MemoryService(settings, embedder=embedder).recall("how do we deploy and roll back", k=6)
+    assert after == before

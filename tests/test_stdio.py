@@ -1,0 +1,150 @@
+"""The real command: `memtree-mcp serve` on stdio in a subprocess, stopped, killed and started again."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+
+COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
+TIMEOUT = 60.0
+
+
+def server_params(home: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+
+
+async def call(params: StdioServerParameters, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(params) as client:
+            result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def test_memories_survive_a_restart_of_the_server(tmp_path: Path) -> None:
+    params = server_params(tmp_path / "store")
+    facts = [
+        "The user's laptop is a ThinkPad X1 running Fedora.",
+        "The user's team ships a release every second Thursday.",
+        "The user dislikes meetings before 10am.",
+    ]
+    for fact in facts:
+        anyio.run(call, params, "remember", {"content": fact})
+    before = anyio.run(call, params, "recall", {"query": "when does the team release?", "k": 5})
+    after = anyio.run(call, params, "recall", {"query": "when does the team release?", "k": 5})
+    assert before == after
+    assert after["hits"][0]["text"] == "The user's team ships a release every second Thursday."
+
+
+class RawSession:
+    """Just enough JSON-RPC over a child's stdio to kill it at a moment of our choosing."""
+
+    def __init__(self, home: Path, errlog: Path) -> None:
+        env = {**os.environ, "MEMTREE_HOME": str(home)}
+        self.stderr = errlog.open("wb")
+        self.proc = subprocess.Popen(
+            [COMMAND, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env
+        )
+        self.next_id = 1
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = self.next_id
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+            assert ready, f"no answer to {method} within {TIMEOUT} s"
+            assert self.proc.stdout is not None
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(TIMEOUT)
+        self.stderr.close()
+
+
+def test_a_killed_server_keeps_every_memory_it_acknowledged(tmp_path: Path) -> None:
+    home = tmp_path / "store"
+    session = RawSession(home, tmp_path / "stderr.log")
+    try:
+        init = session.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        )
+        assert init["result"]["serverInfo"]["name"] == "memtree-mcp"
+        session.notify("notifications/initialized")
+        answer = session.request(
+            "tools/call",
+            {"name": "remember", "arguments": {"content": "The backup key is in the blue safe."}},
+        )
+        assert answer["result"]["isError"] is False
+        stored_id = answer["result"]["structuredContent"]["ids"][0]
+    finally:
+        session.kill()  # SIGKILL: no shutdown code runs
+
+    found = anyio.run(call, server_params(home), "recall", {"query": "where is the backup key?", "k": 1})
+    assert [hit["id"] for hit in found["hits"]] == [stored_id]
+
+
+def test_the_cli_and_the_server_share_one_store(tmp_path: Path) -> None:
+    home = tmp_path / "store"
+    env = {**os.environ, "MEMTREE_HOME": str(home)}
+    subprocess.run(
+        [COMMAND, "remember", "The user's cat is called Miso.", "--tag", "pets"],
+        env=env,
+        check=True,
+        timeout=TIMEOUT,
+    )
+    found = anyio.run(call, server_params(home), "recall", {"query": "what is the cat's name?", "k": 1})
+    assert found["hits"][0]["text"] == "The user's cat is called Miso."
+    anyio.run(call, server_params(home), "remember", {"content": "Miso is afraid of the vacuum cleaner."})
+    shown = subprocess.run(
+        [COMMAND, "recall", "vacuum", "--json"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert json.loads(shown.stdout)["hits"][0]["text"] == "Miso is afraid of the vacuum cleaner."
+
+
+def test_the_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "store")}
+    done = subprocess.run(
+        [COMMAND, "recall", "x", "-k", "0"], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 2
+    assert "k must be a whole number from 1 to 100" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [COMMAND, "--namespace", "../x", "remember", "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2 and "namespace" in done.stderr and "Traceback" not in done.stderr

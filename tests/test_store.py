@@ -1,0 +1,112 @@
+"""The LanceDB store: what is written comes back identical, and a failed write changes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memtree_mcp.config import Settings
+from memtree_mcp.errors import EmbedderMismatch, StoreError
+from memtree_mcp.service import MemoryService
+from memtree_mcp.store.lance import LanceStore
+from tests.tree_checks import assert_semantic_invariants, memory_state
+
+FACTS = [
+    "Biscuit is my golden retriever; I adopted him last spring.",
+    "Biscuit loves swimming in the lake behind our house.",
+    "I work as a backend engineer, mostly Rust and Postgres.",
+    "Our API is deployed with Kubernetes on AWS in eu-west-1.",
+    "Biscuit had his vaccinations at the vet on Tuesday.",
+    "My sister Ana lives in Lisbon and teaches physics.",
+    "The staging database is Postgres 16 on port 5433.",
+    "I am learning to play the cello; lessons are on Thursdays.",
+    "Ana visited us in March and we hiked in the Alps.",
+    "We switched the CI from Jenkins to GitHub Actions last year.",
+]
+
+
+def test_a_store_reopened_rebuilds_exactly_the_same_tree(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    first = MemoryService(settings, embedder=embedder)
+    for i, fact in enumerate(FACTS):
+        first.remember(
+            fact,
+            role="user",
+            tags=["t"] if i % 2 else [],
+            session=f"s{i % 3}",
+            timestamp=f"2024-05-{i + 1:02d}T10:00:00Z",
+        )
+    before = first.memory()
+    assert before is not None
+    assert_semantic_invariants(before.semantic)
+    expected = memory_state(before)
+    first.close()
+
+    reopened = MemoryService(settings, embedder=embedder).memory()
+    assert reopened is not None
+    assert memory_state(reopened) == expected
+    assert reopened.next_seq == len(FACTS)
+
+
+def test_a_failed_commit_leaves_the_previous_state(
+    settings: Settings,
+    embedder,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    service = MemoryService(settings, embedder=embedder)
+    for fact in FACTS[:5]:
+        service.remember(fact)
+    memory = service.memory()
+    assert memory is not None
+    expected = memory_state(memory)
+    space = service._spaces["default"]
+    assert space.table is not None
+    version = space.table.latest_version()
+
+    def broken_merge_insert(*_args: object, **_kwargs: object) -> object:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(space.table._table, "merge_insert", broken_merge_insert)
+    with pytest.raises(StoreError, match="disk full"):
+        service.remember("This fact never reaches the disk.")
+    monkeypatch.undo()
+
+    assert space.table.latest_version() == version
+    after = service.memory()
+    assert after is not None and memory_state(after) == expected
+    assert all(h.text != "This fact never reaches the disk." for h in service.recall("fact disk", k=20).hits)
+    # and the memory keeps working
+    assert not service.remember("This fact does reach the disk.").deduplicated
+
+
+def test_a_store_refuses_another_embedder(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    MemoryService(settings, embedder=embedder).remember("A fact.")
+    store = LanceStore(settings.home, "local:some-other-model", 384)
+    with pytest.raises(EmbedderMismatch, match="some-other-model") as caught:
+        store.open("default", create=False)
+    assert "MEMTREE_EMBEDDER" in str(caught.value)
+    with pytest.raises(EmbedderMismatch):
+        LanceStore(settings.home, embedder.identity, 512).open("default", create=False)
+
+
+def test_a_second_process_sees_what_the_first_wrote(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    reader = MemoryService(settings, embedder=embedder)
+    writer = MemoryService(settings, embedder=embedder)
+    writer.remember("The office wifi password rotates every Monday.")
+    assert [h.text for h in reader.recall("office wifi", k=1).hits] == [
+        "The office wifi password rotates every Monday."
+    ]
+    writer.remember("The office moved to the fifth floor.")
+    texts = [h.text for h in reader.recall("office floor", k=5).hits if h.kind == "leaf"]
+    assert "The office moved to the fifth floor." in texts
+
+
+def test_rows_hold_the_vectors_bit_for_bit(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    service = MemoryService(settings, embedder=embedder)
+    stored = service.remember("Exact float32 round trip.")
+    table = service._spaces["default"].table
+    assert table is not None
+    snapshot = table.read()
+    (leaf,) = [leaf for leaf in snapshot.leaves if leaf.id == stored.ids[0]]
+    expected = embedder.embed_batch(["Exact float32 round trip."])[0]
+    assert leaf.vector.dtype == np.float32
+    np.testing.assert_array_equal(leaf.vector, expected)
