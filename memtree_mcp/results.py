@@ -33,7 +33,9 @@ class RecallHit(BaseModel):
         description="'semantic' for summaries of the semantic tree; leaves belong to every tree."
     )
     depth: int
-    score: float = Field(description="Cosine similarity to the query, 1 at best.")
+    score: float = Field(
+        description="Cosine similarity to the query (1 at best); for a summary, the mean over its memories."
+    )
     time_from: str = Field(description="Timestamp of the earliest memory covered (ISO 8601, UTC).")
     time_to: str = Field(description="Timestamp of the latest memory covered (ISO 8601, UTC).")
     breadcrumb: list[str] = Field(description="Labels of the branches above, from the top down.")

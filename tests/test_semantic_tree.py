@@ -117,7 +117,7 @@ def test_summary_vectors_come_from_the_embed_function() -> None:
         calls.append(list(texts))
         return np.tile(unit([0, 0, 1, 0, 0, 0, 0, 0]), (len(texts), 1))
 
-    memory = Memory(DIM, vector_mode="summary", embed=embed)
+    memory = Memory(DIM, vector_mode="summary", linkage="centroid", embed=embed)
     memory.add_leaf(leaf(0, unit([1, 0, 0, 0, 0, 0, 0, 0])))
     memory.add_leaf(leaf(1, unit([1, 0.1, 0, 0, 0, 0, 0, 0])))
     (branch_id,) = memory.semantic.root.children

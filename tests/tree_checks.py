@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
@@ -47,12 +48,19 @@ def assert_semantic_invariants(tree: SemanticTree) -> None:
         assert branch.leaf_count == sum(counts)
         assert branch.first_seq == min(firsts) and branch.last_seq == max(lasts)
         if tree.vector_mode == "centroid":
-            centroid = np.asarray(counts, dtype=np.float32) @ np.stack(vectors)
-            centroid /= np.linalg.norm(centroid)
+            # The branch's vector and cohesion are the direction and norm of its leaves' mean vector.
+            mean = np.mean([tree.leaves[n].vector for n in subtree_leaves(tree, branch.id)], axis=0)
             assert branch.vector is not None
-            np.testing.assert_allclose(branch.vector, centroid, atol=1e-5)
+            assert branch.cohesion == pytest.approx(float(np.linalg.norm(mean)), abs=1e-5)
+            np.testing.assert_allclose(branch.vector * branch.cohesion, mean, atol=1e-5)
         assert branch.text, f"branch {branch.id} has a representative text"
     assert tree.height == height, "the tracked height is the deepest leaf's depth"
+
+
+def subtree_leaves(tree: SemanticTree, node_id: str) -> list[str]:
+    if node_id in tree.leaves:
+        return [node_id]
+    return [leaf for child in tree.branches[node_id].children for leaf in subtree_leaves(tree, child)]
 
 
 def memory_state(memory: Memory) -> dict[str, object]:

@@ -10,7 +10,7 @@ from typing import Literal
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.semantic import SemanticTree, VectorMode
+from memtree_mcp.core.semantic import Linkage, SemanticTree, VectorMode
 
 HitKind = Literal["leaf", "summary"]
 
@@ -47,11 +47,14 @@ class Memory:
         dimension: int,
         *,
         vector_mode: VectorMode = "centroid",
+        linkage: Linkage = "average",
         embed: Callable[[Sequence[str]], Matrix] | None = None,
     ) -> None:
         self.dimension = dimension
         self.leaves: dict[str, Leaf] = {}
-        self.semantic = SemanticTree(self.leaves, dimension, vector_mode=vector_mode, embed=embed)
+        self.semantic = SemanticTree(
+            self.leaves, dimension, vector_mode=vector_mode, linkage=linkage, embed=embed
+        )
         self.index = VectorIndex(dimension)
         self._by_hash: dict[str, str] = {}
         self.next_seq = 0
@@ -99,7 +102,7 @@ class Memory:
     def _index_branch(self, branch: Branch) -> None:
         # The root stands for everything at once and would answer every query; it is not a hit.
         if branch.kind == "internal" and branch.vector is not None:
-            self.index.upsert(branch.id, branch.vector)
+            self.index.upsert(branch.id, self.semantic.match_vector_of(branch.id))
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -124,6 +127,8 @@ class Memory:
     ) -> list[Hit]:
         """Collapsed retrieval: every node competes; the best ``k`` above ``min_score`` that fit the budget.
 
+        A leaf scores its cosine to the query, a summary the average cosine of its leaves, so a
+        summary ranks high only when many of its memories are relevant, never above its best one.
         Hits are taken in score order; one that does not fit in what is left of ``max_tokens`` is
         skipped, so a long summary never crowds out the short memories that follow it.
         """

@@ -45,3 +45,7 @@ class Branch:
     last_seq: int = -1
     first_ts: float = 0.0
     last_ts: float = 0.0
+    # Norm of the mean of the leaves' unit vectors: 1 when they all agree, near 0 when they scatter.
+    # vector · cohesion is that mean, so its dot product with a unit query is the query's average
+    # cosine to the branch's leaves.
+    cohesion: float = 1.0
