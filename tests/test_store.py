@@ -8,6 +8,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 from memtree_mcp.service import MemoryService
+from memtree_mcp.store import lance
 from memtree_mcp.store.lance import LanceStore
 from tests.tree_checks import assert_semantic_invariants, memory_state
 
@@ -62,10 +63,10 @@ def test_a_failed_commit_leaves_the_previous_state(
     assert space.table is not None
     version = space.table.latest_version()
 
-    def broken_merge_insert(*_args: object, **_kwargs: object) -> object:
+    def broken_add(*_args: object, **_kwargs: object) -> object:
         raise OSError("disk full")
 
-    monkeypatch.setattr(space.table._table, "merge_insert", broken_merge_insert)
+    monkeypatch.setattr(space.table._table, "add", broken_add)
     with pytest.raises(StoreError, match="disk full"):
         service.remember("This fact never reaches the disk.")
     monkeypatch.undo()
@@ -110,3 +111,27 @@ def test_rows_hold_the_vectors_bit_for_bit(settings: Settings, embedder) -> None
     expected = embedder.embed_batch(["Exact float32 round trip."])[0]
     assert leaf.vector.dtype == np.float32
     np.testing.assert_array_equal(leaf.vector, expected)
+
+
+def test_compaction_and_squashing_keep_every_memory_identical(
+    settings: Settings,
+    embedder,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
+    monkeypatch.setattr(lance, "SQUASH_SLACK", 5)
+    service = MemoryService(settings, embedder=embedder)
+    for fact in FACTS + [f"Extra note number {i} about the garden." for i in range(10)]:
+        service.remember(fact)
+    memory = service.memory()
+    assert memory is not None
+    expected = memory_state(memory)
+    table = service._spaces["default"].table
+    assert table is not None
+    live = len(memory.leaves) + len(memory.semantic.branches)
+    # Every remember appended a revision of each row it changed; squashing dropped the superseded ones.
+    assert table._table.count_rows() <= 2 * live + 5
+    service.close()
+
+    reopened = MemoryService(settings, embedder=embedder).memory()
+    assert reopened is not None and memory_state(reopened) == expected
