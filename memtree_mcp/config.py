@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
+EMBEDDERS = ("local",)
+LLMS = ("none",)
 
 
 def default_home() -> str:
@@ -29,6 +31,22 @@ class Settings(BaseSettings):
     llm: str = Field(default="none", description="'none': extractive summaries, no LLM calls.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
+
+    @field_validator("embedder")
+    @classmethod
+    def _embedder_is_known(cls, value: str) -> str:
+        if value not in EMBEDDERS:
+            raise ValueError(f"unknown embedder {value!r}; this version provides: {', '.join(EMBEDDERS)}")
+        return value
+
+    @field_validator("llm")
+    @classmethod
+    def _llm_is_known(cls, value: str) -> str:
+        if value not in LLMS:
+            raise ValueError(
+                f"unknown LLM {value!r}; this version provides: {', '.join(LLMS)} (extractive summaries)"
+            )
+        return value
 
     @field_validator("namespace")
     @classmethod

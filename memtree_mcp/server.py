@@ -8,9 +8,10 @@ first tool call, after the handshake.
 
 import functools
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -48,6 +49,8 @@ You have a long-term memory through the tools `recall` and `remember`.
 Never store secrets (passwords, API keys, tokens) in memory.
 """
 
+HANDSHAKE_METHODS = frozenset({"initialize", "notifications/initialized", "server/discover"})
+
 Namespace = Annotated[
     str | None,
     Field(
@@ -73,6 +76,19 @@ def build_server(service: MemoryService) -> MCPServer:
         lifespan=lifespan,
         log_level=service.settings.log_level,
     )
+
+    warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
+
+    async def warm_up_after_handshake(ctx: Any, call_next: Any) -> Any:
+        # The heavy imports and the model load start in the background once the first request after
+        # the handshake (usually tools/list) has been answered: starting them earlier slowed that
+        # answer by competing for the interpreter; starting them later makes the first recall wait.
+        result = await call_next(ctx)
+        if ctx.method not in HANDSHAKE_METHODS and warm_up.ident is None:
+            warm_up.start()
+        return result
+
+    mcp.middleware.append(warm_up_after_handshake)
 
     @mcp.tool(
         annotations=ToolAnnotations(

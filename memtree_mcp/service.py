@@ -68,7 +68,7 @@ class MemoryService:
         self._embedder = embedder
         self._store: LanceStore | None = None
         self._spaces: dict[str, _Space] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     # -- operations ------------------------------------------------------------------------------
 
@@ -169,6 +169,20 @@ class MemoryService:
             hits = space.memory.recall(vector, k, max_tokens=max_tokens)
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
+    def warm_up(self) -> None:
+        """Load the embedder and the default namespace now, so the first real call is fast.
+
+        Errors are only logged: the call that needs the failing part reports them properly.
+        """
+        started = time.perf_counter()
+        try:
+            self.embedder.embed_batch(["warm up"])
+            self.memory()
+        except Exception as exc:  # a warm-up must never take the server down
+            log.warning("warm-up stopped: %s", exc)
+            return
+        log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
+
     def close(self) -> None:
         """Release the store; the service can be used again afterwards (it reopens lazily)."""
         with self._lock:
@@ -179,19 +193,21 @@ class MemoryService:
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            from memtree_mcp.providers import make_embedder
+        with self._lock:
+            if self._embedder is None:
+                from memtree_mcp.providers import make_embedder
 
-            self._embedder = make_embedder(self.settings.embedder)
-        return self._embedder
+                self._embedder = make_embedder(self.settings.embedder)
+            return self._embedder
 
     @property
     def store(self) -> LanceStore:
+        embedder = self.embedder
         with self._lock:
             if self._store is None:
                 from memtree_mcp.store.lance import LanceStore
 
-                self._store = LanceStore(self.settings.home, self.embedder.identity, self.embedder.dimension)
+                self._store = LanceStore(self.settings.home, embedder.identity, embedder.dimension)
             return self._store
 
     def memory(self, namespace: str | None = None) -> Memory | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -82,3 +84,19 @@ async def test_the_use_memory_prompt_tells_when_to_recall_and_remember(client: C
     prompt = await client.get_prompt("use-memory")
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "recall" in text and "remember" in text
+
+
+async def test_the_store_and_model_load_in_the_background_once_tools_are_listed(
+    settings,
+    embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    MemoryService(settings, embedder=embedder).remember("Loaded before anyone asks.")
+    fresh = MemoryService(settings)  # its own embedder: nothing loaded yet
+    async with Client(build_server(fresh)) as client:
+        await client.list_tools()
+        (warm_up,) = [t for t in threading.enumerate() if t.name == "memtree-warm-up"]
+        await anyio.to_thread.run_sync(warm_up.join, 60)
+        assert not warm_up.is_alive()
+        # Nothing was called, yet the namespace is loaded and the model ready.
+        assert "default" in fresh._spaces and fresh._embedder is not None
+    fresh.close()

@@ -148,3 +148,11 @@ def test_the_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
         timeout=TIMEOUT,
     )
     assert done.returncode == 2 and "namespace" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [COMMAND, "recall", "x"],
+        env={**env, "MEMTREE_EMBEDDER": "nope"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2 and "unknown embedder 'nope'" in done.stderr and "local" in done.stderr

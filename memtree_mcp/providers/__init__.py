@@ -13,7 +13,7 @@ def make_embedder(spec: str) -> Embedder:
 
     Raises ProviderError for a name this version does not provide.
     """
-    if spec in ("local", "local:all-MiniLM-L6-v2"):
+    if spec == "local":
         from memtree_mcp.providers.local import MiniLMEmbedder
 
         return MiniLMEmbedder()
