@@ -36,8 +36,8 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
-from memtree_mcp.core.extractive import label_for, summarize_children
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.representative import refresh_branch
 
 VectorMode = Literal["centroid", "summary"]
 Linkage = Literal["average", "centroid"]
@@ -223,56 +223,11 @@ class SemanticTree:
 
     def _refresh(self, branch: Branch) -> None:
         """Recompute a branch's count, span and representative from its children."""
-        counts: list[int] = []
-        vectors: list[Vector] = []
-        means: list[Vector] = []
-        firsts: list[tuple[int, float]] = []
-        lasts: list[tuple[int, float]] = []
-        for child in branch.children:
-            leaf = self.leaves.get(child)
-            if leaf is not None:
-                counts.append(1)
-                vectors.append(leaf.vector)
-                means.append(leaf.vector)
-                firsts.append((leaf.seq, leaf.timestamp))
-                lasts.append((leaf.seq, leaf.timestamp))
-            else:
-                sub = self.branches[child]
-                counts.append(sub.leaf_count)
-                vectors.append(self.vector_of(child))
-                means.append(self.vector_of(child) * sub.cohesion)
-                firsts.append((sub.first_seq, sub.first_ts))
-                lasts.append((sub.last_seq, sub.last_ts))
-        if not counts:
-            branch.leaf_count, branch.text, branch.label, branch.vector = 0, "", "", None
-            return
-        branch.leaf_count = sum(counts)
-        branch.first_seq = min(f[0] for f in firsts)
-        branch.last_seq = max(last[0] for last in lasts)
-        branch.first_ts = min(f[1] for f in firsts)
-        branch.last_ts = max(last[1] for last in lasts)
-        stacked = np.stack(vectors)
-        mean = ((np.asarray(counts, dtype=np.float32) @ np.stack(means)) / branch.leaf_count).astype(
-            np.float32
-        )
-        branch.cohesion = float(np.linalg.norm(mean))
-        centroid = _normalised(mean)
-        order = np.argsort(-(stacked @ centroid), kind="stable")
-        texts = [self.text_of(branch.children[i]) for i in order]
-        branch.text = summarize_children(texts)
-        branch.label = label_for(texts)
-        if self.vector_mode == "centroid" or branch.vector is None or branch.kind == "root":
-            branch.vector = centroid
+        keep_vector = self.vector_mode != "centroid" and branch.vector is not None and branch.kind != "root"
+        refresh_branch(branch, self.leaves, self.branches, keep_vector=keep_vector)
 
     def _embed_texts(self, branches: list[Branch]) -> None:
         assert self._embed is not None
         if branches:
             for branch, vector in zip(branches, self._embed([b.text for b in branches]), strict=True):
                 branch.vector = vector.astype(np.float32)
-
-
-def _normalised(vector: Vector) -> Vector:
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        return vector.astype(np.float32)
-    return (vector / norm).astype(np.float32)
