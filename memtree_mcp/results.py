@@ -34,7 +34,9 @@ class RecallHit(BaseModel):
     )
     depth: int
     score: float = Field(
-        description="Cosine similarity to the query (1 at best); for a summary, the mean over its memories."
+        description="Relevance, higher is better. Strategy 'collapsed': cosine similarity to the query "
+        "(for a summary, the mean over its memories). Strategy 'hybrid': a standardised score, 0 being "
+        "an average memory."
     )
     time_from: str = Field(description="Timestamp of the earliest memory covered (ISO 8601, UTC).")
     time_to: str = Field(description="Timestamp of the latest memory covered (ISO 8601, UTC).")

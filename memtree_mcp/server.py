@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -147,13 +147,51 @@ def build_server(service: MemoryService) -> MCPServer:
             Field(description="Budget for the hits' text (about 4 characters a token).", ge=1, le=MAX_TOKENS),
         ] = None,
         namespace: Namespace = None,
+        strategy: Annotated[
+            Literal["hybrid", "collapsed"],
+            Field(
+                description="'hybrid' (default): meaning and exact words, with what was said around them; "
+                "'collapsed': meaning only, over memories and summaries alike."
+            ),
+        ] = "hybrid",
+        kind: Annotated[
+            Literal["any", "leaf", "summary"],
+            Field(description="'leaf' for single memories only, 'summary' for summaries only."),
+        ] = "any",
+        time_from: Annotated[
+            str | None, Field(description="Only memories from this time on (ISO 8601).", max_length=64)
+        ] = None,
+        time_to: Annotated[
+            str | None, Field(description="Only memories up to this time (ISO 8601).", max_length=64)
+        ] = None,
+        tags: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]],
+            Field(description="Only memories with at least one of these tags.", max_length=MAX_TAGS),
+        ] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
+        session: Annotated[
+            str | None, Field(description="Only memories of this session.", max_length=128)
+        ] = None,
     ) -> RecallResult:
         """Look up long-term memory. Call it before answering, with the user's request or its subject.
 
         Returns the best hits first: single memories (kind 'leaf') and summaries of related memories
         (kind 'summary'), each with its score, time span and breadcrumb of subjects.
         """
-        return await _run(service.recall, query, k, max_tokens, namespace)
+        return await _run(
+            functools.partial(
+                service.recall,
+                strategy=strategy,
+                kind=kind,
+                time_from=time_from,
+                time_to=time_to,
+                tags=tags,
+                session=session,
+            ),
+            query,
+            k,
+            max_tokens,
+            namespace,
+        )
 
     @mcp.prompt(name="use-memory", description="How to use this long-term memory in a conversation.")
     def use_memory() -> str:

@@ -29,7 +29,7 @@ from filelock import FileLock
 from memtree_mcp.config import NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.memory import Hit, Memory
+from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.results import PathStep, RecallHit, RecallResult, RememberResult
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memtree_mcp")
 
+RECALL_STRATEGIES = STRATEGIES
+KINDS = ("any", "leaf", "summary")
 MAX_QUERY_CHARS = 4_000
 MAX_K = 100
 MAX_TOKENS = 100_000
@@ -150,23 +152,51 @@ class MemoryService:
         k: int = 8,
         max_tokens: int | None = None,
         namespace: str | None = None,
+        *,
+        strategy: str = "hybrid",
+        kind: str = "any",
+        time_from: str | None = None,
+        time_to: str | None = None,
+        tags: Sequence[str] = (),
+        session: str | None = None,
     ) -> RecallResult:
-        """The ``k`` nodes most similar to ``query`` (leaves and summaries), within ``max_tokens``.
+        """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
-        Raises InvalidInput for bad arguments.
+        ``strategy`` is one of STRATEGIES (``hybrid``: dense + lexical with propagation along time;
+        ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
+        filters are ISO 8601; ``tags`` keeps memories with any of them. Raises InvalidInput for bad
+        arguments.
         """
         name = self._namespace(namespace)
         text = check_text(query, "query", MAX_QUERY_CHARS)
         check_range(k, "k", 1, MAX_K)
         if max_tokens is not None:
             check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
+        if strategy not in STRATEGIES:
+            raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+        where = RecallFilter(
+            kind=kind,  # type: ignore[arg-type]
+            time_from=parse_timestamp(time_from) if time_from is not None else None,
+            time_to=parse_timestamp(time_to) if time_to is not None else None,
+            tags=check_tags(tags),
+            session=check_session(session),
+        )
         space = self._space(name, create=False)
         if space is None:
             return RecallResult(hits=[], namespace=name)
         vector = self.embedder.embed_batch([text])[0]
         with space.lock:
             self._follow_table(space)
-            hits = space.memory.recall(vector, k, max_tokens=max_tokens)
+            hits = space.memory.recall(
+                vector,
+                k,
+                query_text=text,
+                strategy=strategy,
+                where=where,
+                max_tokens=max_tokens,
+            )
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
     def warm_up(self) -> None:
@@ -283,10 +313,12 @@ class MemoryService:
         for node_id in sorted(changed):
             leaf = memory.leaves.get(node_id)
             if leaf is not None:
-                parent = memory.semantic.parent_of.get(node_id)
-                rows.append(leaf_row(leaf, parent, memory.semantic.depth_of(node_id), now))
+                semantic_parent = memory.semantic.parent_of.get(node_id)
+                temporal_parent = memory.temporal.parent_of.get(node_id)
+                depth = memory.semantic.depth_of(node_id)
+                rows.append(leaf_row(leaf, semantic_parent, temporal_parent, depth, now))
             else:
-                rows.append(branch_row(memory.semantic.branches[node_id], memory.dimension, now))
+                rows.append(branch_row(memory.node(node_id), memory.dimension, now))  # type: ignore[arg-type]
         return rows
 
 

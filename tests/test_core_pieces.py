@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +65,41 @@ def test_recall_respects_k_the_token_budget_and_the_minimum_score() -> None:
     assert [h.id for h in memory.recall(query, 2, max_tokens=50)] == ["b"]
     assert memory.recall(vectors[2], 5) == []
     assert estimate_tokens("abcd" * 10) == 10
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.floats(-3, 3, allow_nan=False, width=32)), min_size=1, max_size=30
+    )
+)
+def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, float]]) -> None:
+    from memtree_mcp.core.memory import NEIGHBOUR_DECAY, NEIGHBOUR_RADIUS
+
+    memory = Memory(4)
+    sessions = []
+    session = 0
+    for i, (change, _) in enumerate(rows):
+        session += change == 0 and i > 0  # a new session now and then
+        sessions.append(session)
+        vector = np.eye(4, dtype=np.float32)[i % 4]
+        memory.add_leaf(
+            Leaf(
+                id=f"m{i:03d}",
+                text=f"turn {i}",
+                vector=vector,
+                seq=i,
+                timestamp=float(i),
+                session=f"s{session}",
+            )
+        )
+    ids, _ = memory.leaf_index.scores(np.ones(4, dtype=np.float32))
+    scores = np.asarray([rows[int(i[1:])][1] for i in ids], dtype=np.float32)
+    got = dict(zip(ids, memory.timeline().propagate(scores), strict=True))
+    for i in range(len(rows)):
+        expected = rows[i][1]
+        for j in range(len(rows)):
+            distance = abs(i - j)
+            if 0 < distance <= NEIGHBOUR_RADIUS and sessions[i] == sessions[j]:
+                expected += NEIGHBOUR_DECAY**distance * rows[j][1]
+        assert got[f"m{i:03d}"] == pytest.approx(expected, abs=1e-4)

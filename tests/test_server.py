@@ -100,3 +100,33 @@ async def test_the_store_and_model_load_in_the_background_once_tools_are_listed(
         # Nothing was called, yet the namespace is loaded and the model ready.
         assert "default" in fresh._spaces and fresh._embedder is not None
     fresh.close()
+
+
+async def test_a_question_about_an_early_session_is_answered_from_it(client: Client) -> None:
+    early = [
+        "Melanie: I signed up for a charity run for mental health awareness.",
+        "Caroline: That's wonderful! When is it?",
+        "Melanie: This Saturday, 10k along the river.",
+    ]
+    for i, text in enumerate(early):
+        await client.call_tool(
+            "remember", {"content": text, "timestamp": f"2023-05-08T13:5{i}:00Z", "session": "session-1"}
+        )
+    later_topics = ["a new painting", "the camping trip", "a book club", "adoption paperwork", "a concert"]
+    for day, topic in enumerate(later_topics, start=1):
+        for j in range(3):
+            await client.call_tool(
+                "remember",
+                {
+                    "content": f"Caroline: Let me tell you more about {topic}, part {j + 1}.",
+                    "timestamp": f"2023-07-{day:02d}T10:0{j}:00Z",
+                    "session": f"session-{day + 1}",
+                },
+            )
+    found = await client.call_tool(
+        "recall", {"query": "How far was Melanie's charity run?", "k": 3, "kind": "leaf"}
+    )
+    assert not found.is_error and found.structured_content is not None
+    hits = found.structured_content["hits"]
+    assert "Melanie: This Saturday, 10k along the river." in [h["text"] for h in hits]
+    assert all(h["time_from"].startswith("2023-05-08") for h in hits)

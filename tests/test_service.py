@@ -133,3 +133,64 @@ def test_recall_is_identical_after_a_restart(settings: Settings, embedder) -> No
     first.close()
     after = MemoryService(settings, embedder=embedder).recall("how do we deploy and roll back", k=6)
     assert after == before
+
+
+CONVERSATION = [
+    ("2023-05-08T10:00:00Z", "s1", "What did you name the new puppy?"),
+    ("2023-05-08T10:01:00Z", "s1", "Biscuit! He is a golden retriever and already chews everything."),
+    ("2023-05-08T10:02:00Z", "s1", "Ha, mine did that too when she was young."),
+    ("2023-06-20T18:00:00Z", "s2", "I finally started the pottery class at the community centre."),
+    ("2023-06-20T18:01:00Z", "s2", "My first bowl came out lopsided but I love it."),
+    ("2023-09-02T09:00:00Z", "s3", "We are moving to Lisbon in October for my new job."),
+    ("2023-09-02T09:01:00Z", "s3", "The company is a small robotics startup near the river."),
+]
+
+
+@pytest.fixture
+def chat(service: MemoryService) -> MemoryService:
+    for timestamp, session, text in CONVERSATION:
+        service.remember(text, timestamp=timestamp, session=session, tags=[session])
+    return service
+
+
+def test_hybrid_recall_brings_the_answer_said_right_after_the_question(chat: MemoryService) -> None:
+    hits = chat.recall("What is the puppy called?", k=2, kind="leaf").hits
+    texts = [h.text for h in hits]
+    assert "Biscuit! He is a golden retriever and already chews everything." in texts
+
+
+def test_exact_words_count_in_hybrid_recall(chat: MemoryService) -> None:
+    top = chat.recall("robotics", k=1, kind="leaf").hits[0]
+    assert top.text == "The company is a small robotics startup near the river."
+
+
+def test_recall_filters_by_time_tags_session_and_kind(chat: MemoryService) -> None:
+    june = chat.recall("my hobbies", k=10, time_from="2023-06-01", time_to="2023-06-30T23:59:59Z").hits
+    assert june and all(h.time_from.startswith("2023-06") for h in june)
+    tagged = chat.recall("the new job", k=10, tags=["s3"]).hits
+    assert {h.text for h in tagged} <= {CONVERSATION[5][2], CONVERSATION[6][2]} and tagged
+    assert all(h.kind == "leaf" for h in tagged)
+    in_session = chat.recall("pottery bowl", k=10, session="s2").hits
+    assert {h.text for h in in_session} == {CONVERSATION[3][2], CONVERSATION[4][2]}
+    summaries = chat.recall("puppy", k=10, kind="summary", strategy="collapsed").hits
+    assert summaries and all(h.kind == "summary" for h in summaries)
+    assert {h.tree for h in chat.recall("the move to Lisbon", k=20, kind="summary").hits} == {
+        "semantic",
+        "temporal",
+    }
+
+
+def test_both_strategies_answer_and_unknown_ones_are_refused(chat: MemoryService) -> None:
+    for strategy in ("hybrid", "collapsed"):
+        assert chat.recall("Lisbon job", k=3, strategy=strategy).hits
+    with pytest.raises(InvalidInput, match="unknown strategy"):
+        chat.recall("x", strategy="psychic")
+    with pytest.raises(InvalidInput, match="unknown kind"):
+        chat.recall("x", kind="everything")
+    with pytest.raises(InvalidInput, match="ISO 8601"):
+        chat.recall("x", time_from="last week")
+
+
+def test_a_query_about_nothing_stored_recalls_nothing(chat: MemoryService) -> None:
+    assert chat.recall("zzzz qqqq xyzzy", k=5).hits == []
+    assert chat.recall("tax deadline for freelancers", k=5).hits == []

@@ -128,7 +128,7 @@ def test_compaction_and_squashing_keep_every_memory_identical(
     expected = memory_state(memory)
     table = service._spaces["default"].table
     assert table is not None
-    live = len(memory.leaves) + len(memory.semantic.branches)
+    live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
     # Every remember appended a revision of each row it changed; squashing dropped the superseded ones.
     assert table._table.count_rows() <= 2 * live + 5
     service.close()

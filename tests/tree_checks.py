@@ -67,7 +67,7 @@ def subtree_leaves(tree: SemanticTree, node_id: str) -> list[str]:
 
 
 def memory_state(memory: Memory) -> dict[str, object]:
-    """A comparable picture of a memory: every node's fields, vectors as lists."""
+    """A comparable picture of a memory: every node of both trees, vectors as lists."""
     state: dict[str, object] = {}
     for leaf in memory.leaves.values():
         state[leaf.id] = (
@@ -80,9 +80,11 @@ def memory_state(memory: Memory) -> dict[str, object]:
             leaf.session,
             leaf.content_hash,
             memory.semantic.parent_of[leaf.id],
+            memory.temporal.parent_of[leaf.id],
         )
-    for branch in memory.semantic.branches.values():
+    for branch in [*memory.semantic.branches.values(), *memory.temporal.branches.values()]:
         state[branch.id] = (
+            branch.tree,
             branch.kind,
             branch.parent,
             branch.depth,
@@ -90,13 +92,14 @@ def memory_state(memory: Memory) -> dict[str, object]:
             branch.text,
             branch.label,
             None if branch.vector is None else branch.vector.tolist(),
+            branch.cohesion,
             branch.leaf_count,
             branch.first_seq,
             branch.last_seq,
             branch.first_ts,
             branch.last_ts,
         )
-    state["__height__"] = memory.semantic.height
+    state["__heights__"] = (memory.semantic.height, memory.temporal.height)
     return state
 
 

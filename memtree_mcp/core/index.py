@@ -52,6 +52,15 @@ class VectorIndex:
             self._rows[moved] = row
         self._ids.pop()
 
+    def row(self, node_id: str) -> int:
+        """The row of ``node_id`` in the arrays ``scores`` returns; raises KeyError."""
+        return self._rows[node_id]
+
+    def scores(self, query: Vector) -> tuple[list[str], np.ndarray]:
+        """Every id with its cosine to ``query``, in row order."""
+        n = len(self._ids)
+        return self._ids[:n], self._matrix[:n] @ query.astype(np.float32, copy=False)
+
     def search(self, query: Vector, k: int, min_score: float = -1.0) -> list[tuple[str, float]]:
         """The ``k`` ids with the highest cosine to ``query`` (at least ``min_score``), best first.
 

@@ -1,4 +1,18 @@
-"""One namespace's memory in RAM: its leaves, the trees over them and a vector index of every node."""
+"""One namespace's memory in RAM: its leaves, the two trees over them, and the indexes that rank them.
+
+Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/benchmarks.md``):
+
+- ``hybrid`` (default): every leaf gets a dense score (cosine to the query) and a lexical one
+  (BM25, ``core/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
+  dominates) and they are summed with the lexical one weighted by ``LEXICAL_WEIGHT``. Relevance then
+  propagates along time: each leaf adds ``NEIGHBOUR_DECAY``^r times the score of the leaves r places
+  before and after it (r ≤ ``NEIGHBOUR_RADIUS``) in the same segment of the conversation (no session
+  change nor long silence between them), because what answers a question is usually said next to
+  what matches it. Summaries compete by their dense score on the same standardised scale. When no
+  leaf shares a word with the query nor reaches ``RELEVANCE_FLOOR``, nothing is returned.
+- ``collapsed``: MemTree's collapsed retrieval over both trees, dense only: a leaf scores its cosine,
+  a summary the mean cosine of its leaves.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +21,29 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.index import VectorIndex
+from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.semantic import Linkage, SemanticTree, VectorMode
+from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
 
 HitKind = Literal["leaf", "summary"]
+KindFilter = Literal["any", "leaf", "summary"]
+Strategy = Literal["hybrid", "collapsed"]
+STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed")
 
 # Collapsed retrieval drops nodes less similar than this (θ_retrieve of seed 000 §3.2). Unrelated
 # texts score around 0 to 0.1 with all-MiniLM-L6-v2; anything on the subject scores well above.
 MIN_SCORE = 0.1
+# Hybrid recall answers nothing when no leaf shares a word with the query and the closest one is
+# below this: unrelated queries reach 0.11–0.15 against a small memory, related ones 0.3 and more.
+RELEVANCE_FLOOR = 0.2
+LEXICAL_WEIGHT = 0.5
+NEIGHBOUR_DECAY = 0.4
+NEIGHBOUR_RADIUS = 2
 
 
 def estimate_tokens(text: str) -> int:
@@ -39,6 +66,35 @@ class Hit:
     breadcrumb: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class RecallFilter:
+    """Which nodes may be recalled. Tags and sessions belong to leaves, so they rule out summaries."""
+
+    kind: KindFilter = "any"
+    time_from: float | None = None
+    time_to: float | None = None
+    tags: tuple[str, ...] = ()
+    session: str | None = None
+
+    def admits_leaf(self, leaf: Leaf) -> bool:
+        if self.kind == "summary":
+            return False
+        if self.time_from is not None and leaf.timestamp < self.time_from:
+            return False
+        if self.time_to is not None and leaf.timestamp > self.time_to:
+            return False
+        if self.tags and not set(self.tags) & set(leaf.tags):
+            return False
+        return self.session is None or leaf.session == self.session
+
+    def admits_branch(self, branch: Branch) -> bool:
+        if self.kind == "leaf" or self.tags or self.session is not None or branch.kind == "root":
+            return False
+        if self.time_from is not None and branch.last_ts < self.time_from:
+            return False
+        return self.time_to is None or branch.first_ts <= self.time_to
+
+
 class Memory:
     """The in-memory state of one namespace; the store persists it and rebuilds it on load."""
 
@@ -49,14 +105,19 @@ class Memory:
         vector_mode: VectorMode = "centroid",
         linkage: Linkage = "average",
         embed: Callable[[Sequence[str]], Matrix] | None = None,
+        temporal_policy: CompatibilityPolicy | None = None,
     ) -> None:
         self.dimension = dimension
         self.leaves: dict[str, Leaf] = {}
         self.semantic = SemanticTree(
             self.leaves, dimension, vector_mode=vector_mode, linkage=linkage, embed=embed
         )
-        self.index = VectorIndex(dimension)
+        self.temporal = TemporalTree(self.leaves, dimension, policy=temporal_policy or CosinePolicy())
+        self.leaf_index = VectorIndex(dimension)
+        self.branch_index = VectorIndex(dimension)
+        self.lexical = LexicalIndex()
         self._by_hash: dict[str, str] = {}
+        self._timeline: _Timeline | None = None
         self.next_seq = 0
 
     # -- loading ---------------------------------------------------------------------------------
@@ -65,17 +126,24 @@ class Memory:
         """Replace the whole state with stored nodes."""
         self.leaves.clear()
         self._by_hash.clear()
-        for leaf in leaves:
+        self.lexical = LexicalIndex()
+        ordered = sorted(leaves, key=lambda leaf: leaf.seq)
+        self.leaf_index = VectorIndex(self.dimension, capacity=len(ordered) + 16)
+        for leaf in ordered:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
                 self._by_hash[leaf.content_hash] = leaf.id
-        self.next_seq = max((leaf.seq for leaf in self.leaves.values()), default=-1) + 1
-        self.semantic.adopt([b for b in branches if b.tree == "semantic"])
-        self.index = VectorIndex(self.dimension, capacity=len(self.leaves) * 2 + 16)
-        for leaf in self.leaves.values():
-            self.index.upsert(leaf.id, leaf.vector)
-        for branch in self.semantic.branches.values():
-            self._index_branch(branch)
+            self.leaf_index.upsert(leaf.id, leaf.vector)
+            self.lexical.add(leaf.id, leaf.text)
+        self.next_seq = (ordered[-1].seq + 1) if ordered else 0
+        stored = list(branches)
+        self.semantic.adopt([b for b in stored if b.tree == "semantic"])
+        self.temporal.adopt([b for b in stored if b.tree == "temporal"])
+        self.branch_index = VectorIndex(self.dimension, capacity=len(stored) + 16)
+        for tree in (self.semantic, self.temporal):
+            for branch in tree.branches.values():
+                self._index_branch(branch)
+        self._timeline = None
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -84,62 +152,85 @@ class Memory:
         return self._by_hash.get(content_hash)
 
     def add_leaf(self, leaf: Leaf) -> set[str]:
-        """Store ``leaf`` and insert it into every tree; return the ids of all nodes that changed."""
+        """Store ``leaf`` and insert it into both trees; return the ids of all nodes that changed.
+
+        Raises ValueError for a leaf id already stored or a sequence number not after the last one.
+        """
         if leaf.id in self.leaves:
             raise ValueError(f"leaf {leaf.id} is already stored")
+        if leaf.seq < self.next_seq:
+            raise ValueError(f"leaf {leaf.id} has seq {leaf.seq}; the next is {self.next_seq}")
         self.leaves[leaf.id] = leaf
         if leaf.content_hash:
             self._by_hash[leaf.content_hash] = leaf.id
-        self.next_seq = max(self.next_seq, leaf.seq + 1)
-        changed = self.semantic.insert(leaf)
-        self.index.upsert(leaf.id, leaf.vector)
+        self.next_seq = leaf.seq + 1
+        changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
+        self.leaf_index.upsert(leaf.id, leaf.vector)
+        self.lexical.add(leaf.id, leaf.text)
         for node_id in changed:
-            branch = self.semantic.branches.get(node_id)
+            branch = self.branch(node_id)
             if branch is not None:
                 self._index_branch(branch)
+        self._timeline = None
         return changed
 
     def _index_branch(self, branch: Branch) -> None:
-        # The root stands for everything at once and would answer every query; it is not a hit.
+        # A root stands for everything at once and would answer every query; it is not a hit.
         if branch.kind == "internal" and branch.vector is not None:
-            self.index.upsert(branch.id, self.semantic.match_vector_of(branch.id))
+            self.branch_index.upsert(branch.id, self._tree(branch).match_vector_of(branch.id))
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def branch(self, node_id: str) -> Branch | None:
+        """The branch of either tree with this id, or None."""
+        return self.semantic.branches.get(node_id) or self.temporal.branches.get(node_id)
+
     def node(self, node_id: str) -> Leaf | Branch:
         """The leaf or branch with this id; raises KeyError."""
-        leaf = self.leaves.get(node_id)
-        if leaf is not None:
-            return leaf
-        return self.semantic.branches[node_id]
+        found = self.leaves.get(node_id) or self.branch(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
 
-    def breadcrumb(self, node_id: str) -> list[str]:
-        """Short labels of the ancestors of ``node_id`` in the semantic tree, the root left out."""
-        return [b.label for b in self.semantic.ancestors(node_id) if b.kind != "root"]
+    def _tree(self, branch: Branch) -> SemanticTree | TemporalTree:
+        return self.semantic if branch.tree == "semantic" else self.temporal
+
+    def breadcrumb(self, node_id: str, tree: str = "semantic") -> list[str]:
+        """Short labels of the ancestors of ``node_id`` in ``tree``, the root left out."""
+        chosen = self.semantic if tree == "semantic" else self.temporal
+        return [b.label for b in chosen.ancestors(node_id) if b.kind != "root"]
 
     def recall(
         self,
         query: Vector,
         k: int,
         *,
+        query_text: str = "",
+        strategy: Strategy = "hybrid",
+        where: RecallFilter | None = None,
         max_tokens: int | None = None,
         min_score: float = MIN_SCORE,
     ) -> list[Hit]:
-        """Collapsed retrieval: every node competes; the best ``k`` above ``min_score`` that fit the budget.
+        """The best ``k`` nodes for a query (its vector and text) that pass ``where`` and fit the budget.
 
-        A leaf scores its cosine to the query, a summary the average cosine of its leaves, so a
-        summary ranks high only when many of its memories are relevant, never above its best one.
         Hits are taken in score order; one that does not fit in what is left of ``max_tokens`` is
         skipped, so a long summary never crowds out the short memories that follow it.
         """
+        where = where or RecallFilter()
+        # Ask for more than k when a budget may make some hits be skipped.
+        want = k if max_tokens is None else 4 * k
+        if strategy == "hybrid":
+            ids, scores = self._hybrid(query, query_text, where)
+            ranked = self._ranked(ids, scores, where, want, -math.inf)
+        else:
+            ids, scores = self._collapsed(query, where)
+            ranked = self._ranked(ids, scores, where, want, min_score)
         hits: list[Hit] = []
         budget = max_tokens
-        # Ask the index for more than k so that skipped (over-budget) hits can be replaced.
-        wanted = k if budget is None else k * 4
-        for node_id, score in self.index.search(query, wanted, min_score):
+        for node_id, score in ranked:
             node = self.node(node_id)
-            cost = estimate_tokens(node.text)
             if budget is not None:
+                cost = estimate_tokens(node.text)
                 if cost > budget:
                     continue
                 budget -= cost
@@ -147,6 +238,59 @@ class Memory:
             if len(hits) == k:
                 break
         return hits
+
+    def _collapsed(self, query: Vector, where: RecallFilter) -> tuple[list[str], np.ndarray]:
+        leaf_ids, leaf_scores = self.leaf_index.scores(query)
+        branch_ids, branch_scores = self.branch_index.scores(query)
+        return leaf_ids + branch_ids, np.concatenate([leaf_scores, branch_scores])
+
+    def _hybrid(self, query: Vector, query_text: str, where: RecallFilter) -> tuple[list[str], np.ndarray]:
+        ids, dense = self.leaf_index.scores(query)
+        lexical = self.lexical.scores(query_text) if query_text else {}
+        if not ids or (not lexical and float(dense.max()) < RELEVANCE_FLOOR):
+            # Nothing is about the query at all: answer nothing rather than the least unrelated.
+            return [], dense[:0]
+        mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
+        fused = (dense - mean) / spread
+        if lexical:
+            rows = np.fromiter((self.leaf_index.row(i) for i in lexical), dtype=np.int64, count=len(lexical))
+            bm25 = np.zeros(len(ids), dtype=np.float32)
+            bm25[rows] = np.fromiter(lexical.values(), dtype=np.float32, count=len(lexical))
+            fused += LEXICAL_WEIGHT * (bm25 - bm25.mean()) / (float(bm25.std()) + 1e-6)
+        fused = self.timeline().propagate(fused)
+        # Summaries have no lexical score: they compete by their dense score on the leaves' scale.
+        branch_ids, branch_dense = self.branch_index.scores(query)
+        return ids + branch_ids, np.concatenate([fused, (branch_dense - mean) / spread])
+
+    def _ranked(
+        self, ids: list[str], scores: np.ndarray, where: RecallFilter, want: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        """The admitted ids best first (ties by id), at least ``want`` of them when there are so many.
+
+        Only the top of the ranking is sorted; it widens when filters turn too many of it away.
+        """
+        n = len(ids)
+        size = min(n, max(4 * want, 64))
+        while True:
+            top = np.argpartition(-scores, size - 1)[:size] if size < n else np.arange(n)
+            ordered = sorted(((float(scores[i]), ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
+            admitted = [(i, s) for s, i in ordered if s >= min_score and self._admits(i, where)]
+            if len(admitted) >= want or size >= n:
+                return admitted
+            size = min(n, size * 4)
+
+    def _admits(self, node_id: str, where: RecallFilter) -> bool:
+        leaf = self.leaves.get(node_id)
+        if leaf is not None:
+            return where.admits_leaf(leaf)
+        branch = self.branch(node_id)
+        return branch is not None and where.admits_branch(branch)
+
+    def timeline(self) -> _Timeline:
+        """The leaves in time order with their segments; rebuilt after a change, on first use."""
+        if self._timeline is None:
+            self._timeline = _Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
+        return self._timeline
 
     def _hit(self, node: Leaf | Branch, score: float) -> Hit:
         if isinstance(node, Leaf):
@@ -170,5 +314,42 @@ class Memory:
             score=score,
             first_ts=node.first_ts,
             last_ts=node.last_ts,
-            breadcrumb=self.breadcrumb(node.id),
+            breadcrumb=self.breadcrumb(node.id, node.tree),
         )
+
+
+@dataclass(slots=True)
+class _Timeline:
+    """Leaves in time order and their segments (runs without a session change or long silence)."""
+
+    rows: np.ndarray  # index rows of the leaves, in time order
+    segment: np.ndarray  # segment number of each, in the same order
+
+    @classmethod
+    def build(cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex) -> _Timeline:
+        ordered = sorted(leaves.values(), key=lambda leaf: leaf.seq)
+        segment = np.zeros(len(ordered), dtype=np.int64)
+        for i in range(1, len(ordered)):
+            segment[i] = segment[i - 1] + int(is_boundary(ordered[i - 1], ordered[i], gap_seconds))
+        rows = np.fromiter((index.row(leaf.id) for leaf in ordered), dtype=np.int64, count=len(ordered))
+        return cls(rows=rows, segment=segment)
+
+    def propagate(self, scores: np.ndarray) -> np.ndarray:
+        """Add to each leaf's score the decayed scores of its neighbours in time within its segment."""
+        rows = self.rows
+        timed = scores[rows]
+        spread = timed.copy()
+        for r in range(1, NEIGHBOUR_RADIUS + 1):
+            if r >= len(timed):
+                break
+            same = self.segment[r:] == self.segment[:-r]
+            weight = NEIGHBOUR_DECAY**r
+            spread[r:] += weight * np.where(same, timed[:-r], 0.0)
+            spread[:-r] += weight * np.where(same, timed[r:], 0.0)
+        out = np.empty_like(scores)
+        out[rows] = spread
+        return out
+
+
+def _best_first(item: tuple[str, float]) -> tuple[float, str]:
+    return (-item[1], item[0])

@@ -226,14 +226,16 @@ class LanceStore:
 # -- rows --------------------------------------------------------------------------------------
 
 
-def leaf_row(leaf: Leaf, semantic_parent: str | None, depth: int, now: float | None = None) -> dict[str, Any]:
-    """The table row of a leaf."""
+def leaf_row(
+    leaf: Leaf, semantic_parent: str | None, temporal_parent: str | None, depth: int, now: float | None = None
+) -> dict[str, Any]:
+    """The table row of a leaf; ``depth`` is its depth in the semantic tree."""
     return {
         "id": leaf.id,
         "kind": "leaf",
         "tree": "shared",
         "semantic_parent": semantic_parent,
-        "temporal_parent": None,
+        "temporal_parent": temporal_parent,
         "children": [],
         "depth": depth,
         "text": leaf.text,

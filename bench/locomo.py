@@ -1,0 +1,176 @@
+"""LoCoMo turn-evidence recall of memtree-mcp's recall strategies, next to flat baselines.
+
+Every conversation becomes one namespace of a fresh store, filled through the public service API:
+one ``remember`` per turn, in order (role = speaker, timestamp = the session's date, session =
+``session_<n>``). Each question is then asked with ``recall(question, k=25, kind="leaf",
+strategy=S)`` for every strategy S; recall@5/10/25 is the share of the question's evidence turns
+among the first 5/10/25 leaves (protocol: ``locomo_data.py``). The flat baselines of the protocol
+are computed in the same run from the same leaf vectors: dense (cosine top-k), BM25 (the project's
+own lexical index) and their reciprocal-rank fusion (constant 60).
+
+Run from the repository root::
+
+    python bench/locomo.py ../shared/bench/locomo/locomo-dev.json [--strategies a,b] [--limit N]
+        [--out bench/results/locomo.json]
+
+It prints a markdown table (overall and per category) and writes the full results to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `memtree-mcp serve` runs
+
+import numpy as np
+from locomo_data import CATEGORIES, K_MAX, KS, Conversation, Scores, load_conversations
+
+from memtree_mcp.config import Settings
+from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.providers.local import IDENTITY, MiniLMEmbedder
+from memtree_mcp.service import RECALL_STRATEGIES, MemoryService
+
+RRF_K = 60
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
+def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:
+    """Reciprocal-rank fusion of several rankings, best first; ties by id."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(fused, key=lambda item: (-fused[item], item))
+
+
+def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, Any]:
+    conversations: list[Conversation] = load_conversations(data, limit)
+    embedder = MiniLMEmbedder()
+    embedder.embed_batch(["warm-up"])
+    baselines = {name: Scores() for name in ("dense", "bm25", "rrf")}
+    results = {name: Scores() for name in strategies}
+    build_seconds = 0.0
+    query_seconds = dict.fromkeys(strategies, 0.0)
+    questions = 0
+    with tempfile.TemporaryDirectory(prefix="memtree-locomo-") as home:
+        service = MemoryService(Settings(home=home), embedder=embedder)
+        for conv in conversations:
+            namespace = conv.sample_id
+            started = time.perf_counter()
+            turn_of: dict[str, set[str]] = {}
+            for turn in conv.turns:
+                stored = service.remember(
+                    turn.text,
+                    role=turn.text.split(" said", 1)[0][:32] or "user",
+                    timestamp=iso(turn.timestamp),
+                    session=turn.session,
+                    namespace=namespace,
+                )
+                # An exact repeat of a turn is stored once; it stands for every turn with that text.
+                for leaf_id in stored.ids:
+                    turn_of.setdefault(leaf_id, set()).add(turn.id)
+            build_seconds += time.perf_counter() - started
+
+            memory = service.memory(namespace)
+            assert memory is not None
+            leaf_ids = sorted(memory.leaves)
+            matrix = np.stack([memory.leaves[i].vector for i in leaf_ids])
+            lexical = LexicalIndex()
+            for leaf_id in leaf_ids:
+                lexical.add(leaf_id, memory.leaves[leaf_id].text)
+
+            def turns(ranking: Sequence[str], turn_of: dict[str, set[str]] = turn_of) -> list[str]:
+                out: list[str] = []
+                for leaf_id in ranking:
+                    out.extend(sorted(turn_of.get(leaf_id, ())))
+                return out
+
+            vectors = embedder.embed_batch([q.text for q in conv.questions])
+            for question, vector in zip(conv.questions, vectors, strict=True):
+                questions += 1
+                # Whole rankings, so that the fusion sees every leaf either ranking has.
+                order = np.argsort(-(matrix @ vector), kind="stable")
+                dense = [leaf_ids[i] for i in order]
+                bm25 = [leaf_id for leaf_id, _ in lexical.search(question.text, len(leaf_ids))]
+                for name, ranking in (("dense", dense), ("bm25", bm25), ("rrf", rrf(dense, bm25))):
+                    baselines[name].add(question, dict.fromkeys(KS, turns(ranking)))
+                for strategy in strategies:
+                    started = time.perf_counter()
+                    hits = service.recall(
+                        question.text, k=K_MAX, kind="leaf", strategy=strategy, namespace=namespace
+                    ).hits
+                    query_seconds[strategy] += time.perf_counter() - started
+                    results[strategy].add(question, dict.fromkeys(KS, turns([h.id for h in hits])))
+            print(f"done {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} q", flush=True)
+        service.close()
+
+    return {
+        "data": str(data),
+        "conversations": [c.sample_id for c in conversations],
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions": questions,
+        "embedder": IDENTITY,
+        "baselines": {name: scores.summary() for name, scores in baselines.items()},
+        "strategies": {name: scores.summary() for name, scores in results.items()},
+        "build_seconds": round(build_seconds, 2),
+        "remember_ms_mean": round(1000 * build_seconds / max(1, sum(len(c.turns) for c in conversations)), 2),
+        "recall_ms_mean": {s: round(1000 * t / max(1, questions), 2) for s, t in query_seconds.items()},
+        "command": shlex.join([sys.executable, *sys.argv]),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    head = "| method | R@5 | R@10 | R@25 | " + " | ".join(f"R@10 {n}" for n in CATEGORIES.values()) + " |"
+    lines = [head, "|" + "---|" * (4 + len(CATEGORIES))]
+    rows = [(f"flat {n}", s) for n, s in report["baselines"].items()]
+    rows += [(f"recall strategy={n}", s) for n, s in report["strategies"].items()]
+    for name, summary in rows:
+        overall = summary["overall"]
+        cats = [summary["per_category"][f"{c} {n}"]["R@10"] for c, n in CATEGORIES.items()]
+        cells = [f"{overall[f'R@{k}']:.1f}" for k in KS]
+        cells += [f"{c:.1f}" if c is not None else "—" for c in cats]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("data", type=Path, help="LoCoMo JSON, e.g. ../shared/bench/locomo/locomo-dev.json")
+    parser.add_argument("--strategies", default=",".join(RECALL_STRATEGIES), help="comma-separated")
+    parser.add_argument("--limit", type=int, help="only the first N conversations")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
+    args = parser.parse_args(argv)
+    strategies = [s for s in args.strategies.split(",") if s]
+    started = time.perf_counter()
+    report = run(args.data, strategies, args.limit)
+    report["wall_seconds"] = round(time.perf_counter() - started, 1)
+    print(markdown(report))
+    print(f"\n{report['questions']} questions; build {report['build_seconds']} s")
+    print(f"wall {report['wall_seconds']} s")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
