@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("query")
     recall.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
     recall.add_argument("--max-tokens", type=int, help="budget for the hits' text")
+    recall.add_argument("--strategy", default="hybrid", help="hybrid (default), collapsed, propagate-down, …")
+    recall.add_argument("--kind", default="any", choices=["any", "leaf", "summary"])
     recall.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -118,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{state}: {', '.join(stored.ids)} (under: {where})")
             return 0
         if args.command == "recall":
-            found = service.recall(args.query, k=args.k, max_tokens=args.max_tokens)
+            found = service.recall(
+                args.query, k=args.k, max_tokens=args.max_tokens, strategy=args.strategy, kind=args.kind
+            )
             if args.json:
                 print(found.model_dump_json(indent=2))
             elif not found.hits:

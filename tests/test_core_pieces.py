@@ -103,3 +103,39 @@ def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, 
             if 0 < distance <= NEIGHBOUR_RADIUS and sessions[i] == sessions[j]:
                 expected += NEIGHBOUR_DECAY**distance * rows[j][1]
         assert got[f"m{i:03d}"] == pytest.approx(expected, abs=1e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(2, 40),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+    st.sampled_from([0.1, 0.5]),
+    st.integers(0, 3),
+)
+def test_tree_propagation_matches_the_dense_transition_matrix(
+    n: int, seed: int, top_down: bool, decay: float, horizon: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    memory = Memory(8)
+    for i in range(n):
+        vector = rng.normal(size=8).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        memory.add_leaf(
+            Leaf(id=f"m{i:03d}", text=f"t{i}", vector=vector, seq=i, timestamp=float(i), session=f"s{i // 7}")
+        )
+    structure = memory.temporal_structure()
+    size = len(structure.ids)
+    position = {node_id: i for i, node_id in enumerate(structure.ids)}
+    transition = np.zeros((size, size))
+    for branch in memory.temporal.branches.values():
+        for child in branch.children:
+            if top_down:
+                transition[position[child], position[branch.id]] = 1.0 / len(branch.children)
+            else:
+                transition[position[branch.id], position[child]] = 1.0
+    initial = rng.random(size)
+    initial /= initial.sum()
+    expected = sum(decay**h * np.linalg.matrix_power(transition, h) @ initial for h in range(horizon + 1))
+    got = structure.propagate(initial, top_down, decay, horizon)
+    np.testing.assert_allclose(got, expected, atol=1e-12)

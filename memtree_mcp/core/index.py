@@ -52,6 +52,10 @@ class VectorIndex:
             self._rows[moved] = row
         self._ids.pop()
 
+    def ids(self) -> list[str]:
+        """Every id, in row order."""
+        return self._ids[:]
+
     def row(self, node_id: str) -> int:
         """The row of ``node_id`` in the arrays ``scores`` returns; raises KeyError."""
         return self._rows[node_id]

@@ -12,6 +12,11 @@ Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``
   leaf shares a word with the query nor reaches ``RELEVANCE_FLOOR``, nothing is returned.
 - ``collapsed``: MemTree's collapsed retrieval over both trees, dense only: a leaf scores its cosine,
   a summary the mean cosine of its leaves.
+- ``propagate-down`` / ``propagate-up``: SegTreeMem's relevance propagation over the temporal tree
+  (seed 001 §4.3): the nodes' cosines, clipped at 0 and normalised into a distribution s0, spread
+  along the tree with a column-normalised transition matrix W (top-down: a branch hands its score
+  to its children in equal parts; bottom-up: a node hands it to its parent) for H hops with decay
+  α: s = s0 + Σ_{h=1..H} α^h W^h s0. Computed sparsely, one vectorised pass per hop.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, Tempora
 
 HitKind = Literal["leaf", "summary"]
 KindFilter = Literal["any", "leaf", "summary"]
-Strategy = Literal["hybrid", "collapsed"]
-STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed")
+Strategy = Literal["hybrid", "collapsed", "propagate-down", "propagate-up"]
+STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed", "propagate-down", "propagate-up")
 
 # Collapsed retrieval drops nodes less similar than this (θ_retrieve of seed 000 §3.2). Unrelated
 # texts score around 0 to 0.1 with all-MiniLM-L6-v2; anything on the subject scores well above.
@@ -44,6 +49,9 @@ RELEVANCE_FLOOR = 0.2
 LEXICAL_WEIGHT = 0.5
 NEIGHBOUR_DECAY = 0.4
 NEIGHBOUR_RADIUS = 2
+# SegTreeMem's fixed setting (seed 001 Table 4): decay α = 0.1 over a horizon of H = 2 hops.
+PROPAGATION_DECAY = 0.1
+PROPAGATION_HORIZON = 2
 
 
 def estimate_tokens(text: str) -> int:
@@ -118,6 +126,7 @@ class Memory:
         self.lexical = LexicalIndex()
         self._by_hash: dict[str, str] = {}
         self._timeline: _Timeline | None = None
+        self._structure: _TreeStructure | None = None
         self.next_seq = 0
 
     # -- loading ---------------------------------------------------------------------------------
@@ -144,6 +153,7 @@ class Memory:
             for branch in tree.branches.values():
                 self._index_branch(branch)
         self._timeline = None
+        self._structure = None
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -172,6 +182,8 @@ class Memory:
             if branch is not None:
                 self._index_branch(branch)
         self._timeline = None
+        self._structure = None
+        self._structure = None
         return changed
 
     def _index_branch(self, branch: Branch) -> None:
@@ -222,6 +234,9 @@ class Memory:
         if strategy == "hybrid":
             ids, scores = self._hybrid(query, query_text, where)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
+        elif strategy in ("propagate-down", "propagate-up"):
+            ids, scores = self._propagated(query, strategy == "propagate-down")
+            ranked = self._ranked(ids, scores, where, want, 1e-12)
         else:
             ids, scores = self._collapsed(query, where)
             ranked = self._ranked(ids, scores, where, want, min_score)
@@ -261,6 +276,29 @@ class Memory:
         # Summaries have no lexical score: they compete by their dense score on the leaves' scale.
         branch_ids, branch_dense = self.branch_index.scores(query)
         return ids + branch_ids, np.concatenate([fused, (branch_dense - mean) / spread])
+
+    def _propagated(self, query: Vector, top_down: bool) -> tuple[list[str], np.ndarray]:
+        structure = self.temporal_structure()
+        leaf_ids, leaf_scores = self.leaf_index.scores(query)
+        local = np.zeros(len(structure.ids), dtype=np.float64)
+        local[structure.leaf_rows] = leaf_scores
+        for position, branch_id in enumerate(structure.ids[len(leaf_ids) :], start=len(leaf_ids)):
+            branch = self.temporal.branches[branch_id]
+            if branch.vector is not None:
+                local[position] = float(self.temporal.match_vector_of(branch_id) @ query)
+        local = np.clip(local, 0.0, None)
+        total = float(local.sum())
+        if total == 0.0:
+            return [], local[:0]
+        return structure.ids, structure.propagate(
+            local / total, top_down, PROPAGATION_DECAY, PROPAGATION_HORIZON
+        )
+
+    def temporal_structure(self) -> _TreeStructure:
+        """The temporal tree as parent arrays, for propagation; rebuilt after a change, on first use."""
+        if self._structure is None:
+            self._structure = _TreeStructure.build(self.temporal, self.leaf_index)
+        return self._structure
 
     def _ranked(
         self, ids: list[str], scores: np.ndarray, where: RecallFilter, want: int, min_score: float
@@ -349,6 +387,46 @@ class _Timeline:
         out = np.empty_like(scores)
         out[rows] = spread
         return out
+
+
+@dataclass(slots=True)
+class _TreeStructure:
+    """A tree as arrays: leaves first (in leaf-index row order), then branches; each node's parent."""
+
+    ids: list[str]
+    leaf_rows: np.ndarray  # position of each leaf-index row among ids
+    parent: np.ndarray  # position of each node's parent, -1 for the root
+    fan_out: np.ndarray  # number of children of each node
+
+    @classmethod
+    def build(cls, tree: TemporalTree, leaf_index: VectorIndex) -> _TreeStructure:
+        leaf_ids = leaf_index.ids()
+        ids = leaf_ids + list(tree.branches)
+        position = {node_id: i for i, node_id in enumerate(ids)}
+        parent = np.full(len(ids), -1, dtype=np.int64)
+        fan_out = np.zeros(len(ids), dtype=np.float64)
+        for branch in tree.branches.values():
+            fan_out[position[branch.id]] = len(branch.children)
+            for child in branch.children:
+                parent[position[child]] = position[branch.id]
+        return cls(ids=ids, leaf_rows=np.arange(len(leaf_ids)), parent=parent, fan_out=fan_out)
+
+    def propagate(self, initial: np.ndarray, top_down: bool, decay: float, horizon: int) -> np.ndarray:
+        """s0 + Σ_{h=1..horizon} decay^h W^h s0 with W top-down or bottom-up, column-normalised."""
+        has_parent = self.parent >= 0
+        children = np.flatnonzero(has_parent)
+        parents = self.parent[has_parent]
+        total = initial.copy()
+        step = initial
+        for hop in range(1, horizon + 1):
+            moved = np.zeros_like(initial)
+            if top_down:
+                moved[children] = step[parents] / self.fan_out[parents]
+            else:
+                np.add.at(moved, parents, step[children])
+            total += decay**hop * moved
+            step = moved
+        return total
 
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:
