@@ -3,7 +3,8 @@
 Every conversation becomes one namespace of a fresh store, filled through the public service API:
 one ``remember`` per turn, in order (role = speaker, timestamp = the session's date, session =
 ``session_<n>``). Each question is then asked with ``recall(question, k=25, kind="leaf",
-strategy=S)`` for every strategy S; recall@5/10/25 is the share of the question's evidence turns
+strategy=S)`` for every strategy S (``S+expand`` adds ``expand=True``: summaries that make the cut
+are replaced by their best memories); recall@5/10/25 is the share of the question's evidence turns
 among the first 5/10/25 leaves (protocol: ``locomo_data.py``). The flat baselines of the protocol
 are computed in the same run from the same leaf vectors: dense (cosine top-k), BM25 (the project's
 own lexical index) and their reciprocal-rank fusion (constant 60).
@@ -110,8 +111,14 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
                     baselines[name].add(question, dict.fromkeys(KS, turns(ranking)))
                 for strategy in strategies:
                     started = time.perf_counter()
+                    name, _, option = strategy.partition("+")
                     hits = service.recall(
-                        question.text, k=K_MAX, kind="leaf", strategy=strategy, namespace=namespace
+                        question.text,
+                        k=K_MAX,
+                        kind="leaf",
+                        strategy=name,
+                        namespace=namespace,
+                        expand=option == "expand",
                     ).hits
                     query_seconds[strategy] += time.perf_counter() - started
                     results[strategy].add(question, dict.fromkeys(KS, turns([h.id for h in hits])))
@@ -155,7 +162,11 @@ def markdown(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("data", type=Path, help="LoCoMo JSON, e.g. ../shared/bench/locomo/locomo-dev.json")
-    parser.add_argument("--strategies", default=",".join(RECALL_STRATEGIES), help="comma-separated")
+    parser.add_argument(
+        "--strategies",
+        default=",".join([*RECALL_STRATEGIES, "hybrid+expand", "collapsed+expand", "refine+expand"]),
+        help="comma-separated; NAME+expand replaces summaries by their best memories",
+    )
     parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = parser.parse_args(argv)

@@ -148,10 +148,11 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = None,
         namespace: Namespace = None,
         strategy: Annotated[
-            Literal["hybrid", "collapsed"],
+            Literal["hybrid", "collapsed", "propagate-down", "propagate-up", "refine"],
             Field(
                 description="'hybrid' (default): meaning and exact words, with what was said around them; "
-                "'collapsed': meaning only, over memories and summaries alike."
+                "'collapsed': meaning only, over memories and summaries alike; 'propagate-down' / "
+                "'propagate-up': relevance spread along the time tree; 'refine': descend the subject tree."
             ),
         ] = "hybrid",
         kind: Annotated[
@@ -171,6 +172,9 @@ def build_server(service: MemoryService) -> MCPServer:
         session: Annotated[
             str | None, Field(description="Only memories of this session.", max_length=128)
         ] = None,
+        expand: Annotated[
+            bool, Field(description="Replace each summary by its best memories (memories only).")
+        ] = False,
     ) -> RecallResult:
         """Look up long-term memory. Call it before answering, with the user's request or its subject.
 
@@ -186,6 +190,7 @@ def build_server(service: MemoryService) -> MCPServer:
                 time_to=time_to,
                 tags=tags,
                 session=session,
+                expand=expand,
             ),
             query,
             k,

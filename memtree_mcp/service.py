@@ -159,13 +159,14 @@ class MemoryService:
         time_to: str | None = None,
         tags: Sequence[str] = (),
         session: str | None = None,
+        expand: bool = False,
     ) -> RecallResult:
         """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
         ``strategy`` is one of STRATEGIES (``hybrid``: dense + lexical with propagation along time;
         ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
-        filters are ISO 8601; ``tags`` keeps memories with any of them. Raises InvalidInput for bad
-        arguments.
+        filters are ISO 8601; ``tags`` keeps memories with any of them; ``expand`` replaces summaries
+        by their best memories. Raises InvalidInput for bad arguments.
         """
         name = self._namespace(namespace)
         text = check_text(query, "query", MAX_QUERY_CHARS)
@@ -196,6 +197,7 @@ class MemoryService:
                 strategy=strategy,
                 where=where,
                 max_tokens=max_tokens,
+                expand=bool(expand),
             )
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 

@@ -194,3 +194,24 @@ def test_both_strategies_answer_and_unknown_ones_are_refused(chat: MemoryService
 def test_a_query_about_nothing_stored_recalls_nothing(chat: MemoryService) -> None:
     assert chat.recall("zzzz qqqq xyzzy", k=5).hits == []
     assert chat.recall("tax deadline for freelancers", k=5).hits == []
+
+
+def test_expanding_summaries_returns_their_memories_once_each(chat: MemoryService) -> None:
+    plain = chat.recall("the puppy Biscuit", k=6, strategy="collapsed")
+    summary = next(h for h in plain.hits if h.kind == "summary")
+    memory = chat.memory()
+    assert memory is not None
+    branch = memory.branch(summary.id)
+    assert branch is not None
+    expanded = chat.recall("the puppy Biscuit", k=20, strategy="collapsed", expand=True).hits
+    ids = [h.id for h in expanded]
+    assert all(h.kind == "leaf" for h in expanded) and len(ids) == len(set(ids))
+    under = {n for n in memory.leaves if branch.first_seq <= memory.leaves[n].seq <= branch.last_seq}
+    if branch.tree == "semantic":
+        under = {n for n in memory.leaves if summary.id in [b.id for b in memory.semantic.ancestors(n)]}
+    assert under <= set(ids)
+
+
+def test_top_down_refinement_descends_to_the_subject(chat: MemoryService) -> None:
+    hits = chat.recall("pottery class bowl", k=3, strategy="refine", kind="leaf").hits
+    assert hits[0].text in {CONVERSATION[3][2], CONVERSATION[4][2]}

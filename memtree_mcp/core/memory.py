@@ -17,6 +17,10 @@ Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``
   along the tree with a column-normalised transition matrix W (top-down: a branch hands its score
   to its children in equal parts; bottom-up: a node hands it to its parent) for H hops with decay
   α: s = s0 + Σ_{h=1..H} α^h W^h s0. Computed sparsely, one vectorised pass per hop.
+- ``refine``: top-down refinement of the semantic tree: from the root, keep the ``BEAM_WIDTH`` best
+  branches of each level (by mean cosine) and descend; only the nodes met on the way compete.
+
+With ``expand``, a summary that makes the cut is replaced by its own best memories.
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, Tempora
 
 HitKind = Literal["leaf", "summary"]
 KindFilter = Literal["any", "leaf", "summary"]
-Strategy = Literal["hybrid", "collapsed", "propagate-down", "propagate-up"]
-STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed", "propagate-down", "propagate-up")
+Strategy = Literal["hybrid", "collapsed", "propagate-down", "propagate-up", "refine"]
+STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed", "propagate-down", "propagate-up", "refine")
 
 # Collapsed retrieval drops nodes less similar than this (θ_retrieve of seed 000 §3.2). Unrelated
 # texts score around 0 to 0.1 with all-MiniLM-L6-v2; anything on the subject scores well above.
@@ -52,6 +56,8 @@ NEIGHBOUR_RADIUS = 2
 # SegTreeMem's fixed setting (seed 001 Table 4): decay α = 0.1 over a horizon of H = 2 hops.
 PROPAGATION_DECAY = 0.1
 PROPAGATION_HORIZON = 2
+# Top-down refinement keeps this many branches per level of the semantic tree.
+BEAM_WIDTH = 8
 
 
 def estimate_tokens(text: str) -> int:
@@ -222,24 +228,36 @@ class Memory:
         where: RecallFilter | None = None,
         max_tokens: int | None = None,
         min_score: float = MIN_SCORE,
+        expand: bool = False,
     ) -> list[Hit]:
         """The best ``k`` nodes for a query (its vector and text) that pass ``where`` and fit the budget.
 
         Hits are taken in score order; one that does not fit in what is left of ``max_tokens`` is
-        skipped, so a long summary never crowds out the short memories that follow it.
+        skipped, so a long summary never crowds out the short memories that follow it. With
+        ``expand``, only memories are returned: a summary in the ranking stands for its memories,
+        which take its place, best first, those already taken or filtered out left aside.
         """
         where = where or RecallFilter()
         # Ask for more than k when a budget may make some hits be skipped.
         want = k if max_tokens is None else 4 * k
+        final_where = where
+        if expand:
+            # Summaries must make the ranking to be expanded; the memories they bring are filtered.
+            where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
         if strategy == "hybrid":
             ids, scores = self._hybrid(query, query_text, where)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy in ("propagate-down", "propagate-up"):
             ids, scores = self._propagated(query, strategy == "propagate-down")
             ranked = self._ranked(ids, scores, where, want, 1e-12)
+        elif strategy == "refine":
+            ids, scores = self._refined(query)
+            ranked = self._ranked(ids, scores, where, want, -math.inf)
         else:
             ids, scores = self._collapsed(query, where)
             ranked = self._ranked(ids, scores, where, want, min_score)
+        if expand:
+            ranked = self._expanded(ranked, ids, scores, query, final_where)
         hits: list[Hit] = []
         budget = max_tokens
         for node_id, score in ranked:
@@ -293,6 +311,51 @@ class Memory:
         return structure.ids, structure.propagate(
             local / total, top_down, PROPAGATION_DECAY, PROPAGATION_HORIZON
         )
+
+    def _refined(self, query: Vector) -> tuple[list[str], np.ndarray]:
+        tree = self.semantic
+        ids: list[str] = []
+        scores: list[float] = []
+        beam = [tree.root.id]
+        while beam:
+            children = [child for node in beam for child in tree.branches[node].children]
+            if not children:
+                break
+            similarity = np.stack([tree.match_vector_of(c) for c in children]) @ query
+            ids += children
+            scores += similarity.tolist()
+            internal = [
+                (float(s), c) for c, s in zip(children, similarity, strict=True) if c in tree.branches
+            ]
+            beam = [c for _, c in sorted(internal, key=lambda p: (-p[0], p[1]))[:BEAM_WIDTH]]
+        return ids, np.asarray(scores, dtype=np.float32)
+
+    def _expanded(
+        self,
+        ranked: list[tuple[str, float]],
+        ids: list[str],
+        scores: np.ndarray,
+        query: Vector,
+        where: RecallFilter,
+    ) -> list[tuple[str, float]]:
+        score_of = dict(zip(ids, scores.tolist(), strict=True))
+        taken: set[str] = set()
+        out: list[tuple[str, float]] = []
+        for node_id, score in ranked:
+            branch = self.branch(node_id)
+            if branch is None:
+                if node_id not in taken and where.admits_leaf(self.leaves[node_id]):
+                    taken.add(node_id)
+                    out.append((node_id, score))
+                continue
+            tree = self._tree(branch)
+            members = [n for n in _leaves_under(tree, branch.id) if n not in taken]
+            members = [n for n in members if where.admits_leaf(self.leaves[n])]
+            members.sort(key=lambda n: (-score_of.get(n, float(self.leaves[n].vector @ query)), n))
+            for member in members:
+                taken.add(member)
+                out.append((member, score_of.get(member, float(self.leaves[member].vector @ query))))
+        return out
 
     def temporal_structure(self) -> _TreeStructure:
         """The temporal tree as parent arrays, for propagation; rebuilt after a change, on first use."""
@@ -427,6 +490,23 @@ class _TreeStructure:
             total += decay**hop * moved
             step = moved
         return total
+
+
+def _leaves_under(tree: SemanticTree | TemporalTree, node_id: str) -> list[str]:
+    """The leaves of the subtree under ``node_id``, in the tree's order."""
+    return [n for n in _walk_from(tree, node_id) if n in tree.leaves]
+
+
+def _walk_from(tree: SemanticTree | TemporalTree, node_id: str) -> list[str]:
+    found: list[str] = []
+    stack = [node_id]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        branch = tree.branches.get(current)
+        if branch is not None:
+            stack.extend(reversed(branch.children))
+    return found
 
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:
