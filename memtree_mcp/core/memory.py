@@ -33,10 +33,11 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
+from memtree_mcp.core.hierarchy import Linkage
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.semantic import Linkage, SemanticTree, VectorMode
+from memtree_mcp.core.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
 
 HitKind = Literal["leaf", "summary"]
@@ -349,7 +350,7 @@ class Memory:
                     out.append((node_id, score))
                 continue
             tree = self._tree(branch)
-            members = [n for n in _leaves_under(tree, branch.id) if n not in taken]
+            members = [n for n in tree.leaves_under(branch.id) if n not in taken]
             members = [n for n in members if where.admits_leaf(self.leaves[n])]
             members.sort(key=lambda n: (-score_of.get(n, float(self.leaves[n].vector @ query)), n))
             for member in members:
@@ -490,23 +491,6 @@ class _TreeStructure:
             total += decay**hop * moved
             step = moved
         return total
-
-
-def _leaves_under(tree: SemanticTree | TemporalTree, node_id: str) -> list[str]:
-    """The leaves of the subtree under ``node_id``, in the tree's order."""
-    return [n for n in _walk_from(tree, node_id) if n in tree.leaves]
-
-
-def _walk_from(tree: SemanticTree | TemporalTree, node_id: str) -> list[str]:
-    found: list[str] = []
-    stack = [node_id]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        branch = tree.branches.get(current)
-        if branch is not None:
-            stack.extend(reversed(branch.children))
-    return found
 
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:

@@ -30,17 +30,17 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 
-from memtree_mcp.core.embedding import Matrix, Vector
+from memtree_mcp.core.embedding import Matrix
+from memtree_mcp.core.hierarchy import Hierarchy, Linkage
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import refresh_branch
 
 VectorMode = Literal["centroid", "summary"]
-Linkage = Literal["average", "centroid"]
 
 THETA0 = 0.4
 RATE = 0.5
@@ -52,7 +52,7 @@ def new_branch_id() -> str:
     return "b" + uuid.uuid4().hex[:15]
 
 
-class SemanticTree:
+class SemanticTree(Hierarchy):
     """The semantic hierarchy over a shared mapping of leaves.
 
     ``leaves`` is owned by the caller (the memory), which adds a leaf there before inserting it here.
@@ -94,61 +94,6 @@ class SemanticTree:
     def threshold(self, depth: int) -> float:
         """θ(d): the similarity a child needs for a new leaf to descend into it from depth ``d``."""
         return self.theta0 * math.exp(self.rate * depth / max(self.height, 1))
-
-    def vector_of(self, node_id: str) -> Vector:
-        leaf = self.leaves.get(node_id)
-        if leaf is not None:
-            return leaf.vector
-        vector = self.branches[node_id].vector
-        if vector is None:
-            raise KeyError(f"branch {node_id} has no vector yet")
-        return vector
-
-    def match_vector_of(self, node_id: str) -> Vector:
-        """The vector whose dot product with a unit vector is that vector's similarity to the node.
-
-        With average linkage a branch matches by the mean of its leaves' vectors (the average cosine
-        to its leaves); with centroid linkage by its unit vector (the cosine to its centroid).
-        """
-        leaf = self.leaves.get(node_id)
-        if leaf is not None:
-            return leaf.vector
-        branch = self.branches[node_id]
-        if branch.vector is None:
-            raise KeyError(f"branch {node_id} has no vector yet")
-        if self.linkage == "average":
-            return (branch.vector * branch.cohesion).astype(np.float32)
-        return branch.vector
-
-    def text_of(self, node_id: str) -> str:
-        leaf = self.leaves.get(node_id)
-        return leaf.text if leaf is not None else self.branches[node_id].text
-
-    def depth_of(self, node_id: str) -> int:
-        if node_id in self.branches:
-            return self.branches[node_id].depth
-        return self.branches[self.parent_of[node_id]].depth + 1
-
-    def ancestors(self, node_id: str) -> list[Branch]:
-        """The branches above ``node_id``, from the root down to its parent."""
-        chain: list[Branch] = []
-        parent = self.branches[node_id].parent if node_id in self.branches else self.parent_of.get(node_id)
-        while parent is not None:
-            branch = self.branches[parent]
-            chain.append(branch)
-            parent = branch.parent
-        chain.reverse()
-        return chain
-
-    def walk(self) -> Iterator[str]:
-        """Every node id, depth first from the root, children in order."""
-        stack = [ROOT_ID]
-        while stack:
-            node_id = stack.pop()
-            yield node_id
-            branch = self.branches.get(node_id)
-            if branch is not None:
-                stack.extend(reversed(branch.children))
 
     # -- writing ---------------------------------------------------------------------------------
 

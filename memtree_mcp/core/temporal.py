@@ -33,13 +33,12 @@ compatible. The tree applies this for every policy, so a policy only ever judges
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 from memtree_mcp.core.embedding import Vector
+from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import refresh_branch
 from memtree_mcp.core.semantic import new_branch_id
@@ -153,7 +152,7 @@ def is_boundary(previous: Leaf | None, leaf: Leaf, gap_seconds: float = GAP_SECO
     return leaf.timestamp - previous.timestamp > gap_seconds
 
 
-class TemporalTree:
+class TemporalTree(Hierarchy):
     """The temporal hierarchy over a shared mapping of leaves; mirrors ``SemanticTree``'s shape.
 
     ``leaves`` is owned by the caller (the memory), which adds a leaf there before inserting it here.
@@ -183,59 +182,6 @@ class TemporalTree:
         self.last_leaf: str | None = None
 
     # -- reading ---------------------------------------------------------------------------------
-
-    def vector_of(self, node_id: str) -> Vector:
-        """A leaf's vector or a branch's centroid; ``KeyError`` for a branch without leaves yet."""
-        leaf = self.leaves.get(node_id)
-        if leaf is not None:
-            return leaf.vector
-        vector = self.branches[node_id].vector
-        if vector is None:
-            raise KeyError(f"branch {node_id} has no vector yet")
-        return vector
-
-    def match_vector_of(self, node_id: str) -> Vector:
-        """The vector whose dot product with a unit vector is the average cosine to the node's leaves.
-
-        Raises ``KeyError`` for an unknown node or a branch without leaves yet.
-        """
-        leaf = self.leaves.get(node_id)
-        if leaf is not None:
-            return leaf.vector
-        branch = self.branches[node_id]
-        if branch.vector is None:
-            raise KeyError(f"branch {node_id} has no vector yet")
-        return (branch.vector * branch.cohesion).astype(np.float32)
-
-    def text_of(self, node_id: str) -> str:
-        leaf = self.leaves.get(node_id)
-        return leaf.text if leaf is not None else self.branches[node_id].text
-
-    def depth_of(self, node_id: str) -> int:
-        if node_id in self.branches:
-            return self.branches[node_id].depth
-        return self.branches[self.parent_of[node_id]].depth + 1
-
-    def ancestors(self, node_id: str) -> list[Branch]:
-        """The branches above ``node_id``, from the root down to its parent."""
-        chain: list[Branch] = []
-        parent = self.branches[node_id].parent if node_id in self.branches else self.parent_of.get(node_id)
-        while parent is not None:
-            branch = self.branches[parent]
-            chain.append(branch)
-            parent = branch.parent
-        chain.reverse()
-        return chain
-
-    def walk(self) -> Iterator[str]:
-        """Every node id, depth first from the root, children in order (so leaves in arrival order)."""
-        stack = [TEMPORAL_ROOT_ID]
-        while stack:
-            node_id = stack.pop()
-            yield node_id
-            branch = self.branches.get(node_id)
-            if branch is not None:
-                stack.extend(reversed(branch.children))
 
     def frontier(self) -> list[Branch]:
         """The branches on the path from the root to the last leaf, lowest first, root last."""
