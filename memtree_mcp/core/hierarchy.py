@@ -23,9 +23,24 @@ class Hierarchy:
     leaves: Mapping[str, Leaf]
     branches: dict[str, Branch]
     parent_of: dict[str, str]
+    height: int
     # How a branch is compared with a vector: by the mean cosine to its leaves ("average") or by
     # the cosine to its centroid ("centroid"); see core/semantic.py for the measurements.
     linkage: Linkage = "average"
+
+    def _adopt(self, by_id: dict[str, Branch], root: Branch) -> None:
+        """Take stored branches as the whole tree; leaves' parents and the height follow from them."""
+        by_id.setdefault(root.id, root)
+        self.branches = by_id
+        self.root = by_id[root.id]
+        self.parent_of = {}
+        height = 0
+        for branch in by_id.values():
+            for child in branch.children:
+                if child in self.leaves:
+                    self.parent_of[child] = branch.id
+                    height = max(height, branch.depth + 1)
+        self.height = height
 
     def vector_of(self, node_id: str) -> Vector:
         """A leaf's vector or a branch's unit vector; KeyError for a branch without leaves yet."""

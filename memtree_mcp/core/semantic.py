@@ -144,19 +144,8 @@ class SemanticTree(Hierarchy):
 
     def adopt(self, branches: Sequence[Branch]) -> None:
         """Replace the whole tree with stored ``branches`` (one of them the root); used when loading."""
-        by_id = {b.id: b for b in branches}
-        if ROOT_ID not in by_id:
-            by_id[ROOT_ID] = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
-        self.branches = by_id
-        self.root = by_id[ROOT_ID]
-        self.parent_of = {}
-        height = 0
-        for branch in by_id.values():
-            for child in branch.children:
-                if child in self.leaves:
-                    self.parent_of[child] = branch.id
-                    height = max(height, branch.depth + 1)
-        self.height = height
+        empty_root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
+        self._adopt({b.id: b for b in branches}, empty_root)
 
     def _attach(self, branch: Branch, child_id: str) -> None:
         if child_id not in branch.children:

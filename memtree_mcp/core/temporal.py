@@ -268,19 +268,7 @@ class TemporalTree(Hierarchy):
         foreign = [b.id for b in branches if b.tree != "temporal"]
         if foreign:
             raise ValueError(f"not temporal branches: {', '.join(foreign[:5])}")
-        by_id = {b.id: b for b in branches}
-        if TEMPORAL_ROOT_ID not in by_id:
-            by_id[TEMPORAL_ROOT_ID] = _new_root()
-        self.branches = by_id
-        self.root = by_id[TEMPORAL_ROOT_ID]
-        self.parent_of = {}
-        height = 0
-        for branch in by_id.values():
-            for child in branch.children:
-                if child in self.leaves:
-                    self.parent_of[child] = branch.id
-                    height = max(height, branch.depth + 1)
-        self.height = height
+        self._adopt({b.id: b for b in branches}, _new_root())
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 
