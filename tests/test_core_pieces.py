@@ -77,6 +77,7 @@ def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, 
     from memtree_mcp.core.memory import NEIGHBOUR_DECAY, NEIGHBOUR_RADIUS
 
     memory = Memory(4)
+    memory.timeline()  # built empty, then grown leaf by leaf as they arrive
     sessions = []
     session = 0
     for i, (change, _) in enumerate(rows):
@@ -96,6 +97,12 @@ def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, 
     ids, _ = memory.leaf_index.scores(np.ones(4, dtype=np.float32))
     scores = np.asarray([rows[int(i[1:])][1] for i in ids], dtype=np.float32)
     got = dict(zip(ids, memory.timeline().propagate(scores), strict=True))
+    rebuilt = Memory(4)
+    rebuilt.load(
+        memory.leaves.values(), [*memory.semantic.branches.values(), *memory.temporal.branches.values()]
+    )
+    again = dict(zip(rebuilt.leaf_index.ids(), rebuilt.timeline().propagate(scores), strict=True))
+    assert again == pytest.approx(got)
     for i in range(len(rows)):
         expected = rows[i][1]
         for j in range(len(rows)):

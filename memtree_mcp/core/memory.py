@@ -177,6 +177,8 @@ class Memory:
             raise ValueError(f"leaf {leaf.id} is already stored")
         if leaf.seq < self.next_seq:
             raise ValueError(f"leaf {leaf.id} has seq {leaf.seq}; the next is {self.next_seq}")
+        last = self.temporal.last_leaf
+        previous = self.leaves[last] if last is not None else None
         self.leaves[leaf.id] = leaf
         if leaf.content_hash:
             self._by_hash[leaf.content_hash] = leaf.id
@@ -188,8 +190,10 @@ class Memory:
             branch = self.branch(node_id)
             if branch is not None:
                 self._index_branch(branch)
-        self._timeline = None
-        self._structure = None
+        if self._timeline is not None:
+            # Leaves arrive in time order: the timeline grows at its end instead of being rebuilt.
+            boundary = is_boundary(previous, leaf, self.temporal.gap_seconds)
+            self._timeline.append(self.leaf_index.row(leaf.id), boundary)
         self._structure = None
         return changed
 
@@ -435,6 +439,12 @@ class _Timeline:
             segment[i] = segment[i - 1] + int(is_boundary(ordered[i - 1], ordered[i], gap_seconds))
         rows = np.fromiter((index.row(leaf.id) for leaf in ordered), dtype=np.int64, count=len(ordered))
         return cls(rows=rows, segment=segment)
+
+    def append(self, row: int, boundary: bool) -> None:
+        """Add the newest leaf (index ``row``); ``boundary`` when it starts a new segment."""
+        segment = (int(self.segment[-1]) + int(boundary)) if len(self.segment) else 0
+        self.rows = np.append(self.rows, row)
+        self.segment = np.append(self.segment, segment)
 
     def propagate(self, scores: np.ndarray) -> np.ndarray:
         """Add to each leaf's score the decayed scores of its neighbours in time within its segment."""
