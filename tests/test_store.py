@@ -10,7 +10,7 @@ from memtree_mcp.errors import EmbedderMismatch, StoreError
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store import lance
 from memtree_mcp.store.lance import LanceStore
-from tests.tree_checks import assert_semantic_invariants, memory_state
+from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
 
 FACTS = [
     "Biscuit is my golden retriever; I adopted him last spring.",
@@ -135,3 +135,34 @@ def test_compaction_and_squashing_keep_every_memory_identical(
 
     reopened = MemoryService(settings, embedder=embedder).memory()
     assert reopened is not None and memory_state(reopened) == expected
+
+
+WRITER = """
+import sys
+from memtree_mcp.config import Settings
+from memtree_mcp.service import MemoryService
+service = MemoryService(Settings(home=sys.argv[1]))
+for i in range(15):
+    service.remember(f"Writer {sys.argv[2]} note number {i} about topic {i % 5}.")
+"""
+
+
+def test_three_processes_writing_one_store_lose_nothing(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, settings.home, name], stderr=subprocess.PIPE)
+        for name in ("a", "b", "c")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err.decode()
+    memory = MemoryService(settings, embedder=embedder).memory()
+    assert memory is not None
+    texts = sorted(leaf.text for leaf in memory.leaves.values())
+    expected = sorted(f"Writer {n} note number {i} about topic {i % 5}." for n in "abc" for i in range(15))
+    assert texts == expected
+    assert sorted(leaf.seq for leaf in memory.leaves.values()) == list(range(45))
+    assert_semantic_invariants(memory.semantic)
+    assert_temporal_invariants(memory.temporal)
