@@ -122,6 +122,11 @@ def assert_temporal_invariants(tree: TemporalTree, *, max_fan_out: int | None = 
     frontier = {b.id for b in tree.frontier()}
     if len(leaves) >= 2:
         assert len(tree.root.children) >= 2, "the root of two or more leaves splits them"
+    if len(tree.root.children) == 1:
+        # Insertion treats a root with at most one child as the one-leaf tree and attaches at height 1.
+        assert tree.root.children[0] in tree.leaves and tree.height == 1, "a lone leaf hangs from the root"
+    if not leaves:
+        assert tree.height == 0 and tree.last_leaf is None and set(tree.branches) == {TEMPORAL_ROOT_ID}
     for leaf_id in leaves:
         assert tree.depth_of(leaf_id) == tree.height, "every leaf sits at depth height"
     for branch in tree.branches.values():

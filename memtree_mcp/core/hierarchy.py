@@ -9,6 +9,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.representative import refresh_branch
 
 Linkage = Literal["average", "centroid"]
 
@@ -19,6 +20,7 @@ class Hierarchy:
     Subclasses set these in their constructor and say how leaves are inserted.
     """
 
+    tree_name: str
     root: Branch
     leaves: Mapping[str, Leaf]
     branches: dict[str, Branch]
@@ -96,3 +98,88 @@ class Hierarchy:
     def leaves_under(self, node_id: str) -> list[str]:
         """The leaves of the subtree under ``node_id``, in the tree's order."""
         return [n for n in self.walk(node_id) if n in self.leaves]
+
+    # -- removing --------------------------------------------------------------------------------
+
+    def remove(self, leaf_id: str) -> tuple[set[str], set[str]]:
+        """Take a leaf out of the tree; return ``(changed, removed)`` row ids. Each tree defines it."""
+        raise NotImplementedError
+
+    def _refresh(self, branch: Branch) -> None:
+        """Recompute a branch's count, span and representative from its children."""
+        refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
+
+    def _prune(self, leaf_id: str, *, dissolve: bool) -> tuple[set[str], set[str], list[Branch], int]:
+        """Detach ``leaf_id`` and repair the branches above it, bottom-up; the removal both trees share.
+
+        Walking up from the leaf's parent: a non-root branch left without children is deleted (and
+        its parent loses a child in turn); with ``dissolve``, a non-root branch left with a single
+        child is deleted too and that child takes its place, at the same position, in the
+        grandparent, its subtree one level higher. Every surviving branch on the way up, the root
+        included, is then recomputed from its children (``_refresh``), so nothing above keeps a
+        trace of the leaf.
+
+        The leaf's record is never read (it is found through ``parent_of``), and ``leaves`` is not
+        touched. Returns ``(changed, removed, refreshed, moved_depth)``: ids of rows to rewrite
+        (refreshed branches, moved branches and leaves), ids of deleted branches, the refreshed
+        branches lowest first, and the deepest depth a moved leaf had before moving (-1 if none).
+
+        Raises ``KeyError`` when the leaf is not in this tree.
+        """
+        parent_id = self.parent_of.pop(leaf_id, None)
+        if parent_id is None:
+            raise KeyError(f"leaf {leaf_id} is not in the {self.tree_name} tree")
+        node = self.branches[parent_id]
+        node.children.remove(leaf_id)
+        changed: set[str] = set()
+        removed: set[str] = set()
+        refreshed: list[Branch] = []
+        moved_depth = -1
+        while node.parent is not None:
+            parent = self.branches[node.parent]
+            if not node.children:
+                parent.children.remove(node.id)
+                del self.branches[node.id]
+                removed.add(node.id)
+            elif dissolve and len(node.children) == 1:
+                (child,) = node.children
+                parent.children[parent.children.index(node.id)] = child
+                if child in self.branches:
+                    self.branches[child].parent = parent.id
+                    moved_depth = max(moved_depth, self._shift(child, -1, changed))
+                else:
+                    self.parent_of[child] = parent.id
+                    moved_depth = max(moved_depth, node.depth + 1)
+                changed.add(child)
+                del self.branches[node.id]
+                removed.add(node.id)
+            else:
+                refreshed.append(node)
+            node = parent
+        refreshed.append(node)
+        for branch in refreshed:
+            self._refresh(branch)
+        changed.update(b.id for b in refreshed)
+        changed -= removed
+        return changed, removed, refreshed, moved_depth
+
+    def _shift(self, start: str, delta: int, changed: set[str]) -> int:
+        """Add ``delta`` to the depth of every branch under ``start`` (itself included), noting them in
+        ``changed``; return the deepest depth a leaf under it had before the shift (-1 if none)."""
+        deepest = -1
+        for node_id in self.walk(start):
+            branch = self.branches.get(node_id)
+            if branch is None:
+                continue
+            if any(child in self.parent_of for child in branch.children):
+                deepest = max(deepest, branch.depth + 1)
+            branch.depth += delta
+            changed.add(node_id)
+        return deepest
+
+    def _deepest_leaf_depth(self) -> int:
+        """The depth of the deepest leaf, by a scan of the branches (0 for an empty tree)."""
+        return max(
+            (b.depth + 1 for b in self.branches.values() if any(c in self.parent_of for c in b.children)),
+            default=0,
+        )

@@ -142,6 +142,37 @@ class SemanticTree(Hierarchy):
         changed.update(b.id for b in path)
         return changed
 
+    def remove(self, leaf_id: str) -> tuple[set[str], set[str]]:
+        """Take ``leaf_id`` out of the tree (DESIGN §1's forget); return ``(changed, removed)``.
+
+        The leaf leaves its parent. A branch left with one child is dissolved: the child takes its
+        place, at the same position, in the grandparent, and the child's subtree moves one level up
+        (so every internal node keeps at least two children); a branch left with none is deleted
+        and its parent repaired the same way. The root stays, possibly with one child or none.
+        Every surviving ancestor is then recomputed from its children, bottom-up (in summary mode
+        its text is embedded again, as on insert), so no branch's text, label or vector depends on
+        the leaf any more. ``height`` is recomputed only when the deepest level may have emptied:
+        when the leaf, or a leaf of a subtree that moved up, sat at depth ``height``.
+
+        ``changed`` holds every branch recomputed or moved (depth or parent) and every leaf whose
+        parent changed; ``removed`` the dissolved or deleted branches. Neither holds ``leaf_id``;
+        writing the rows in ``changed`` and deleting those in ``removed`` (and the leaf's own row)
+        reproduces the tree.
+
+        Contract with the caller, who owns ``leaves``: the leaf's record is not read here (it is
+        found through ``parent_of``), so it may be dropped from ``leaves`` before or after this call;
+        the memory drops it after removing it from both trees. Until it is dropped, ``leaves`` holds
+        a leaf that this tree no longer places. Raises ``KeyError`` when the leaf is not in the tree
+        (the tree is then unchanged).
+        """
+        deepest = leaf_id in self.parent_of and self.depth_of(leaf_id) == self.height
+        changed, removed, refreshed, moved_depth = self._prune(leaf_id, dissolve=True)
+        if deepest or moved_depth >= self.height:
+            self.height = self._deepest_leaf_depth()
+        if self.vector_mode == "summary":
+            self._embed_texts([b for b in refreshed if b.kind == "internal"])
+        return changed, removed
+
     def adopt(self, branches: Sequence[Branch]) -> None:
         """Replace the whole tree with stored ``branches`` (one of them the root); used when loading."""
         empty_root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)

@@ -260,6 +260,63 @@ class TemporalTree(Hierarchy):
         changed.update(b.id for b in path)
         return changed
 
+    def remove(self, leaf_id: str) -> tuple[set[str], set[str]]:
+        """Take ``leaf_id`` out of the tree (DESIGN §1's forget); return ``(changed, removed)``.
+
+        The rule differs from the semantic tree's, because every leaf must stay at depth ``height``:
+
+        - A branch left with no child is deleted, and its parent checked in turn (a segment that
+          loses its only leaf goes, and so does a chain that held only it).
+        - A branch left with one child is *kept*. Dissolving it would lift its subtree one level
+          and break uniform depth; single-child branches are already what insertion makes (the
+          right chain of a new segment), so they are a legal shape, and later leaves may fill them.
+        - The root is the exception: while it has a single child that is a branch, that level is
+          collapsed: the child's children become the root's, every other branch moves one level up
+          and ``height`` drops by one (the inverse of a new level, ``_grow``). This keeps what
+          insertion relies on: a root over two or more leaves splits them, and a root over one leaf
+          holds it directly at height 1 (insertion treats a root with at most one child as the
+          one-leaf tree). An empty tree is the bare root at height 0.
+
+        Spans stay contiguous and in order (a leaf is only ever taken out of a run), the frontier
+        is again the path to the last remaining leaf, so later inserts continue from it, and
+        ``last_leaf`` is that leaf (``None`` when the tree is empty). Every surviving ancestor is
+        recomputed from its children, bottom-up, so no branch depends on the leaf any more.
+
+        ``changed`` holds every branch recomputed or moved (depth or parent) and every leaf whose
+        parent changed; ``removed`` the deleted branches. Neither holds ``leaf_id``; writing the rows
+        in ``changed`` and deleting those in ``removed`` (and the leaf's own row) reproduces the tree.
+
+        Contract with the caller, who owns ``leaves``: the leaf's record is not read here (it is
+        found through ``parent_of``), so it may be dropped from ``leaves`` before or after this call;
+        the memory drops it after removing it from both trees. Raises ``KeyError`` when the leaf is
+        not in the tree (the tree is then unchanged).
+        """
+        changed, removed, _, _ = self._prune(leaf_id, dissolve=False)
+        root = self.root
+        while len(root.children) == 1 and root.children[0] in self.branches:
+            only = self.branches.pop(root.children[0])
+            removed.add(only.id)
+            changed.discard(only.id)
+            root.children = only.children
+            for child in root.children:
+                if child in self.branches:
+                    self.branches[child].parent = root.id
+                else:
+                    self.parent_of[child] = root.id
+                changed.add(child)
+            for branch in self.branches.values():
+                if branch is not root:
+                    branch.depth -= 1
+                    changed.add(branch.id)
+            self.height -= 1
+            # Same leaves, regrouped: recompute so the root's figures come from its new children.
+            self._refresh(root)
+        if not root.children:
+            self.height = 0
+        lowest = self.frontier()[0]
+        self.last_leaf = lowest.children[-1] if lowest.children else None
+        return changed, removed
+
     def adopt(self, branches: Sequence[Branch]) -> None:
         """Replace the whole tree with stored ``branches`` (the root among them); used when loading.
 
