@@ -1,0 +1,633 @@
+"""A cursor over the two trees and a memory agent that walks it (HAT, seed 003 §3.2; DESIGN §2 navigate).
+
+The cursor is stateless: a position is a node id and a tree, and ``move`` turns one position into
+the next, so a client (or the server) only has to remember the id it was shown. Moves:
+
+- ``stay``: the node itself; ``reset``: the root of the tree;
+- ``up``: the parent; ``down``: a child by its 0-based ``index`` among the node's children (the
+  order of ``NodeView.children``), or without an index the child that best matches the query vector
+  (average linkage, ``Hierarchy.match_vector_of``), or the first child when there is no query;
+- ``left`` / ``right``: in the semantic tree the previous / next sibling; in the temporal tree the
+  previous / next node of the same depth in time order, across parents (the neighbouring segment at
+  the same time scale, or the previous / next memory for a leaf);
+- ``switch``: the same place in the other tree: a leaf stays that leaf; a branch goes to the smallest
+  branch of the other tree that holds all its leaves (their lowest common ancestor there).
+
+A leaf id is valid in both trees; a branch id only in its own. Every refusal is a
+``NavigationError`` that says what was wrong and what to do instead.
+
+The memory agent (``run_agent``) is HAT's MDP: from the root, a policy picks one of Up, Down i,
+Left, Right, Reset, Sufficient, Insufficient at each step, seeing the current node, its children
+and its neighbours with their texts and their scores against the query. ``EmbeddingPolicy`` plays
+it with the vectors alone; an LLM policy implements the same ``Policy`` protocol elsewhere (it is
+built per query and keeps the query text itself). Whatever a policy answers, the run stays valid:
+an answer that is not an action, or a move that is impossible where the cursor stands, is replaced
+by a safe one (Sufficient at a leaf, else Down to the best child) and noted in ``AgentRun.notes``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal, NamedTuple, Protocol
+
+import numpy as np
+
+from memtree_mcp.core.embedding import Vector
+from memtree_mcp.core.extractive import gist
+from memtree_mcp.core.hierarchy import Hierarchy
+from memtree_mcp.core.memory import Memory
+
+NodeKind = Literal["root", "internal", "leaf"]
+Outcome = Literal["sufficient", "insufficient", "max_steps"]
+MOVES: tuple[str, ...] = ("stay", "reset", "up", "down", "left", "right", "switch")
+ACTIONS: tuple[str, ...] = ("up", "down", "left", "right", "reset", "sufficient", "insufficient")
+TREES: tuple[str, ...] = ("semantic", "temporal")
+PREVIEW_CHARS = 100
+LEAF_LABEL_CHARS = 60
+CONTEXT_LEAVES = 5
+SUFFICIENT_THRESHOLD = 0.3
+
+
+class NavigationError(ValueError):
+    """A move or a node the cursor cannot take; the message says why and what to do instead."""
+
+
+class ChildPreview(NamedTuple):
+    """One line about a node next to the cursor: a child (its position is its ``down`` index) or a
+    neighbour."""
+
+    id: str
+    line: str
+    kind: NodeKind
+    leaf_count: int
+
+
+@dataclass(slots=True)
+class NodeView:
+    """What the cursor shows of one node of one tree.
+
+    ``breadcrumb`` holds the labels of the node's ancestors from the top down, the root left out.
+    ``children`` previews the children in order (``down`` takes the position in this list);
+    ``parent``, ``left`` and ``right`` preview where ``up``, ``left`` and ``right`` would go.
+    ``score`` is the node's match to the query vector (average cosine to its leaves) when a query
+    was given and the node has a vector, else None.
+    """
+
+    id: str
+    tree: str
+    kind: NodeKind
+    depth: int
+    text: str
+    label: str
+    leaf_count: int
+    first_seq: int
+    last_seq: int
+    first_ts: float
+    last_ts: float
+    breadcrumb: list[str] = field(default_factory=list)
+    children: list[ChildPreview] = field(default_factory=list)
+    has_up: bool = False
+    has_left: bool = False
+    has_right: bool = False
+    has_down: bool = False
+    parent: ChildPreview | None = None
+    left: ChildPreview | None = None
+    right: ChildPreview | None = None
+    score: float | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """A plain, JSON-ready dict; previews become dicts with their field names."""
+        out = asdict(self)
+        out["children"] = [c._asdict() for c in self.children]
+        for name in ("parent", "left", "right"):
+            preview = getattr(self, name)
+            out[name] = preview._asdict() if preview is not None else None
+        return out
+
+
+# -- reading the trees ---------------------------------------------------------------------------
+
+
+def _hierarchy(memory: Memory, tree: str) -> Hierarchy:
+    if tree == "semantic":
+        return memory.semantic
+    if tree == "temporal":
+        return memory.temporal
+    raise NavigationError(f"unknown tree {tree!r}; use 'semantic' (by subject) or 'temporal' (by time)")
+
+
+def _other(tree: str) -> str:
+    return "temporal" if tree == "semantic" else "semantic"
+
+
+def _check_node(memory: Memory, node_id: str, tree: str) -> Hierarchy:
+    """The hierarchy of ``tree`` after checking that ``node_id`` is a node of it."""
+    hierarchy = _hierarchy(memory, tree)
+    if node_id in hierarchy.branches:
+        return hierarchy
+    if node_id in memory.leaves:
+        if node_id not in hierarchy.parent_of:
+            raise NavigationError(
+                f"leaf {node_id} is not placed in the {tree} tree; view it in the {_other(tree)} tree"
+            )
+        return hierarchy
+    other = _other(tree)
+    if node_id in _hierarchy(memory, other).branches:
+        raise NavigationError(
+            f"{node_id} is a branch of the {other} tree, not of the {tree} tree; view it with "
+            f"tree='{other}', or move 'switch' from it to reach its place in the {tree} tree"
+        )
+    raise NavigationError(
+        f"no node {node_id!r} in this memory; omit the node id to start at the root, or use an id "
+        "from a recall or navigate result"
+    )
+
+
+def _parent(hierarchy: Hierarchy, node_id: str) -> str | None:
+    branch = hierarchy.branches.get(node_id)
+    return branch.parent if branch is not None else hierarchy.parent_of.get(node_id)
+
+
+def _children(hierarchy: Hierarchy, node_id: str) -> list[str]:
+    branch = hierarchy.branches.get(node_id)
+    return branch.children if branch is not None else []
+
+
+def _kind(hierarchy: Hierarchy, node_id: str) -> NodeKind:
+    branch = hierarchy.branches.get(node_id)
+    if branch is None:
+        return "leaf"
+    return branch.kind
+
+
+def _leaf_count(hierarchy: Hierarchy, node_id: str) -> int:
+    branch = hierarchy.branches.get(node_id)
+    return branch.leaf_count if branch is not None else 1
+
+
+def _sibling(hierarchy: Hierarchy, node_id: str, step: int) -> str | None:
+    parent = _parent(hierarchy, node_id)
+    if parent is None:
+        return None
+    siblings = hierarchy.branches[parent].children
+    position = siblings.index(node_id) + step
+    return siblings[position] if 0 <= position < len(siblings) else None
+
+
+def _edge_at_depth(hierarchy: Hierarchy, start: str, depth: int, first: bool) -> str | None:
+    """The first (or last) node at ``depth`` in the subtree under ``start``, in the tree's order."""
+    stack = [start]
+    while stack:
+        node_id = stack.pop()
+        node_depth = hierarchy.depth_of(node_id)
+        if node_depth == depth:
+            return node_id
+        if node_depth < depth:
+            children = _children(hierarchy, node_id)
+            stack.extend(reversed(children) if first else children)
+    return None
+
+
+def _level_neighbour(hierarchy: Hierarchy, node_id: str, step: int) -> str | None:
+    """The previous (step -1) or next (+1) node of the same depth in the tree's order, across parents."""
+    depth = hierarchy.depth_of(node_id)
+    current = node_id
+    while True:
+        parent = _parent(hierarchy, current)
+        if parent is None:
+            return None
+        siblings = hierarchy.branches[parent].children
+        position = siblings.index(current)
+        others = range(position + 1, len(siblings)) if step > 0 else range(position - 1, -1, -1)
+        for other in others:
+            found = _edge_at_depth(hierarchy, siblings[other], depth, first=step > 0)
+            if found is not None:
+                return found
+        current = parent
+
+
+def _neighbour(hierarchy: Hierarchy, tree: str, node_id: str, step: int) -> str | None:
+    if tree == "temporal":
+        return _level_neighbour(hierarchy, node_id, step)
+    return _sibling(hierarchy, node_id, step)
+
+
+def _one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    clipped = line[: limit - 1].rsplit(" ", 1)[0] or line[: limit - 1]
+    return clipped + "…"
+
+
+def _preview_line(hierarchy: Hierarchy, node_id: str) -> str:
+    branch = hierarchy.branches.get(node_id)
+    if branch is None:
+        return _one_line(hierarchy.text_of(node_id))
+    if branch.label:
+        return _one_line(f"{branch.label} — {gist(branch.text)}")
+    return _one_line(branch.text)
+
+
+def _preview(hierarchy: Hierarchy, node_id: str | None) -> ChildPreview | None:
+    if node_id is None:
+        return None
+    return ChildPreview(
+        id=node_id,
+        line=_preview_line(hierarchy, node_id),
+        kind=_kind(hierarchy, node_id),
+        leaf_count=_leaf_count(hierarchy, node_id),
+    )
+
+
+def _score(hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
+    try:
+        return float(hierarchy.match_vector_of(node_id) @ query)
+    except KeyError:
+        return None
+
+
+def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = None) -> NodeView:
+    """The cursor's view of ``node_id`` in ``tree`` ('semantic' or 'temporal').
+
+    Raises ``NavigationError`` for an unknown tree or node, or a branch of the other tree.
+    """
+    hierarchy = _check_node(memory, node_id, tree)
+    branch = hierarchy.branches.get(node_id)
+    left = _neighbour(hierarchy, tree, node_id, -1)
+    right = _neighbour(hierarchy, tree, node_id, +1)
+    parent = _parent(hierarchy, node_id)
+    children = [p for c in _children(hierarchy, node_id) if (p := _preview(hierarchy, c)) is not None]
+    score = _score(hierarchy, node_id, query_vector) if query_vector is not None else None
+    leaf = memory.leaves.get(node_id)
+    if branch is not None:
+        kind: NodeKind = branch.kind
+        text, label, count = branch.text, branch.label, branch.leaf_count
+        first_seq, last_seq, first_ts, last_ts = (
+            branch.first_seq,
+            branch.last_seq,
+            branch.first_ts,
+            branch.last_ts,
+        )
+    else:
+        assert leaf is not None
+        kind, text, label, count = "leaf", leaf.text, gist(leaf.text, LEAF_LABEL_CHARS), 1
+        first_seq = last_seq = leaf.seq
+        first_ts = last_ts = leaf.timestamp
+    return NodeView(
+        id=node_id,
+        tree=tree,
+        kind=kind,
+        depth=hierarchy.depth_of(node_id),
+        text=text,
+        label=label,
+        leaf_count=count,
+        first_seq=first_seq,
+        last_seq=last_seq,
+        first_ts=first_ts,
+        last_ts=last_ts,
+        breadcrumb=[b.label for b in hierarchy.ancestors(node_id) if b.kind != "root"],
+        children=children,
+        has_up=parent is not None,
+        has_left=left is not None,
+        has_right=right is not None,
+        has_down=bool(children),
+        parent=_preview(hierarchy, parent),
+        left=_preview(hierarchy, left),
+        right=_preview(hierarchy, right),
+        score=score,
+    )
+
+
+# -- moving --------------------------------------------------------------------------------------
+
+
+def _best_child(hierarchy: Hierarchy, children: Sequence[str], query: Vector | None) -> int:
+    if query is None:
+        return 0
+    scores = [_score(hierarchy, c, query) for c in children]
+    values = [s if s is not None else -math.inf for s in scores]
+    return int(np.argmax(values))
+
+
+def _lowest_common_branch(hierarchy: Hierarchy, leaf_ids: Sequence[str]) -> str:
+    """The smallest branch of ``hierarchy`` holding all of ``leaf_ids`` (the root when none)."""
+    common: list[str] | None = None
+    for leaf_id in leaf_ids:
+        chain = [b.id for b in hierarchy.ancestors(leaf_id)]
+        if common is None:
+            common = chain
+        else:
+            shared = 0
+            while shared < min(len(common), len(chain)) and common[shared] == chain[shared]:
+                shared += 1
+            common = common[:shared]
+        if len(common) <= 1:
+            break
+    return common[-1] if common else hierarchy.root.id
+
+
+def move(
+    memory: Memory,
+    node_id: str | None,
+    move: str,
+    tree: str,
+    index: int | None = None,
+    query_vector: Vector | None = None,
+) -> NodeView:
+    """Apply ``move`` to the cursor at ``node_id`` in ``tree`` (None: the root) and view where it lands.
+
+    Moves: ``stay``, ``reset``, ``up``, ``down`` (child ``index``, 0-based; default the child best
+    matching ``query_vector``, else the first), ``left``, ``right``, ``switch`` (to the other tree;
+    the returned view's ``tree`` is then the other one). With ``query_vector`` the view carries the
+    landing node's score. Raises ``NavigationError`` for an unknown move, tree or node, and for a
+    move that leads nowhere (up from the root, down from a leaf or to a missing child, left of the
+    first or right of the last node).
+    """
+    hierarchy = _hierarchy(memory, tree)
+    here = hierarchy.root.id if node_id is None else node_id
+    _check_node(memory, here, tree)
+    name = move.strip().lower()
+    if name == "stay":
+        target, target_tree = here, tree
+    elif name == "reset":
+        target, target_tree = hierarchy.root.id, tree
+    elif name == "up":
+        parent = _parent(hierarchy, here)
+        if parent is None:
+            raise NavigationError(
+                f"already at the root of the {tree} tree; move 'down' into a child or 'switch' trees"
+            )
+        target, target_tree = parent, tree
+    elif name == "down":
+        children = _children(hierarchy, here)
+        if not children:
+            what = "a leaf (one memory)" if here in memory.leaves else "an empty branch"
+            raise NavigationError(f"{here} is {what} and has no children; move 'up', 'left' or 'right'")
+        if index is None:
+            index = _best_child(hierarchy, children, query_vector)
+        elif not 0 <= index < len(children):
+            raise NavigationError(
+                f"no child {index}: {here} has {len(children)} children, numbered 0 to {len(children) - 1}"
+            )
+        target, target_tree = children[index], tree
+    elif name in ("left", "right"):
+        step = -1 if name == "left" else +1
+        found = _neighbour(hierarchy, tree, here, step)
+        if found is None:
+            if _parent(hierarchy, here) is None:
+                raise NavigationError(f"the root has no {name} neighbour; move 'down' into a child")
+            edge = "first" if name == "left" else "last"
+            scope = "at its depth" if tree == "temporal" else "among its siblings"
+            back = "right" if name == "left" else "left"
+            raise NavigationError(
+                f"{here} is the {edge} node {scope} in the {tree} tree; move '{back}', 'up' or 'down'"
+            )
+        target, target_tree = found, tree
+    elif name == "switch":
+        target_tree = _other(tree)
+        other = _hierarchy(memory, target_tree)
+        if here in memory.leaves:
+            target = here
+        elif here == hierarchy.root.id:
+            target = other.root.id
+        else:
+            target = _lowest_common_branch(other, hierarchy.leaves_under(here))
+    else:
+        raise NavigationError(f"unknown move {move!r}; use one of: {', '.join(MOVES)}")
+    return view(memory, target, target_tree, query_vector)
+
+
+# -- the memory agent ----------------------------------------------------------------------------
+
+
+class ScoredNode(NamedTuple):
+    """A node the agent could move to, with its text and its match to the query (-1 without a vector)."""
+
+    id: str
+    kind: NodeKind
+    leaf_count: int
+    score: float
+    line: str
+    text: str
+
+
+class Policy(Protocol):
+    """Chooses the agent's next action (HAT seed 003 §3.2).
+
+    ``current`` is the cursor's view (text, breadcrumb, child previews, score). ``children_scores``
+    are the current node's children in order: action ``down i`` takes ``children_scores[i]``.
+    ``neighbour_scores`` has an entry for each of ``up``, ``left``, ``right`` that is possible from
+    here. ``history`` holds the moves made so far ("down 2", "left", …). Return one of
+    ``up``, ``down <i>`` (0-based; bare ``down`` takes the best child), ``left``, ``right``,
+    ``reset``, ``sufficient``, ``insufficient``; case and a trailing period do not matter, and
+    anything else is replaced by a safe action. A policy working on texts (an LLM) is built for one
+    query and keeps the query's text itself.
+    """
+
+    def decide(
+        self,
+        query_vector: Vector,
+        current: NodeView,
+        children_scores: Sequence[ScoredNode],
+        neighbour_scores: Mapping[str, ScoredNode],
+        history: Sequence[str],
+    ) -> str: ...
+
+
+class EmbeddingPolicy:
+    """Walk by vectors: descend while a child matches the query better than the current node.
+
+    When no child improves, try the left and then the right neighbour, each at most once since the
+    last vertical move, and only if it scores better. When nothing improves, the context is
+    ``sufficient`` if the current score reaches ``threshold`` and ``insufficient`` otherwise (so a
+    leaf that matches well ends the walk).
+    """
+
+    def __init__(self, threshold: float = SUFFICIENT_THRESHOLD) -> None:
+        self.threshold = threshold
+
+    def decide(
+        self,
+        query_vector: Vector,
+        current: NodeView,
+        children_scores: Sequence[ScoredNode],
+        neighbour_scores: Mapping[str, ScoredNode],
+        history: Sequence[str],
+    ) -> str:
+        here = current.score if current.score is not None else -1.0
+        if children_scores:
+            best = max(range(len(children_scores)), key=lambda i: children_scores[i].score)
+            if children_scores[best].score > here:
+                return f"down {best}"
+        tried: set[str] = set()
+        for previous in reversed(history):
+            if previous not in ("left", "right"):
+                break
+            tried.add(previous)
+        for side in ("left", "right"):
+            neighbour = neighbour_scores.get(side)
+            if side not in tried and neighbour is not None and neighbour.score > here:
+                return side
+        return "sufficient" if here >= self.threshold else "insufficient"
+
+
+class ContextItem(NamedTuple):
+    """One text the agent hands back: the settled node or one of its best leaves."""
+
+    id: str
+    text: str
+    score: float
+
+
+@dataclass(slots=True)
+class AgentRun:
+    """Where the memory agent settled and how it got there.
+
+    ``moves`` are the moves made ("down 2", "left", …), the final verdict left out; ``path`` the
+    node ids visited, starting at the root; ``outcome`` is ``sufficient``, ``insufficient`` or
+    ``max_steps`` (the policy never concluded); ``context`` the settled node's text, then its best
+    leaves by cosine to the query (for a leaf: itself, then the best other leaves of its parent);
+    ``notes`` the policy answers that were replaced by a safe action.
+    """
+
+    node: NodeView
+    moves: list[str]
+    sufficient: bool
+    outcome: Outcome
+    context: list[ContextItem]
+    path: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def context_texts(self) -> list[str]:
+        return [item.text for item in self.context]
+
+
+_ACTION = re.compile(r"(up|down|left|right|reset|sufficient|insufficient)(?:\s*[\s(:#=]\s*(-?\d+)\s*\)?)?")
+
+
+def parse_action(answer: str) -> tuple[str, int | None] | None:
+    """``(action, index)`` from a policy's answer such as "Down 2" or "sufficient."; None if unparseable."""
+    text = answer.strip().lower().rstrip(".!")
+    match = _ACTION.fullmatch(text.strip())
+    if match is None:
+        return None
+    action, index = match.group(1), match.group(2)
+    if index is not None and action != "down":
+        return None
+    return action, int(index) if index is not None else None
+
+
+def _scored(hierarchy: Hierarchy, node_id: str, query: Vector) -> ScoredNode:
+    score = _score(hierarchy, node_id, query)
+    return ScoredNode(
+        id=node_id,
+        kind=_kind(hierarchy, node_id),
+        leaf_count=_leaf_count(hierarchy, node_id),
+        score=score if score is not None else -1.0,
+        line=_preview_line(hierarchy, node_id),
+        text=hierarchy.text_of(node_id),
+    )
+
+
+def _context(
+    memory: Memory, hierarchy: Hierarchy, node: NodeView, query: Vector, size: int
+) -> list[ContextItem]:
+    own = ContextItem(node.id, node.text, node.score if node.score is not None else -1.0)
+    pool_root = node.id
+    if node.kind == "leaf":
+        pool_root = _parent(hierarchy, node.id) or node.id
+    candidates = [leaf for leaf in hierarchy.leaves_under(pool_root) if leaf != node.id]
+    if not candidates:
+        return [own]
+    matrix = np.stack([memory.leaves[leaf].vector for leaf in candidates])
+    scores = matrix @ query
+    order = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), candidates[i]))
+    room = size - 1 if node.kind == "leaf" else size
+    best = [ContextItem(candidates[i], memory.leaves[candidates[i]].text, float(scores[i])) for i in order]
+    return [own, *best[:room]]
+
+
+def run_agent(
+    memory: Memory,
+    query_vector: Vector,
+    tree: str,
+    policy: Policy,
+    max_steps: int = 12,
+    *,
+    context_leaves: int = CONTEXT_LEAVES,
+) -> AgentRun:
+    """Let ``policy`` walk ``tree`` from its root for ``query_vector``, asking it at most ``max_steps`` times.
+
+    Raises ``NavigationError`` for an unknown tree and ``ValueError`` for a negative ``max_steps``.
+    """
+    if max_steps < 0:
+        raise ValueError(f"max_steps must be 0 or more, got {max_steps}")
+    hierarchy = _hierarchy(memory, tree)
+    current = view(memory, hierarchy.root.id, tree, query_vector)
+    moves: list[str] = []
+    path = [current.id]
+    notes: list[str] = []
+    outcome: Outcome = "max_steps"
+    for step in range(max_steps):
+        children = [_scored(hierarchy, c.id, query_vector) for c in current.children]
+        neighbours = {
+            side: _scored(hierarchy, preview.id, query_vector)
+            for side, preview in (("up", current.parent), ("left", current.left), ("right", current.right))
+            if preview is not None
+        }
+        answer = policy.decide(query_vector, current, children, neighbours, list(moves))
+        parsed = parse_action(answer) if isinstance(answer, str) else None
+        problem = _impossible(parsed, current) if parsed is not None else "is not an action"
+        if problem is not None:
+            parsed = _safe_action(current)
+            shown = "down (the best child)" if parsed[0] == "down" else parsed[0]
+            notes.append(f"step {step + 1}: {answer!r} {problem}; took {shown!r} instead")
+        assert parsed is not None
+        action, index = parsed
+        if action in ("sufficient", "insufficient"):
+            outcome = "sufficient" if action == "sufficient" else "insufficient"
+            break
+        if action == "down" and index is None:
+            index = int(np.argmax([c.score for c in children]))
+        current = move(memory, current.id, action, tree, index=index, query_vector=query_vector)
+        moves.append(f"down {index}" if action == "down" else action)
+        path.append(current.id)
+    return AgentRun(
+        node=current,
+        moves=moves,
+        sufficient=outcome == "sufficient",
+        outcome=outcome,
+        context=_context(memory, hierarchy, current, query_vector, context_leaves),
+        path=path,
+        notes=notes,
+    )
+
+
+def _impossible(parsed: tuple[str, int | None], current: NodeView) -> str | None:
+    """Why ``parsed`` cannot be taken from ``current``, or None when it can."""
+    action, index = parsed
+    if action == "up" and not current.has_up:
+        return "is impossible at the root"
+    if action == "down":
+        if not current.has_down:
+            return "is impossible at a node without children"
+        if index is not None and not 0 <= index < len(current.children):
+            return f"names a child that does not exist (there are {len(current.children)})"
+    if action == "left" and not current.has_left:
+        return "is impossible: there is nothing to the left"
+    if action == "right" and not current.has_right:
+        return "is impossible: there is nothing to the right"
+    return None
+
+
+def _safe_action(current: NodeView) -> tuple[str, int | None]:
+    if current.kind == "leaf":
+        return ("sufficient", None)
+    if current.has_down:
+        return ("down", None)
+    return ("insufficient", None)
