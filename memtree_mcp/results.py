@@ -48,3 +48,72 @@ class RecallResult(BaseModel):
 
     hits: list[RecallHit]
     namespace: str
+
+
+class SummaryResult(BaseModel):
+    """A summary composed from the trees, and the nodes it cites."""
+
+    summary: str
+    node_ids: list[str] = Field(description="Ids of the nodes the summary was built from, in order.")
+    namespace: str
+
+
+class ForgetResult(BaseModel):
+    """What ``forget`` deleted, or would delete."""
+
+    deleted: list[str] = Field(description="Ids of the memories deleted.")
+    candidates: list[RecallHit] = Field(
+        description="For a query without confirm: the memories that confirm=true would delete."
+    )
+    namespace: str
+
+
+class NodePreview(BaseModel):
+    """A child or neighbour of the node in view, in one line."""
+
+    id: str
+    line: str
+    kind: Literal["root", "internal", "leaf"]
+    leaf_count: int
+
+
+class NodeView(BaseModel):
+    """Where the cursor is: a node of one tree, its text, its children and which moves are possible."""
+
+    id: str
+    tree: Literal["semantic", "temporal"]
+    kind: Literal["root", "internal", "leaf"]
+    depth: int
+    text: str
+    label: str
+    leaf_count: int
+    time_from: str | None
+    time_to: str | None
+    breadcrumb: list[str]
+    children: list[NodePreview] = Field(description="Move 'down' with index i to go to children[i].")
+    parent: NodePreview | None
+    left: NodePreview | None
+    right: NodePreview | None
+    has_up: bool
+    has_down: bool
+    has_left: bool
+    has_right: bool
+    score: float | None = Field(description="Similarity to the query, when one was given.")
+
+
+class ContextLine(BaseModel):
+    """A text the memory agent gathered for the query."""
+
+    id: str
+    text: str
+    score: float
+
+
+class NavigateResult(BaseModel):
+    """The node in view after the move (or after the agent's walk), and for the agent its findings."""
+
+    node: NodeView
+    moves: list[str] = Field(description="Moves the agent made (empty for a single move).")
+    sufficient: bool | None = Field(description="The agent's verdict on its context; None for a single move.")
+    context: list[ContextLine] = Field(description="What the agent settled on and its best memories.")
+    namespace: str

@@ -22,7 +22,7 @@ from pydantic import Field
 from memtree_mcp import __version__
 from memtree_mcp.config import NAMESPACE_RULE
 from memtree_mcp.errors import MemtreeError
-from memtree_mcp.results import RecallResult, RememberResult
+from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 from memtree_mcp.service import MAX_K, MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TOKENS, MemoryService
 
 log = logging.getLogger("memtree_mcp")
@@ -197,6 +197,105 @@ def build_server(service: MemoryService) -> MCPServer:
             max_tokens,
             namespace,
         )
+
+    @mcp.tool(annotations=ToolAnnotations(title="Navigate", read_only_hint=True, open_world_hint=False))
+    async def navigate(
+        node_id: Annotated[
+            str | None,
+            Field(
+                description="Where the cursor is (an id from recall or navigate); the root if left out.",
+                max_length=64,
+            ),
+        ] = None,
+        move: Annotated[
+            Literal["stay", "reset", "up", "down", "left", "right", "switch"],
+            Field(
+                description="'down' to child `index` (or the best child for `query`), 'up' to the parent, "
+                "'left'/'right' to the previous/next sibling (the previous/next period in the temporal "
+                "tree), 'reset' to the root, 'switch' to the same place in the other tree."
+            ),
+        ] = "stay",
+        index: Annotated[int | None, Field(description="Which child for 'down', from 0.", ge=0)] = None,
+        tree: Annotated[
+            Literal["semantic", "temporal"],
+            Field(description="'semantic' (by subject) or 'temporal' (by time)."),
+        ] = "semantic",
+        query: Annotated[
+            str | None,
+            Field(description="What you are looking for.", min_length=1, max_length=MAX_QUERY_CHARS),
+        ] = None,
+        agent: Annotated[
+            bool,
+            Field(description="Let the server's memory agent walk the tree for `query` and report back."),
+        ] = False,
+        max_steps: Annotated[int, Field(description="Most moves the agent may make.", ge=1, le=50)] = 12,
+        namespace: Namespace = None,
+    ) -> NavigateResult:
+        """Browse memory like a file system: look at a node, its children and neighbours, and move.
+
+        Memory has two trees over the same memories: 'semantic' groups them by subject, 'temporal' by
+        time. With agent=true and a query, the server walks the tree itself and returns where it
+        settled, the moves it made, whether it judged that enough, and the best memories there.
+        """
+        return await _run(service.navigate, node_id, move, index, tree, query, agent, max_steps, namespace)
+
+    @mcp.tool(annotations=ToolAnnotations(title="Summarize", read_only_hint=True, open_world_hint=False))
+    async def summarize(
+        node_id: Annotated[
+            str | None,
+            Field(description="Summarize the subtree under this node (an id from recall).", max_length=64),
+        ] = None,
+        time_from: Annotated[
+            str | None, Field(description="Start of a period to summarize (ISO 8601).", max_length=64)
+        ] = None,
+        time_to: Annotated[
+            str | None, Field(description="End of the period (ISO 8601).", max_length=64)
+        ] = None,
+        query: Annotated[
+            str | None, Field(description="A subject to summarize.", min_length=1, max_length=MAX_QUERY_CHARS)
+        ] = None,
+        max_tokens: Annotated[
+            int,
+            Field(description="Length of the summary (about 4 characters a token).", ge=16, le=MAX_TOKENS),
+        ] = 400,
+        namespace: Namespace = None,
+    ) -> SummaryResult:
+        """Summarize what memory holds: everything (no argument), a subtree, a period or a subject.
+
+        Give at most one of node_id, a period (time_from/time_to) and query. Each line of the summary
+        ends with the id of the node it comes from; a larger max_tokens reads the memory in more detail.
+        """
+        return await _run(service.summarize, node_id, time_from, time_to, query, max_tokens, namespace)
+
+    @mcp.tool(
+        annotations=ToolAnnotations(
+            title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=False
+        )
+    )
+    async def forget(
+        node_id: Annotated[
+            str | None,
+            Field(description="The memory (or, with confirm, the summary) to delete.", max_length=64),
+        ] = None,
+        query: Annotated[
+            str | None,
+            Field(
+                description="Find memories to delete; lists them unless confirm.",
+                min_length=1,
+                max_length=4000,
+            ),
+        ] = None,
+        confirm: Annotated[
+            bool, Field(description="Really delete what the query finds or the summary covers.")
+        ] = False,
+        namespace: Namespace = None,
+    ) -> ForgetResult:
+        """Delete memories for good: one memory by id, every memory under a summary (confirm=true), or the
+        memories a query finds (confirm=true; without it the candidates are only listed).
+
+        Deleted text disappears from every summary and from recall at once.
+        """
+        return await _run(service.forget, node_id, query, confirm, namespace)
 
     @mcp.prompt(name="use-memory", description="How to use this long-term memory in a conversation.")
     def use_memory() -> str:

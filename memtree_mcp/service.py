@@ -29,10 +29,25 @@ from filelock import FileLock
 from memtree_mcp.config import NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.errors import InvalidInput
-from memtree_mcp.results import PathStep, RecallHit, RecallResult, RememberResult
+from memtree_mcp.core.navigation import MOVES, EmbeddingPolicy, NavigationError, run_agent
+from memtree_mcp.core.navigation import NodeView as CursorView
+from memtree_mcp.core.navigation import move as move_cursor
+from memtree_mcp.core.summary import period_nodes, summarize_nodes
+from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.results import (
+    ContextLine,
+    ForgetResult,
+    NavigateResult,
+    NodeView,
+    PathStep,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    SummaryResult,
+)
 
 if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
@@ -42,6 +57,10 @@ log = logging.getLogger("memtree_mcp")
 RECALL_STRATEGIES = STRATEGIES
 KINDS = ("any", "leaf", "summary")
 MAX_QUERY_CHARS = 4_000
+MIN_SUMMARY_TOKENS = 16
+MAX_AGENT_STEPS = 50
+# A query given to forget reaches at most this many memories at once.
+FORGET_CANDIDATES = 10
 MAX_K = 100
 MAX_TOKENS = 100_000
 MAX_TAGS = 32
@@ -201,6 +220,187 @@ class MemoryService:
             )
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
+    def summarize(
+        self,
+        node_id: str | None = None,
+        time_from: str | None = None,
+        time_to: str | None = None,
+        query: str | None = None,
+        max_tokens: int = 400,
+        namespace: str | None = None,
+    ) -> SummaryResult:
+        """A summary of the whole memory, of the subtree under ``node_id``, of a period or of a subject.
+
+        Give at most one of ``node_id``, a period (``time_from``/``time_to``, ISO 8601) and ``query``.
+        Raises InvalidInput for bad arguments and NotFound for an unknown node.
+        """
+        name = self._namespace(namespace)
+        check_range(max_tokens, "max_tokens", MIN_SUMMARY_TOKENS, MAX_TOKENS)
+        period = time_from is not None or time_to is not None
+        if sum([node_id is not None, period, query is not None]) > 1:
+            raise InvalidInput("give one of node_id, a period (time_from/time_to) or query, not several.")
+        low = parse_timestamp(time_from) if time_from is not None else None
+        high = parse_timestamp(time_to) if time_to is not None else None
+        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        vector = self.embedder.embed_batch([text])[0] if text is not None else None
+        space = self._space(name, create=False)
+        if space is None:
+            return SummaryResult(summary="", node_ids=[], namespace=name)
+        with space.lock:
+            self._follow_table(space)
+            memory = space.memory
+            tree: Hierarchy = memory.semantic
+            if node_id is not None:
+                start = [check_node(memory, node_id)]
+                branch = memory.branch(node_id)
+                if branch is not None and branch.tree == "temporal":
+                    tree = memory.temporal
+            elif period:
+                tree = memory.temporal
+                start = period_nodes(memory, low, high)
+            elif vector is not None:
+                assert text is not None
+                picked = memory.recall(
+                    vector, 5, query_text=text, strategy="collapsed", where=RecallFilter(kind="summary")
+                )
+                start = [h.id for h in picked if h.tree == "semantic"]
+                if not start:
+                    start = [
+                        h.id
+                        for h in memory.recall(vector, 5, query_text=text, where=RecallFilter(kind="leaf"))
+                    ]
+            else:
+                start = list(memory.semantic.root.children)
+            found = summarize_nodes(memory, tree, start, max_tokens)
+        return SummaryResult(summary=found.text, node_ids=found.node_ids, namespace=name)
+
+    def forget(
+        self,
+        node_id: str | None = None,
+        query: str | None = None,
+        confirm: bool = False,
+        namespace: str | None = None,
+    ) -> ForgetResult:
+        """Delete a memory, or every memory under a summary (with ``confirm``), or those a query finds.
+
+        A query without ``confirm`` only lists the candidates. Deleted memories leave both trees,
+        every summary above them is recomputed without them, and all of it is one commit.
+        Raises InvalidInput for bad arguments and NotFound for an unknown node.
+        """
+        name = self._namespace(namespace)
+        if (node_id is None) == (query is None):
+            raise InvalidInput("give either node_id (a memory or a summary) or query, not both or neither.")
+        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        space = self._space(name, create=False)
+        if space is None:
+            if node_id is not None:
+                raise NotFound(f"no node {node_id!r} in namespace '{name}'.")
+            return ForgetResult(deleted=[], candidates=[], namespace=name)
+        if text is not None and not confirm:
+            found = self.recall(text, k=FORGET_CANDIDATES, kind="leaf", namespace=name)
+            return ForgetResult(deleted=[], candidates=found.hits, namespace=name)
+        vector = self.embedder.embed_batch([text])[0] if text is not None else None
+        with space.lock, self._file_lock(name):
+            self._follow_table(space)
+            memory = space.memory
+            if node_id is not None:
+                check_node(memory, node_id)
+                targets = [node_id] if node_id in memory.leaves else self._leaves_under(memory, node_id)
+                if len(targets) > 1 and not confirm:
+                    raise InvalidInput(
+                        f"{node_id} is a summary of {len(targets)} memories; call again with confirm=true "
+                        "to delete them all."
+                    )
+            else:
+                assert vector is not None and text is not None
+                hits = memory.recall(
+                    vector, FORGET_CANDIDATES, query_text=text, where=RecallFilter(kind="leaf")
+                )
+                targets = [h.id for h in hits]
+            now = time.time()
+            changed: set[str] = set()
+            removed: set[str] = set()
+            try:
+                for leaf_id in targets:
+                    leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
+                    changed = (changed | leaf_changed) - leaf_removed
+                    removed |= leaf_removed
+                if removed:
+                    from memtree_mcp.store.lance import deletion_row
+
+                    rows = self._rows(memory, changed - removed, now)
+                    rows += [deletion_row(node, memory.dimension, now) for node in sorted(removed)]
+                    assert space.table is not None
+                    space.version = space.table.commit(rows)
+            except BaseException:
+                self._reload(space)
+                raise
+        log.info("forgot %d memories in namespace %s", len(targets), name)
+        return ForgetResult(deleted=targets, candidates=[], namespace=name)
+
+    @staticmethod
+    def _leaves_under(memory: Memory, node_id: str) -> list[str]:
+        branch = memory.branch(node_id)
+        assert branch is not None
+        tree = memory.semantic if branch.tree == "semantic" else memory.temporal
+        return tree.leaves_under(node_id)
+
+    def navigate(
+        self,
+        node_id: str | None = None,
+        move: str = "stay",
+        index: int | None = None,
+        tree: str = "semantic",
+        query: str | None = None,
+        agent: bool = False,
+        max_steps: int = 12,
+        namespace: str | None = None,
+    ) -> NavigateResult:
+        """Move a cursor through a tree (HAT), or with ``agent`` let the memory agent walk it for ``query``.
+
+        Moves: stay, reset, up, down (child ``index``; the best child for ``query`` without one),
+        left, right, switch (to the other tree). Raises InvalidInput for an impossible move or bad
+        arguments, NotFound for an unknown node.
+        """
+        name = self._namespace(namespace)
+        if tree not in ("semantic", "temporal"):
+            raise InvalidInput(f"unknown tree {tree!r}; use 'semantic' (by subject) or 'temporal' (by time).")
+        if move not in MOVES:
+            raise InvalidInput(f"unknown move {move!r}; use one of: {', '.join(MOVES)}.")
+        check_range(max_steps, "max_steps", 1, MAX_AGENT_STEPS)
+        if index is not None:
+            check_range(index, "index", 0, 1_000_000)
+        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        if agent and text is None:
+            raise InvalidInput("agent=true needs a query: what the agent should look for.")
+        vector = self.embedder.embed_batch([text])[0] if text is not None else None
+        space = self._space(name, create=False)
+        memory = space.memory if space is not None else Memory(self.embedder.dimension)
+        lock = space.lock if space is not None else threading.RLock()
+        with lock:
+            if space is not None:
+                self._follow_table(space)
+                memory = space.memory
+            if node_id is not None:
+                check_node(memory, node_id)
+            try:
+                if agent:
+                    assert vector is not None
+                    run = run_agent(memory, vector, tree, EmbeddingPolicy(), max_steps)
+                    return NavigateResult(
+                        node=_node_view(run.node),
+                        moves=run.moves,
+                        sufficient=run.sufficient,
+                        context=[
+                            ContextLine(id=c.id, text=c.text, score=round(c.score, 4)) for c in run.context
+                        ],
+                        namespace=name,
+                    )
+                shown = move_cursor(memory, node_id, move, tree, index=index, query_vector=vector)
+            except NavigationError as exc:
+                raise InvalidInput(str(exc)) from None
+        return NavigateResult(node=_node_view(shown), moves=[], sufficient=None, context=[], namespace=name)
+
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, so the first real call is fast.
 
@@ -349,6 +549,17 @@ def check_text(value: object, what: str, limit: int) -> str:
     return text
 
 
+def check_node(memory: Memory, node_id: object) -> str:
+    """``node_id`` if it names a node of ``memory``; NotFound otherwise."""
+    if not isinstance(node_id, str) or len(node_id) > 64:
+        raise InvalidInput("node_id must be the id of a memory or summary, as recall or navigate return it.")
+    try:
+        memory.node(node_id)
+    except KeyError:
+        raise NotFound(f"no node {node_id!r}; recall or navigate give the ids of existing nodes.") from None
+    return node_id
+
+
 def check_range(value: object, what: str, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {value!r}.")
@@ -418,6 +629,15 @@ def content_hash(text: str) -> str:
 def new_leaf_id() -> str:
     """A fresh, unique id for a leaf."""
     return "m" + uuid.uuid4().hex[:15]
+
+
+def _node_view(shown: CursorView) -> NodeView:
+    data = shown.as_dict()
+    empty = shown.leaf_count == 0
+    data["time_from"] = None if empty else format_timestamp(shown.first_ts)
+    data["time_to"] = None if empty else format_timestamp(shown.last_ts)
+    data["score"] = None if shown.score is None else round(shown.score, 4)
+    return NodeView.model_validate(data)
 
 
 def _recall_hit(hit: Hit) -> RecallHit:

@@ -28,7 +28,10 @@ async def client(service: MemoryService) -> AsyncIterator[Client]:
 
 async def test_the_client_sees_two_tools_with_limits_and_hints(client: Client) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall"}
+    assert set(tools) == {"remember", "recall", "navigate", "summarize", "forget"}
+    for name in ("recall", "navigate", "summarize"):
+        assert tools[name].annotations is not None and tools[name].annotations.read_only_hint
+    assert tools["forget"].annotations is not None and tools["forget"].annotations.destructive_hint
     recall_schema = tools["recall"].input_schema["properties"]
     assert recall_schema["k"]["minimum"] == 1 and recall_schema["k"]["maximum"] == 100
     assert tools["remember"].input_schema["properties"]["content"]["maxLength"] == 100_000
@@ -130,3 +133,36 @@ async def test_a_question_about_an_early_session_is_answered_from_it(client: Cli
     hits = found.structured_content["hits"]
     assert "Melanie: This Saturday, 10k along the river." in [h["text"] for h in hits]
     assert all(h["time_from"].startswith("2023-05-08") for h in hits)
+
+
+async def test_navigate_summarize_and_forget_through_the_client(client: Client) -> None:
+    for i, text in enumerate(
+        [
+            "The release checklist starts with running the migrations.",
+            "The release checklist ends with tagging the commit.",
+            "Lunch on Friday is at the Thai place.",
+        ]
+    ):
+        await client.call_tool("remember", {"content": text, "timestamp": f"2024-03-0{i + 1}T10:00:00Z"})
+    root = await client.call_tool("navigate", {"tree": "temporal"})
+    assert not root.is_error and root.structured_content is not None
+    node = root.structured_content["node"]
+    assert node["kind"] == "root" and node["children"] and not node["has_up"]
+    down = await client.call_tool("navigate", {"tree": "temporal", "move": "down", "index": 0})
+    assert down.structured_content is not None and down.structured_content["node"]["has_up"]
+    refused = await client.call_tool("navigate", {"tree": "temporal", "move": "up"})
+    assert refused.is_error and "root" in refused.content[0].text  # type: ignore[union-attr]
+    walked = await client.call_tool("navigate", {"query": "what ends the release checklist?", "agent": True})
+    assert walked.structured_content is not None
+    assert walked.structured_content["context"] and walked.structured_content["sufficient"] is not None
+
+    summary = await client.call_tool("summarize", {"max_tokens": 500})
+    assert summary.structured_content is not None and "checklist" in summary.structured_content["summary"]
+
+    candidates = await client.call_tool("forget", {"query": "Thai lunch"})
+    assert candidates.structured_content is not None and candidates.structured_content["deleted"] == []
+    lunch = next(h for h in candidates.structured_content["candidates"] if "Thai" in h["text"])
+    gone = await client.call_tool("forget", {"node_id": lunch["id"]})
+    assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch["id"]]
+    after = await client.call_tool("summarize", {"max_tokens": 2000})
+    assert after.structured_content is not None and "Thai" not in after.structured_content["summary"]

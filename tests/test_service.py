@@ -7,8 +7,9 @@ import re
 import pytest
 
 from memtree_mcp.config import Settings
-from memtree_mcp.errors import InvalidInput
+from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service import MemoryService
+from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 
 def table_version(service: MemoryService, namespace: str = "default") -> int | None:
@@ -215,3 +216,101 @@ def test_expanding_summaries_returns_their_memories_once_each(chat: MemoryServic
 def test_top_down_refinement_descends_to_the_subject(chat: MemoryService) -> None:
     hits = chat.recall("pottery class bowl", k=3, strategy="refine", kind="leaf").hits
     assert hits[0].text in {CONVERSATION[3][2], CONVERSATION[4][2]}
+
+
+def all_texts(memory) -> str:  # type: ignore[no-untyped-def]
+    """Every text and label either tree holds, as one string."""
+    parts = [leaf.text for leaf in memory.leaves.values()]
+    for tree in (memory.semantic, memory.temporal):
+        parts += [b.text + " " + b.label for b in tree.branches.values()]
+    return "\n".join(parts)
+
+
+def test_a_forgotten_memory_leaves_no_trace(chat: MemoryService, settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    secret = chat.remember(
+        "The spare key is hidden under the zorblax planter.", timestamp="2023-05-08T10:03:00Z", session="s1"
+    )
+    chat.remember(
+        "The zorblax planter sits by the blue door.", timestamp="2023-05-08T10:04:00Z", session="s1"
+    )
+    memory = chat.memory()
+    assert memory is not None and "zorblax" in all_texts(memory)
+    listed = chat.forget(query="zorblax planter")
+    assert listed.deleted == [] and {h.text for h in listed.candidates} >= {
+        "The spare key is hidden under the zorblax planter."
+    }
+    forgotten = chat.forget(query="zorblax", confirm=True)
+    assert secret.ids[0] in forgotten.deleted
+    for service in (chat, MemoryService(settings, embedder=embedder)):  # live, and reloaded from disk
+        memory = service.memory()
+        assert memory is not None
+        assert "zorblax" not in all_texts(memory)
+        assert memory.lexical.scores("zorblax") == {}
+        assert all("zorblax" not in h.text for h in service.recall("zorblax planter key", k=20).hits)
+        assert "zorblax" not in service.summarize(max_tokens=4000).summary
+        assert_semantic_invariants(memory.semantic)
+        assert_temporal_invariants(memory.temporal)
+    assert chat.remember("The spare key is hidden under the zorblax planter.").deduplicated is False
+
+
+def test_forgetting_a_summary_needs_confirm_and_takes_all_its_memories(chat: MemoryService) -> None:
+    memory = chat.memory()
+    assert memory is not None
+    branch = next(b for b in memory.temporal.branches.values() if b.kind == "internal" and b.leaf_count >= 2)
+    count = branch.leaf_count
+    with pytest.raises(InvalidInput, match="confirm=true"):
+        chat.forget(node_id=branch.id)
+    gone = chat.forget(node_id=branch.id, confirm=True)
+    assert len(gone.deleted) == count
+    after = chat.memory()
+    assert after is not None and not set(gone.deleted) & set(after.leaves)
+    with pytest.raises(NotFound):
+        chat.forget(node_id="m-no-such-node")
+    with pytest.raises(InvalidInput, match="either node_id"):
+        chat.forget()
+
+
+def test_summaries_cover_everything_a_period_a_subtree_or_a_subject(chat: MemoryService) -> None:
+    memory = chat.memory()
+    assert memory is not None
+    whole = chat.summarize(max_tokens=2000)
+    assert whole.node_ids and all(f"[{n}]" in whole.summary for n in whole.node_ids)
+    june = chat.summarize(time_from="2023-06-01", time_to="2023-06-30T23:59:59Z")
+    assert "pottery" in june.summary and "Lisbon" not in june.summary and "puppy" not in june.summary
+    for node_id in june.node_ids:
+        node = memory.node(node_id)
+        first = getattr(node, "first_ts", getattr(node, "timestamp", 0.0))
+        assert first >= 1685577600  # 2023-06-01
+    subject = chat.summarize(query="moving abroad for work")
+    assert "Lisbon" in subject.summary
+    top = memory.semantic.root.children[0]
+    assert chat.summarize(node_id=top).node_ids
+    short = chat.summarize(max_tokens=16)
+    assert len(short.summary) <= 16 * 4 + 1
+    with pytest.raises(InvalidInput, match="give one of"):
+        chat.summarize(node_id=top, query="x")
+    with pytest.raises(NotFound):
+        chat.summarize(node_id="b-no-such-node")
+
+
+def test_navigate_moves_the_cursor_and_refuses_impossible_moves(chat: MemoryService) -> None:
+    root = chat.navigate(tree="temporal").node
+    assert root.kind == "root" and root.children and not root.has_up
+    first = chat.navigate(move="down", index=0, tree="temporal").node
+    assert first.has_up and first.time_from is not None
+    switched = chat.navigate(node_id=first.id, move="switch", tree="temporal").node
+    assert switched.tree == "semantic"
+    with pytest.raises(InvalidInput, match="root"):
+        chat.navigate(move="up")
+    with pytest.raises(InvalidInput, match="unknown move"):
+        chat.navigate(move="sideways")
+    with pytest.raises(InvalidInput, match="needs a query"):
+        chat.navigate(agent=True)
+    with pytest.raises(NotFound):
+        chat.navigate(node_id="b-nowhere")
+
+
+def test_the_memory_agent_finds_the_memory_asked_about(chat: MemoryService) -> None:
+    run = chat.navigate(query="the pottery class bowl", agent=True, tree="semantic")
+    assert run.moves and run.sufficient is not None
+    assert any("pottery" in line.text or "bowl" in line.text for line in run.context)

@@ -197,10 +197,43 @@ class Memory:
         self._structure = None
         return changed
 
+    def remove_leaf(self, leaf_id: str) -> tuple[set[str], set[str]]:
+        """Forget a leaf everywhere: both trees, the indexes, the duplicate check.
+
+        Returns ``(changed, removed)``: ids of nodes whose stored rows must be rewritten, and ids of
+        nodes that no longer exist (the leaf and every branch dissolved). Raises KeyError for an
+        unknown leaf.
+        """
+        if leaf_id not in self.leaves:
+            raise KeyError(leaf_id)
+        changed: set[str] = set()
+        removed: set[str] = {leaf_id}
+        for tree in (self.semantic, self.temporal):
+            tree_changed, tree_removed = tree.remove(leaf_id)
+            changed |= tree_changed
+            removed |= tree_removed
+        leaf = self.leaves.pop(leaf_id)
+        if self._by_hash.get(leaf.content_hash) == leaf_id:
+            del self._by_hash[leaf.content_hash]
+        self.leaf_index.remove(leaf_id)
+        self.lexical.remove(leaf_id)
+        for node_id in removed:
+            self.branch_index.remove(node_id)
+        changed -= removed
+        for node_id in changed:
+            branch = self.branch(node_id)
+            if branch is not None:
+                self._index_branch(branch)
+        self._timeline = None
+        self._structure = None
+        return changed, removed
+
     def _index_branch(self, branch: Branch) -> None:
         # A root stands for everything at once and would answer every query; it is not a hit.
         if branch.kind == "internal" and branch.vector is not None:
             self.branch_index.upsert(branch.id, self._tree(branch).match_vector_of(branch.id))
+        else:
+            self.branch_index.remove(branch.id)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -31,6 +31,8 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 
 SCHEMA_VERSION = "1"
+# The kind of a row that records a node's deletion: its id's latest revision says it is gone.
+DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
 META_EMBEDDER = b"memtree.embedder"
 META_DIMENSION = b"memtree.dimension"
@@ -107,7 +109,7 @@ class NamespaceTable:
         return int(self._table.version)
 
     def read(self) -> Snapshot:
-        """The live nodes (the highest revision of every id) of the latest version."""
+        """The live nodes (each id at its highest revision, unless that deletes it) of the latest version."""
         version = self.latest_version()
         live = self._live_rows()
         # Vectors go through numpy in one piece; converting them row by row is most of a reload's time.
@@ -141,7 +143,11 @@ class NamespaceTable:
             raise StoreError(f"could not write to the memory store: {exc}") from exc
         self._rev = rev
         self._rows += len(rows)
-        self._ids.update(row["id"] for row in rows)
+        for row in rows:
+            if row["kind"] == DELETED:
+                self._ids.discard(row["id"])
+            else:
+                self._ids.add(row["id"])
         self._appends_since_compaction += 1
         self._maintain()
         return int(self._table.version)
@@ -156,9 +162,10 @@ class NamespaceTable:
         ordered = arrow.sort_by([("id", "ascending"), ("rev", "descending")])
         ids = ordered.column("id").to_pylist()
         keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
-        live = ordered.take(keep)
+        latest = ordered.take(keep)
+        live = latest.filter(pc.not_equal(latest.column("kind"), DELETED))
         self._rev = int(pc.max(arrow.column("rev")).as_py())
-        self._ids = {ids[i] for i in keep}
+        self._ids = set(live.column("id").to_pylist())
         return live
 
     def _maintain(self) -> None:
@@ -224,6 +231,35 @@ class LanceStore:
 
 
 # -- rows --------------------------------------------------------------------------------------
+
+
+def deletion_row(node_id: str, dimension: int, now: float | None = None) -> dict[str, Any]:
+    """The revision that deletes a node; squashing the table drops it with the node's history."""
+    return {
+        "id": node_id,
+        "kind": DELETED,
+        "tree": "",
+        "semantic_parent": None,
+        "temporal_parent": None,
+        "children": [],
+        "depth": 0,
+        "text": "",
+        "label": "",
+        "vector": np.zeros(dimension, dtype=np.float32),
+        "cohesion": 0.0,
+        "leaf_count": 0,
+        "first_seq": -1,
+        "last_seq": -1,
+        "first_ts": 0.0,
+        "last_ts": 0.0,
+        "role": None,
+        "tags": [],
+        "session": None,
+        "metadata": json.dumps({}),
+        "content_hash": None,
+        "created": None,
+        "updated": now if now is not None else time.time(),
+    }
 
 
 def leaf_row(
