@@ -62,7 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--max-tokens", type=int, help="budget for the hits' text")
     recall.add_argument("--strategy", default="hybrid", help="hybrid (default), collapsed, propagate-down, …")
     recall.add_argument("--kind", default="any", choices=["any", "leaf", "summary"])
+    recall.add_argument("--as-of", help="recall from memory as it was at this version or ISO 8601 time")
     recall.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    commands.add_parser("history", parents=[common], help="list the versions the store keeps")
+    restore = commands.add_parser(
+        "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
+    )
+    restore.add_argument("--to", required=True, help="a version number (see `history`) or an ISO 8601 time")
     return parser
 
 
@@ -121,7 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "recall":
             found = service.recall(
-                args.query, k=args.k, max_tokens=args.max_tokens, strategy=args.strategy, kind=args.kind
+                args.query,
+                k=args.k,
+                max_tokens=args.max_tokens,
+                strategy=args.strategy,
+                kind=args.kind,
+                as_of=args.as_of,
             )
             if args.json:
                 print(found.model_dump_json(indent=2))
@@ -130,6 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for hit in [] if args.json else found.hits:
                 print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
                 print(f"    {hit.text}")
+            return 0
+        if args.command == "history":
+            for version, written in service.history():
+                print(f"{version}\t{written}")
+            return 0
+        if args.command == "restore":
+            restored, latest = service.restore(args.to)
+            print(f"restored version {restored} as the new version {latest}")
             return 0
     except MemtreeError as exc:
         print(f"memtree-mcp: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
 NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
 EMBEDDERS = ("local",)
 LLMS = ("none",)
@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     llm: str = Field(default="none", description="'none': extractive summaries, no LLM calls.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_memories: int = Field(default=1_000_000, ge=1, description="Most memories one namespace may hold.")
 
     @field_validator("embedder")
     @classmethod
@@ -51,6 +52,6 @@ class Settings(BaseSettings):
     @field_validator("namespace")
     @classmethod
     def _namespace_is_safe(cls, value: str) -> str:
-        if not NAMESPACE_PATTERN.match(value):
+        if not NAMESPACE_PATTERN.fullmatch(value):
             raise ValueError(f"namespace must be {NAMESPACE_RULE}")
         return value

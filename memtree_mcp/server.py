@@ -177,6 +177,13 @@ def build_server(service: MemoryService) -> MCPServer:
         expand: Annotated[
             bool, Field(description="Replace each summary by its best memories (memories only).")
         ] = False,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="Recall from memory as it was then: a version number or an ISO 8601 time.",
+                max_length=64,
+            ),
+        ] = None,
     ) -> RecallResult:
         """Look up long-term memory. Call it before answering, with the user's request or its subject.
 
@@ -193,6 +200,7 @@ def build_server(service: MemoryService) -> MCPServer:
                 tags=tags,
                 session=session,
                 expand=expand,
+                as_of=as_of,
             ),
             query,
             k,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
 import time
 import unicodedata
@@ -123,6 +124,12 @@ class MemoryService:
             fresh = [
                 i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
             ]
+            quota = self.settings.max_memories
+            if len(memory.leaves) + len(fresh) > quota:
+                raise InvalidInput(
+                    f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
+                    f"{len(fresh)}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
+                )
             vectors = self.embedder.embed_batch([chunks[i] for i in fresh]) if fresh else None
             now = time.time()
             ids: list[str] = []
@@ -179,13 +186,15 @@ class MemoryService:
         tags: Sequence[str] = (),
         session: str | None = None,
         expand: bool = False,
+        as_of: str | None = None,
     ) -> RecallResult:
         """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
         ``strategy`` is one of STRATEGIES (``hybrid``: dense + lexical with propagation along time;
         ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
         filters are ISO 8601; ``tags`` keeps memories with any of them; ``expand`` replaces summaries
-        by their best memories. Raises InvalidInput for bad arguments.
+        by their best memories; ``as_of`` (a version number or an ISO 8601 time) recalls from the
+        memory as it was then. Raises InvalidInput for bad arguments.
         """
         name = self._namespace(namespace)
         text = check_text(query, "query", MAX_QUERY_CHARS)
@@ -209,7 +218,8 @@ class MemoryService:
         vector = self.embedder.embed_batch([text])[0]
         with space.lock:
             self._follow_table(space)
-            hits = space.memory.recall(
+            memory = space.memory if as_of is None else self._memory_as_of(space, as_of)
+            hits = memory.recall(
                 vector,
                 k,
                 query_text=text,
@@ -401,6 +411,60 @@ class MemoryService:
                 raise InvalidInput(str(exc)) from None
         return NavigateResult(node=_node_view(shown), moves=[], sufficient=None, context=[], namespace=name)
 
+    def history(self, namespace: str | None = None) -> list[tuple[int, str]]:
+        """The versions a namespace's table keeps, oldest first: (version, ISO 8601 time written)."""
+        space = self._space(self._namespace(namespace), create=False)
+        if space is None:
+            return []
+        assert space.table is not None
+        return [(version, format_timestamp(at)) for version, at in space.table.versions()]
+
+    def restore(self, to: str, namespace: str | None = None) -> tuple[int, int]:
+        """Bring back the memory as it was at version or time ``to``, as a new version.
+
+        Returns (the version restored, the new latest version). Nothing is destroyed: restoring
+        again to the version before undoes it. Raises InvalidInput or StoreError for an unknown
+        version, NotFound for an empty namespace.
+        """
+        name = self._namespace(namespace)
+        space = self._space(name, create=False)
+        if space is None:
+            raise NotFound(f"namespace '{name}' holds nothing to restore.")
+        assert space.table is not None
+        with space.lock, self._file_lock(name):
+            version = self._resolve_version(space, to)
+            try:
+                space.version = space.table.restore(version)
+            finally:
+                self._reload(space)
+        log.info("restored namespace %s to version %d", name, version)
+        return version, space.version
+
+    def _resolve_version(self, space: _Space, when: str) -> int:
+        assert space.table is not None
+        versions = space.table.versions()
+        if isinstance(when, str) and when.strip().isdigit():
+            wanted = int(when)
+            if wanted not in {v for v, _ in versions}:
+                known = f"{versions[0][0]} to {versions[-1][0]}" if versions else "none"
+                raise InvalidInput(f"no version {wanted}; the versions kept are {known}.")
+            return wanted
+        moment = parse_timestamp(when)
+        # Times are shown to the second (`history`), so a version counts from the second it was written.
+        earlier = [v for v, at in versions if math.floor(at) <= moment]
+        if not earlier:
+            raise InvalidInput(
+                f"the memory has no version as old as {when}; `memtree-mcp history` lists them."
+            )
+        return earlier[-1]
+
+    def _memory_as_of(self, space: _Space, when: str) -> Memory:
+        assert space.table is not None
+        snapshot = space.table.read(self._resolve_version(space, when))
+        memory = Memory(self.embedder.dimension)
+        memory.load(snapshot.leaves, snapshot.branches)
+        return memory
+
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, so the first real call is fast.
 
@@ -454,7 +518,7 @@ class MemoryService:
     def _namespace(self, namespace: str | None) -> str:
         if namespace is None or namespace == "":
             return self.settings.namespace
-        if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+        if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
             raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
         return namespace
 
@@ -613,7 +677,14 @@ def parse_timestamp(value: object) -> float:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    seconds = moment.timestamp()
+    try:
+        datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInput(
+            f"timestamp {value[:40]!r} falls outside the years 1 to 9999 in UTC; give a real date."
+        ) from None
+    return seconds
 
 
 def format_timestamp(seconds: float) -> str:

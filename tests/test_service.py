@@ -85,6 +85,8 @@ def test_namespaces_never_see_each_other(service: MemoryService) -> None:
         ({"content": "lone \ud800 surrogate"}, "U+D800"),
         ({"content": "ok", "timestamp": "last Tuesday"}, "not ISO 8601"),
         ({"content": "ok", "timestamp": "2024-13-45"}, "not ISO 8601"),
+        ({"content": "ok", "timestamp": "0001-01-01T00:00:00+14:00"}, "outside the years 1 to 9999"),
+        ({"content": "ok", "timestamp": "9999-12-31T23:59:59-14:00"}, "outside the years 1 to 9999"),
         ({"content": "ok", "namespace": "../../etc"}, "invalid namespace"),
         ({"content": "ok", "namespace": "a" * 65}, "invalid namespace"),
         ({"content": "ok", "tags": ["x" * 65]}, "each tag"),

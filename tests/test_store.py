@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memtree_mcp.config import Settings
-from memtree_mcp.errors import EmbedderMismatch, StoreError
+from memtree_mcp.errors import EmbedderMismatch, InvalidInput, StoreError
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store import lance
 from memtree_mcp.store.lance import LanceStore
@@ -166,3 +166,44 @@ def test_three_processes_writing_one_store_lose_nothing(settings: Settings, embe
     assert sorted(leaf.seq for leaf in memory.leaves.values()) == list(range(45))
     assert_semantic_invariants(memory.semantic)
     assert_temporal_invariants(memory.temporal)
+
+
+def test_history_as_of_and_restore_bring_back_an_earlier_memory(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    service = MemoryService(settings, embedder=embedder)
+    service.remember("The deploy freeze starts on December 20.")
+    before_forget = service.history()[-1][0]
+    fact = service.recall("deploy freeze", k=1, kind="leaf").hits[0]
+    service.forget(node_id=fact.id)
+    service.remember("Nothing else is scheduled.")
+    assert all("freeze" not in h.text for h in service.recall("deploy freeze", k=5).hits)
+
+    then = service.recall("deploy freeze", k=1, kind="leaf", as_of=str(before_forget)).hits
+    assert [h.text for h in then] == ["The deploy freeze starts on December 20."]
+    # a time picks the last version written by then (times have one-second resolution)
+    assert service.recall("deploy freeze", k=3, as_of="2999-01-01") == service.recall("deploy freeze", k=3)
+
+    versions_before = len(service.history())
+    restored, latest = service.restore(str(before_forget))
+    assert restored == before_forget and latest > before_forget
+    assert len(service.history()) == versions_before + 1  # a new version; none destroyed
+    texts = {h.text for h in service.recall("deploy freeze", k=5, kind="leaf").hits}
+    assert "The deploy freeze starts on December 20." in texts
+    assert "Nothing else is scheduled." not in {leaf.text for leaf in service.memory().leaves.values()}  # type: ignore[union-attr]
+    # the restored store keeps working, and reloads identically
+    service.remember("The freeze ends on January 3.")
+    again = MemoryService(settings, embedder=embedder).memory()
+    assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="no version 9999"):
+        service.restore("9999")
+    with pytest.raises(InvalidInput, match="no version as old"):
+        service.recall("x", as_of="1999-01-01")
+
+
+def test_a_namespace_quota_refuses_more_memories(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    small = MemoryService(settings.model_copy(update={"max_memories": 2}), embedder=embedder)
+    small.remember("One.")
+    small.remember("Two.")
+    with pytest.raises(InvalidInput, match="quota is 2"):
+        small.remember("Three.")
+    assert small.remember("Two.").deduplicated  # a duplicate adds nothing, so it still passes
+    assert len(small.memory().leaves) == 2  # type: ignore[union-attr]

@@ -94,8 +94,10 @@ class Snapshot:
 class NamespaceTable:
     """The table of one namespace."""
 
-    def __init__(self, table: Any, embedder: str, dimension: int) -> None:
+    def __init__(self, table: Any, embedder: str, dimension: int, db: Any = None, name: str = "") -> None:
         self._table = table
+        self._db = db
+        self.name = name
         self.embedder = embedder
         self.dimension = dimension
         self._rev = -1
@@ -108,10 +110,22 @@ class NamespaceTable:
         self._table.checkout_latest()
         return int(self._table.version)
 
-    def read(self) -> Snapshot:
-        """The live nodes (each id at its highest revision, unless that deletes it) of the latest version."""
-        version = self.latest_version()
-        live = self._live_rows()
+    def read(self, version: int | None = None) -> Snapshot:
+        """The live nodes (each id at its highest revision, unless that deletes it) of a version.
+
+        The latest version unless ``version`` names an earlier one (history kept by LanceDB; versions
+        older than a week are pruned when the table is compacted). Raises StoreError for a version
+        that does not exist.
+        """
+        if version is None:
+            version = self.latest_version()
+            live = self._live_rows()
+        else:
+            try:
+                past = self._db.open_table(self.name, version=version)
+            except Exception as exc:  # Lance raises several types for a missing version
+                raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
+            live = _latest_rows(past.to_arrow())
         # Vectors go through numpy in one piece; converting them row by row is most of a reload's time.
         vectors = live.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vectors = vectors.astype(np.float32, copy=False).reshape(live.num_rows, self.dimension)
@@ -152,19 +166,28 @@ class NamespaceTable:
         self._maintain()
         return int(self._table.version)
 
+    def versions(self) -> list[tuple[int, float]]:
+        """Every version the table still has, oldest first, with the time it was written."""
+        return [(int(v["version"]), v["timestamp"].timestamp()) for v in self._table.list_versions()]
+
+    def restore(self, version: int) -> int:
+        """Make ``version``'s content the latest again, as a new version; returns that new version.
+
+        Nothing is destroyed: the versions in between stay in the history. Raises StoreError for a
+        version that does not exist.
+        """
+        try:
+            self._table.restore(version)
+        except Exception as exc:  # Lance raises several types for a missing version
+            raise StoreError(f"namespace '{self.name}' has no version {version} to restore: {exc}") from exc
+        self._live_rows()  # the revision counter and live ids follow the restored content
+        return self.latest_version()
+
     def _live_rows(self) -> pa.Table:
         arrow = self._table.to_arrow()
         self._rows = arrow.num_rows
-        if arrow.num_rows == 0:
-            self._rev = -1
-            self._ids = set()
-            return arrow
-        ordered = arrow.sort_by([("id", "ascending"), ("rev", "descending")])
-        ids = ordered.column("id").to_pylist()
-        keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
-        latest = ordered.take(keep)
-        live = latest.filter(pc.not_equal(latest.column("kind"), DELETED))
-        self._rev = int(pc.max(arrow.column("rev")).as_py())
+        live = _latest_rows(arrow)
+        self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._ids = set(live.column("id").to_pylist())
         return live
 
@@ -210,7 +233,7 @@ class LanceStore:
                 namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
             )
         self._check(namespace, table.schema)
-        return NamespaceTable(table, self.embedder, self.dimension)
+        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
 
     def _check(self, namespace: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
@@ -228,6 +251,17 @@ class LanceStore:
                 f"but the configured embedder is {self.embedder} ({self.dimension} dimensions). "
                 f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
             )
+
+
+def _latest_rows(arrow: pa.Table) -> pa.Table:
+    """Each id's highest revision, without the ids whose highest revision deletes them."""
+    if arrow.num_rows == 0:
+        return arrow
+    ordered = arrow.sort_by([("id", "ascending"), ("rev", "descending")])
+    ids = ordered.column("id").to_pylist()
+    keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
+    latest = ordered.take(keep)
+    return latest.filter(pc.not_equal(latest.column("kind"), DELETED))
 
 
 # -- rows --------------------------------------------------------------------------------------
