@@ -65,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--as-of", help="recall from memory as it was at this version or ISO 8601 time")
     recall.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    doctor = commands.add_parser(
+        "doctor",
+        parents=[common],
+        help="check both trees and the indexes of every namespace (exit 1 on problems)",
+    )
+    doctor.add_argument(
+        "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
+    )
+
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
@@ -143,6 +152,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
                 print(f"    {hit.text}")
             return 0
+        if args.command == "doctor":
+            names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+            failed = False
+            for name in names:
+                report = service.doctor(name, repair=args.repair)
+                if not report:
+                    print(f"{name}: ok")
+                    continue
+                print(f"{name}: {len(report)} problem(s)")
+                for problem in report[:50]:
+                    print(f"  {problem}")
+                if args.repair:
+                    left = service.doctor(name)
+                    print(f"{name}: repaired" if not left else f"{name}: {len(left)} problem(s) after repair")
+                    failed = failed or bool(left)
+                else:
+                    failed = True
+            return 1 if failed else 0
         if args.command == "history":
             for version, written in service.history():
                 print(f"{version}\t{written}")

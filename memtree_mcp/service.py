@@ -28,6 +28,7 @@ import platformdirs
 from filelock import FileLock
 
 from memtree_mcp.config import NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
+from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.hierarchy import Hierarchy
@@ -464,6 +465,42 @@ class MemoryService:
         memory = Memory(self.embedder.dimension)
         memory.load(snapshot.leaves, snapshot.branches)
         return memory
+
+    def doctor(self, namespace: str | None = None, *, repair: bool = False) -> list[Problem]:
+        """Check every invariant of both trees and the indexes of one namespace, read afresh from disk.
+
+        With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
+        ids, same texts, same vectors, same order), written as one commit; the problems found
+        before the repair are returned either way. Raises NotFound for an empty namespace.
+        """
+        name = self._namespace(namespace)
+        space = self._space(name, create=False)
+        if space is None:
+            raise NotFound(f"namespace '{name}' holds nothing to check.")
+        assert space.table is not None
+        with space.lock, self._file_lock(name):
+            snapshot = space.table.read()
+            checked = Memory(self.embedder.dimension)
+            try:
+                checked.load(snapshot.leaves, snapshot.branches)
+                problems = memory_problems(checked)
+            except Exception as exc:  # a store too broken to load is one problem, and repairable
+                problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
+            if problems and repair:
+                rebuilt = Memory(self.embedder.dimension)
+                for leaf in sorted(snapshot.leaves, key=lambda leaf: leaf.seq):
+                    rebuilt.add_leaf(leaf)
+                now = time.time()
+                nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+                stale = {b.id for b in snapshot.branches} - nodes
+                from memtree_mcp.store.lance import deletion_row
+
+                rows = self._rows(rebuilt, nodes, now)
+                rows += [deletion_row(node, rebuilt.dimension, now) for node in sorted(stale)]
+                space.version = space.table.commit(rows)
+                self._reload(space)
+                log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
+        return problems
 
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, so the first real call is fast.

@@ -250,9 +250,13 @@ def check_answer(tool: str, arguments: dict[str, Any], result: CallToolResult, c
 
 
 def protect_known_memory(arguments: dict[str, Any], known_id: str) -> dict[str, Any]:
-    """Send a forget that could delete the known memory (confirm, or its id) to the scratch namespace."""
+    """Send a forget that could delete the known memory to the scratch namespace.
+
+    That is any forget with confirm, or naming a node: a summary holding only the known memory (a
+    one-child branch of the temporal tree) deletes it without confirm, as a memory id would.
+    """
     resolves_to_default = arguments.get("namespace") in (None, "", "default")
-    if resolves_to_default and ("confirm" in arguments or arguments.get("node_id") == known_id):
+    if resolves_to_default and ("confirm" in arguments or "node_id" in arguments):
         return {**arguments, "namespace": "scratch"}
     return arguments
 

@@ -156,3 +156,36 @@ def test_the_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
         timeout=TIMEOUT,
     )
     assert done.returncode == 2 and "unknown embedder 'nope'" in done.stderr and "local" in done.stderr
+
+
+def test_doctor_finds_a_corrupted_tree_and_repair_rebuilds_it(tmp_path: Path) -> None:
+    from memtree_mcp.config import Settings
+    from memtree_mcp.service import MemoryService
+    from memtree_mcp.store.lance import branch_row
+
+    home = tmp_path / "store"
+    env = {**os.environ, "MEMTREE_HOME": str(home)}
+    service = MemoryService(Settings(home=str(home)))
+    facts = [f"Fact number {i}: the build server {i} runs Debian." for i in range(6)]
+    for fact in facts:
+        service.remember(fact, session="s1")
+    healthy = subprocess.run([COMMAND, "doctor"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert healthy.returncode == 0 and "default: ok" in healthy.stdout
+
+    table = service.store.open("default", create=False)
+    assert table is not None
+    snapshot = table.read()
+    broken = next(b for b in snapshot.branches if b.kind == "internal")
+    broken.leaf_count += 5  # a stored summary that no longer matches its memories
+    table.commit([branch_row(broken, 384)])
+
+    found = subprocess.run([COMMAND, "doctor"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert found.returncode == 1 and broken.id in found.stdout
+    repaired = subprocess.run(
+        [COMMAND, "doctor", "--repair"], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert repaired.returncode == 0 and "default: repaired" in repaired.stdout
+    again = subprocess.run([COMMAND, "doctor"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert again.returncode == 0
+    memory = MemoryService(Settings(home=str(home))).memory()
+    assert memory is not None and sorted(leaf.text for leaf in memory.leaves.values()) == sorted(facts)
