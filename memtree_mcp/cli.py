@@ -103,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # One BLAS thread: scoring a query is one small matrix-vector product, and waking a second
     # thread for it made recall's p95 25 times its p50 on two cores. Set before numpy loads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # Memories are private: every file this process creates is readable by its user only.
+    os.umask(0o077)
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from(args)

@@ -189,3 +189,59 @@ def test_doctor_finds_a_corrupted_tree_and_repair_rebuilds_it(tmp_path: Path) ->
     assert again.returncode == 0
     memory = MemoryService(Settings(home=str(home))).memory()
     assert memory is not None and sorted(leaf.text for leaf in memory.leaves.values()) == sorted(facts)
+
+
+KILLED_WRITER = """
+import sys
+from memtree_mcp.config import Settings
+from memtree_mcp.service import MemoryService
+service = MemoryService(Settings(home=sys.argv[1]))
+start = int(sys.argv[2])
+for i in range(start, start + 1000):
+    service.remember(f"Imported fact number {i} about subject {i % 7}.")
+    print(i, flush=True)
+"""
+
+
+def test_a_writer_killed_at_random_points_leaves_a_prefix_and_a_valid_store(tmp_path: Path) -> None:
+    import random
+
+    from memtree_mcp.config import Settings
+    from memtree_mcp.core.checks import memory_problems
+    from memtree_mcp.service import MemoryService
+
+    home = str(tmp_path / "store")
+    rng = random.Random(7)
+    acknowledged = -1
+    for _ in range(5):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", KILLED_WRITER, home, str(acknowledged + 1)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert writer.stdout is not None
+        for _ in range(rng.randint(1, 12)):  # kill after a random number of acknowledged writes
+            ready, _, _ = select.select([writer.stdout], [], [], TIMEOUT)
+            assert ready, "the writer stopped writing"
+            acknowledged = int(writer.stdout.readline())
+        writer.kill()  # SIGKILL, possibly in the middle of the next write
+        writer.wait(TIMEOUT)
+        service = MemoryService(Settings(home=home))
+        memory = service.memory()
+        assert memory is not None
+        assert memory_problems(memory) == []
+        numbers = sorted(int(leaf.text.split()[3]) for leaf in memory.leaves.values())
+        # every acknowledged write is there; at most the one in flight follows it, never a gap
+        assert numbers[: acknowledged + 1] == list(range(acknowledged + 1))
+        assert numbers == list(range(len(numbers))) and len(numbers) <= acknowledged + 2
+        acknowledged = len(numbers) - 1
+        service.close()
+
+
+def test_the_store_is_readable_by_its_user_only(tmp_path: Path) -> None:
+    home = tmp_path / "store"
+    env = {**os.environ, "MEMTREE_HOME": str(home)}
+    subprocess.run([COMMAND, "remember", "A private note."], env=env, check=True, timeout=TIMEOUT)
+    for path in [home, *home.rglob("*")]:
+        assert path.stat().st_mode & 0o077 == 0, f"{path} is open to others"
