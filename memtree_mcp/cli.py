@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
     )
 
+    commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
+    tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
+    tree.add_argument("--tree", dest="which", choices=["semantic", "temporal"], default="semantic")
+    tree.add_argument("--depth", type=int, default=3)
+
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
@@ -172,6 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     failed = True
             return 1 if failed else 0
+        if args.command == "namespaces":
+            for name, count in service.namespaces():
+                print(f"{name}\t{count}")
+            return 0
+        if args.command == "tree":
+            print(service.outline(args.which, args.depth))
+            return 0
         if args.command == "history":
             for version, written in service.history():
                 print(f"{version}\t{written}")

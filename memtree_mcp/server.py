@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from memtree_mcp import __version__
 from memtree_mcp.config import NAMESPACE_RULE
-from memtree_mcp.errors import MemtreeError
+from memtree_mcp.errors import MemtreeError, NotFound
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 from memtree_mcp.service import MAX_K, MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TOKENS, MemoryService
 
@@ -307,11 +307,40 @@ def build_server(service: MemoryService) -> MCPServer:
         """
         return await _run(service.forget, node_id, query, confirm, namespace)
 
+    @mcp.resource(
+        "memtree://{namespace}/outline/{tree}",
+        name="outline",
+        description="The semantic (by subject) or temporal (by time) tree of a namespace, three levels deep.",
+        mime_type="text/plain",
+    )
+    async def outline(namespace: str, tree: str) -> str:
+        return await _read(service.outline, tree, 3, namespace)
+
+    @mcp.resource(
+        "memtree://{namespace}/node/{node_id}",
+        name="node",
+        description="One memory or summary, with its children and neighbours, as JSON.",
+        mime_type="application/json",
+    )
+    async def node(namespace: str, node_id: str) -> str:
+        shown = await _read(service.node_view, node_id, namespace)
+        return shown.model_dump_json()
+
     @mcp.prompt(name="use-memory", description="How to use this long-term memory in a conversation.")
     def use_memory() -> str:
         return USE_MEMORY_PROMPT
 
     return mcp
+
+
+async def _read(operation: Callable[..., T], *args: object) -> T:
+    """Like ``_run``, for resources: anticipated errors become ResourceError."""
+    try:
+        return await anyio.to_thread.run_sync(functools.partial(operation, *args))
+    except NotFound as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    except MemtreeError as exc:
+        raise ResourceError(str(exc)) from exc
 
 
 async def _run(operation: Callable[..., T], *args: object) -> T:

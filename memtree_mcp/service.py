@@ -37,6 +37,7 @@ from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import MOVES, EmbeddingPolicy, NavigationError, run_agent
 from memtree_mcp.core.navigation import NodeView as CursorView
 from memtree_mcp.core.navigation import move as move_cursor
+from memtree_mcp.core.navigation import view as view_node
 from memtree_mcp.core.summary import period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.results import (
@@ -501,6 +502,50 @@ class MemoryService:
                 self._reload(space)
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems
+
+    def namespaces(self) -> list[tuple[str, int]]:
+        """Every namespace with the number of memories it holds."""
+        counts: list[tuple[str, int]] = []
+        for name in self.store.namespaces():
+            memory = self.memory(name)
+            counts.append((name, len(memory.leaves) if memory is not None else 0))
+        return counts
+
+    def outline(self, tree: str = "semantic", depth: int = 3, namespace: str | None = None) -> str:
+        """A tree as indented lines down to ``depth``: each branch's label, memories and time span."""
+        if tree not in ("semantic", "temporal"):
+            raise InvalidInput(f"unknown tree {tree!r}; use 'semantic' or 'temporal'.")
+        check_range(depth, "depth", 1, 20)
+        memory = self.memory(namespace)
+        if memory is None:
+            return "(no memories yet)"
+        hierarchy: Hierarchy = memory.semantic if tree == "semantic" else memory.temporal
+        lines: list[str] = [f"{tree} tree: {len(memory.leaves)} memories"]
+        stack = [(child, 1) for child in reversed(hierarchy.root.children)]
+        while stack:
+            node_id, level = stack.pop()
+            node = memory.node(node_id)
+            pad = "  " * (level - 1)
+            if isinstance(node, Leaf):
+                lines.append(f"{pad}- {node.text[:80]} [{node_id}]")
+                continue
+            span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
+            lines.append(
+                f"{pad}+ {node.label or '(untitled)'}: {node.leaf_count} memories, {span} [{node_id}]"
+            )
+            if level < depth:
+                stack.extend((child, level + 1) for child in reversed(node.children))
+        return "\n".join(lines)
+
+    def node_view(self, node_id: str, namespace: str | None = None) -> NodeView:
+        """One node (a memory or a summary) as navigate shows it, in the tree it belongs to."""
+        memory = self.memory(namespace)
+        if memory is None:
+            raise NotFound(f"no node {node_id!r}: the namespace holds nothing yet.")
+        check_node(memory, node_id)
+        branch = memory.branch(node_id)
+        tree = branch.tree if branch is not None else "semantic"
+        return _node_view(view_node(memory, node_id, tree))
 
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, so the first real call is fast.

@@ -166,3 +166,15 @@ async def test_navigate_summarize_and_forget_through_the_client(client: Client) 
     assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch["id"]]
     after = await client.call_tool("summarize", {"max_tokens": 2000})
     assert after.structured_content is not None and "Thai" not in after.structured_content["summary"]
+
+
+async def test_resources_show_a_tree_outline_and_one_node(client: Client) -> None:
+    stored = await client.call_tool("remember", {"content": "The backlog review happens every Monday."})
+    assert stored.structured_content is not None
+    leaf_id = stored.structured_content["ids"][0]
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert {"memtree://{namespace}/outline/{tree}", "memtree://{namespace}/node/{node_id}"} <= templates
+    outline = await client.read_resource("memtree://default/outline/temporal")
+    assert "backlog review" in outline.contents[0].text  # type: ignore[union-attr]
+    node = await client.read_resource(f"memtree://default/node/{leaf_id}")
+    assert '"kind":"leaf"' in node.contents[0].text  # type: ignore[union-attr]

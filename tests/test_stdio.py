@@ -245,3 +245,21 @@ def test_the_store_is_readable_by_its_user_only(tmp_path: Path) -> None:
     subprocess.run([COMMAND, "remember", "A private note."], env=env, check=True, timeout=TIMEOUT)
     for path in [home, *home.rglob("*")]:
         assert path.stat().st_mode & 0o077 == 0, f"{path} is open to others"
+
+
+def test_the_cli_lists_namespaces_and_prints_a_tree(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "store")}
+    for namespace, text in [("work", "The sprint ends on Friday."), ("home", "Water the plants on Sunday.")]:
+        subprocess.run(
+            [COMMAND, "--namespace", namespace, "remember", text], env=env, check=True, timeout=TIMEOUT
+        )
+    listed = subprocess.run([COMMAND, "namespaces"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert listed.stdout.splitlines() == ["home\t1", "work\t1"]
+    tree = subprocess.run(
+        [COMMAND, "--namespace", "work", "tree", "--tree", "temporal"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert "The sprint ends on Friday." in tree.stdout and "plants" not in tree.stdout
