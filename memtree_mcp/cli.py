@@ -43,10 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memtree-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", parents=[common], help="run the MCP server (stdio)")
+    serve = commands.add_parser("serve", parents=[common], help="run the MCP server")
     serve.add_argument(
-        "--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)"
+        "--transport", choices=["stdio", "sse", "streamable-http"], default="stdio", help="default stdio"
     )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument(
+        "--allow-host", action="append", default=[], help="another Host name clients use (repeatable)"
+    )
+
+    install = commands.add_parser("install", parents=[common], help="configure an MCP client to use memtree")
+    install.add_argument(
+        "--client", required=True, choices=["claude-desktop", "cursor", "vscode", "claude-code"]
+    )
+    install.add_argument("--write", action="store_true", help="merge it into the client's config file")
 
     remember = commands.add_parser("remember", parents=[common], help="store a memory")
     remember.add_argument("content", help="the text to remember ('-' reads standard input)")
@@ -128,7 +139,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from memtree_mcp.server import build_server
 
-            build_server(service).run(args.transport)
+            server = build_server(service)
+            if args.transport == "stdio":
+                server.run("stdio")
+                return 0
+            from memtree_mcp.transport import serve_http
+
+            serve_http(
+                server,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                token=settings.auth_token or None,
+                max_body_bytes=settings.max_body_bytes,
+                allowed_hosts=args.allow_host,
+            )
+            return 0
+        if args.command == "install":
+            from memtree_mcp.install import config_path, default_command, render, write_config
+
+            env = {"MEMTREE_NAMESPACE": settings.namespace}
+            if args.write and args.client != "claude-code":
+                target = config_path(args.client)
+                backup = write_config(args.client, default_command(), env, path=target)
+                print(
+                    f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else "")
+                )
+            else:
+                print(render(args.client, default_command(), env), end="")
             return 0
         if args.command == "remember":
             content = sys.stdin.read() if args.content == "-" else args.content

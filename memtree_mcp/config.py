@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
     max_memories: int = Field(default=1_000_000, ge=1, description="Most memories one namespace may hold.")
+    auth_token: str | None = Field(default=None, description="Bearer token the HTTP transports require.")
+    max_body_bytes: int = Field(
+        default=1_000_000, ge=1_000, description="Largest HTTP request body accepted."
+    )
 
     @field_validator("embedder")
     @classmethod

@@ -62,14 +62,15 @@ Namespace = Annotated[
 
 
 def build_server(service: MemoryService) -> MCPServer:
-    """An MCP server exposing ``service``; closing the server's lifespan closes the service."""
+    """An MCP server exposing ``service``. The caller owns the service and closes it.
+
+    The lifespan does not close it: over SSE the SDK runs the lifespan once per connection, so a
+    client leaving would close the store under the clients still connected.
+    """
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[MemoryService]:
-        try:
-            yield service
-        finally:
-            service.close()
+        yield service
 
     mcp = MCPServer(
         name="memtree-mcp",

@@ -263,3 +263,29 @@ def test_the_cli_lists_namespaces_and_prints_a_tree(tmp_path: Path) -> None:
         timeout=TIMEOUT,
     )
     assert "The sprint ends on Friday." in tree.stdout and "plants" not in tree.stdout
+
+
+def test_install_write_keeps_the_other_servers_of_a_client_config(tmp_path: Path) -> None:
+    config = tmp_path / "home" / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    original = '{"mcpServers": {"other": {"command": "other-server"}}, "theme": "dark"}\n'
+    config.write_text(original)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "MEMTREE_HOME": str(tmp_path / "store")}
+    shown = subprocess.run(
+        [COMMAND, "install", "--client", "cursor"], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert json.loads(shown.stdout)["mcpServers"]["memtree"]["args"] == ["serve"]
+    assert config.read_text() == original  # printing changes nothing
+    done = subprocess.run(
+        [COMMAND, "install", "--client", "cursor", "--write"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    merged = json.loads(config.read_text())
+    assert merged["mcpServers"]["other"] == {"command": "other-server"} and merged["theme"] == "dark"
+    assert merged["mcpServers"]["memtree"]["command"].endswith("memtree-mcp")
+    backups = list(config.parent.glob("mcp.json.*.bak"))
+    assert len(backups) == 1 and backups[0].read_text() == original

@@ -1,0 +1,44 @@
+"""Talk to a memtree-mcp server over Streamable HTTP: remember a line, then recall it.
+
+Start the server first, in another terminal:
+
+    memtree-mcp serve --transport streamable-http --port 8765
+
+then run:
+
+    python examples/http_client.py "I prefer tea over coffee"
+
+If the server requires a bearer token, export it as MEMTREE_AUTH_TOKEN for both.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+URL = os.environ.get("MEMTREE_URL", "http://127.0.0.1:8765/mcp")
+
+
+async def main(line: str) -> None:
+    token = os.environ.get("MEMTREE_AUTH_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    # Client(URL) alone works without a token; to send headers, hand the transport an HTTP client.
+    # The read timeout is long because the server may hold a response stream open.
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+        Client(streamable_http_client(URL, http_client=http)) as memory,
+    ):
+        stored = await memory.call_tool("remember", {"content": line, "role": "user"})
+        print("remember:", stored.structured_content or stored.content)
+        recalled = await memory.call_tool("recall", {"query": line, "k": 3})
+        for hit in (recalled.structured_content or {}).get("hits", []):
+            print(f"- {hit['text']}")
+
+
+if __name__ == "__main__":
+    anyio.run(main, " ".join(sys.argv[1:]) or "The HTTP example ran at least once.")

@@ -1,0 +1,192 @@
+"""`memtree_mcp.install`: config paths, rendered snippets and the merging writer."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from memtree_mcp.errors import InvalidInput
+from memtree_mcp.install import CLIENTS, config_path, render, server_entry, write_config
+
+COMMAND = "/opt/venv/bin/memtree-mcp"
+ENV = {"MEMTREE_NAMESPACE": "work"}
+
+
+def test_clients() -> None:
+    assert CLIENTS == ("claude-desktop", "cursor", "vscode", "claude-code")
+
+
+def test_server_entry() -> None:
+    assert server_entry(COMMAND, ENV) == {"command": COMMAND, "args": ["serve"], "env": ENV}
+    assert server_entry(COMMAND, {}) == {"command": COMMAND, "args": ["serve"]}
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected"),
+    [
+        ("darwin", "Library/Application Support/Claude/claude_desktop_config.json"),
+        ("linux", ".config/Claude/claude_desktop_config.json"),
+        ("win32", "AppData/Roaming/Claude/claude_desktop_config.json"),
+    ],
+)
+def test_claude_desktop_path(
+    platform: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("APPDATA", raising=False)
+    assert config_path("claude-desktop", home=tmp_path, platform=platform) == tmp_path / expected
+
+
+def test_claude_desktop_path_uses_appdata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPDATA", str(tmp_path / "roaming"))
+    path = config_path("claude-desktop", home=tmp_path / "home", platform="win32")
+    assert path == tmp_path / "roaming" / "Claude" / "claude_desktop_config.json"
+
+
+@pytest.mark.parametrize("platform", ["darwin", "linux", "win32"])
+def test_other_paths(platform: str, tmp_path: Path) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    assert config_path("cursor", home=home, platform=platform) == home / ".cursor" / "mcp.json"
+    assert config_path("vscode", home=home, platform=platform, cwd=cwd) == cwd / ".vscode" / "mcp.json"
+    assert config_path("claude-code", home=home, platform=platform) is None
+
+
+def test_unknown_client_lists_known_ones() -> None:
+    for call in (
+        lambda: config_path("emacs"),
+        lambda: render("emacs", COMMAND, ENV),
+        lambda: write_config("emacs", COMMAND, ENV, path=Path("unused.json")),
+    ):
+        with pytest.raises(InvalidInput) as info:
+            call()
+        for client in CLIENTS:
+            assert client in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("client", "key", "entry"),
+    [
+        ("claude-desktop", "mcpServers", {"command": COMMAND, "args": ["serve"], "env": ENV}),
+        ("cursor", "mcpServers", {"command": COMMAND, "args": ["serve"], "env": ENV}),
+        ("vscode", "servers", {"type": "stdio", "command": COMMAND, "args": ["serve"], "env": ENV}),
+    ],
+)
+def test_render_json(client: str, key: str, entry: dict[str, object]) -> None:
+    text = render(client, COMMAND, ENV)
+    assert text.endswith("\n")
+    assert json.loads(text) == {key: {"memtree": entry}}
+
+
+def test_render_claude_code() -> None:
+    text = render("claude-code", COMMAND, {})
+    assert text.strip() == f"claude mcp add memtree -- {COMMAND} serve"
+    spaced = "/home/a b/bin/memtree-mcp"
+    argv = shlex.split(render("claude-code", spaced, ENV))
+    assert argv[:4] == ["claude", "mcp", "add", "memtree"]
+    assert argv[argv.index("--") :] == ["--", spaced, "serve"]
+    assert "MEMTREE_NAMESPACE=work" in argv
+
+
+def test_write_config_claude_code_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="claude mcp add"):
+        write_config("claude-code", COMMAND, ENV, path=tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_write_creates_file_and_parents(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "mcp.json"
+    assert write_config("cursor", COMMAND, ENV, path=path) is None
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    assert json.loads(text) == {"mcpServers": {"memtree": server_entry(COMMAND, ENV)}}
+    assert list(path.parent.iterdir()) == [path]  # no backup, no stray temp file
+
+
+@pytest.mark.parametrize(("client", "key"), [("claude-desktop", "mcpServers"), ("vscode", "servers")])
+def test_write_merges_and_backs_up(client: str, key: str, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    other = {"command": "npx", "args": ["-y", "other-server"]}
+    original = {
+        "globalShortcut": "Ctrl+Space",
+        key: {"other": other, "memtree": {"command": "/old/memtree-mcp", "args": ["serve"]}},
+        "inputs": [{"id": "token"}],
+    }
+    original_text = json.dumps(original, indent=4)  # no trailing newline on purpose
+    path.write_text(original_text, encoding="utf-8")
+
+    backup = write_config(client, COMMAND, ENV, path=path)
+    assert backup is not None and backup.parent == path.parent and backup != path
+    assert backup.read_text(encoding="utf-8") == original_text
+
+    written_text = path.read_text(encoding="utf-8")
+    assert written_text.endswith("\n")
+    written = json.loads(written_text)
+    assert written["globalShortcut"] == "Ctrl+Space"
+    assert written["inputs"] == [{"id": "token"}]
+    assert written[key]["other"] == other
+    assert written[key]["memtree"]["command"] == COMMAND
+    assert written[key]["memtree"]["env"] == ENV
+    assert list(written) == list(original)  # top-level order kept
+
+    # A second write replaces memtree only, and backs up the first result.
+    second = write_config(client, "/new/memtree-mcp", {}, path=path)
+    assert second is not None and second != backup
+    assert second.read_text(encoding="utf-8") == written_text
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again[key]["other"] == other
+    assert again[key]["memtree"]["command"] == "/new/memtree-mcp"
+    assert "env" not in again[key]["memtree"]
+    assert again["globalShortcut"] == "Ctrl+Space"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".bak")) == ["config.json"]
+
+
+def test_write_adds_servers_key_when_missing(tmp_path: Path) -> None:
+    path = tmp_path / "claude_desktop_config.json"
+    path.write_text('{"theme": "dark"}\n', encoding="utf-8")
+    write_config("claude-desktop", COMMAND, ENV, path=path)
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "theme": "dark",
+        "mcpServers": {"memtree": server_entry(COMMAND, ENV)},
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"mcpServers": {', "[1, 2]", '"text"', '{"mcpServers": []}', "// comment\n{}"],
+)
+def test_invalid_config_refused_and_untouched(content: str, tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInput) as info:
+        write_config("cursor", COMMAND, ENV, path=path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "nothing was changed" in message
+    assert path.read_text(encoding="utf-8") == content
+    assert list(tmp_path.iterdir()) == [path]  # no backup either
+
+
+def test_empty_file_is_treated_as_empty_config(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text("", encoding="utf-8")
+    backup = write_config("cursor", COMMAND, {}, path=path)
+    assert backup is not None and backup.read_text(encoding="utf-8") == ""
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "mcpServers": {"memtree": server_entry(COMMAND, {})}
+    }
+
+
+def test_symlinked_config_is_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "mcp.json"
+    target.parent.mkdir()
+    target.write_text('{"mcpServers": {}}', encoding="utf-8")
+    link = tmp_path / "mcp.json"
+    try:
+        link.symlink_to(target)
+    except OSError:
+        pytest.skip("symlinks unavailable")
+    write_config("cursor", COMMAND, ENV, path=link)
+    assert link.is_symlink()
+    assert "memtree" in json.loads(target.read_text(encoding="utf-8"))["mcpServers"]
