@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
 NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
+# MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
+AUTO_NAMESPACE = "auto"
 EMBEDDERS = ("local",)
 LLMS = ("none",)
 

@@ -8,19 +8,21 @@ first tool call, after the handshake.
 
 import functools
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ListRootsResult, ToolAnnotations
 from pydantic import Field
 
 from memtree_mcp import __version__
-from memtree_mcp.config import NAMESPACE_RULE
+from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_RULE
 from memtree_mcp.errors import MemtreeError, NotFound
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 from memtree_mcp.service import MAX_K, MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TOKENS, MemoryService
@@ -80,6 +82,16 @@ def build_server(service: MemoryService) -> MCPServer:
         log_level=service.settings.log_level,
     )
 
+    def ask_roots(namespace: str | None, ctx: Context) -> ListRoots | None:
+        # With MEMTREE_NAMESPACE=auto, a call that names no namespace uses the client's workspace
+        # folder; clients without roots fall back to 'default'.
+        if namespace or service.settings.namespace != AUTO_NAMESPACE:
+            return None
+        capabilities = ctx.client_capabilities
+        return ListRoots() if capabilities is not None and capabilities.roots is not None else None
+
+    Roots = Annotated[ListRootsResult | None, Resolve(ask_roots)]
+
     warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
 
     async def warm_up_after_handshake(ctx: Any, call_next: Any) -> Any:
@@ -126,12 +138,14 @@ def build_server(service: MemoryService) -> MCPServer:
             str | None, Field(description="Conversation or session id it belongs to.", max_length=128)
         ] = None,
         namespace: Namespace = None,
+        roots: Roots = None,
     ) -> RememberResult:
         """Store a memory for later conversations. Call it after each turn with what is worth keeping.
 
         Returns the ids of the stored leaves, whether the content was already known (then nothing is
         added), and the semantic path (branches from the top down) where it was filed.
         """
+        namespace = namespace or namespace_from_roots(roots)
         return await _run(service.remember, content, role, tags, timestamp, session, namespace)
 
     @mcp.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False))
@@ -178,6 +192,7 @@ def build_server(service: MemoryService) -> MCPServer:
         expand: Annotated[
             bool, Field(description="Replace each summary by its best memories (memories only).")
         ] = False,
+        roots: Roots = None,
         as_of: Annotated[
             str | None,
             Field(
@@ -191,6 +206,7 @@ def build_server(service: MemoryService) -> MCPServer:
         Returns the best hits first: single memories (kind 'leaf') and summaries of related memories
         (kind 'summary'), each with its score, time span and breadcrumb of subjects.
         """
+        namespace = namespace or namespace_from_roots(roots)
         return await _run(
             functools.partial(
                 service.recall,
@@ -241,6 +257,7 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = False,
         max_steps: Annotated[int, Field(description="Most moves the agent may make.", ge=1, le=50)] = 12,
         namespace: Namespace = None,
+        roots: Roots = None,
     ) -> NavigateResult:
         """Browse memory like a file system: look at a node, its children and neighbours, and move.
 
@@ -248,6 +265,7 @@ def build_server(service: MemoryService) -> MCPServer:
         time. With agent=true and a query, the server walks the tree itself and returns where it
         settled, the moves it made, whether it judged that enough, and the best memories there.
         """
+        namespace = namespace or namespace_from_roots(roots)
         return await _run(service.navigate, node_id, move, index, tree, query, agent, max_steps, namespace)
 
     @mcp.tool(annotations=ToolAnnotations(title="Summarize", read_only_hint=True, open_world_hint=False))
@@ -270,12 +288,14 @@ def build_server(service: MemoryService) -> MCPServer:
             Field(description="Length of the summary (about 4 characters a token).", ge=16, le=MAX_TOKENS),
         ] = 400,
         namespace: Namespace = None,
+        roots: Roots = None,
     ) -> SummaryResult:
         """Summarize what memory holds: everything (no argument), a subtree, a period or a subject.
 
         Give at most one of node_id, a period (time_from/time_to) and query. Each line of the summary
         ends with the id of the node it comes from; a larger max_tokens reads the memory in more detail.
         """
+        namespace = namespace or namespace_from_roots(roots)
         return await _run(service.summarize, node_id, time_from, time_to, query, max_tokens, namespace)
 
     @mcp.tool(
@@ -300,12 +320,14 @@ def build_server(service: MemoryService) -> MCPServer:
             bool, Field(description="Really delete what the query finds or the summary covers.")
         ] = False,
         namespace: Namespace = None,
+        roots: Roots = None,
     ) -> ForgetResult:
         """Delete memories for good: one memory by id, every memory under a summary (confirm=true), or the
         memories a query finds (confirm=true; without it the candidates are only listed).
 
         Deleted text disappears from every summary and from recall at once.
         """
+        namespace = namespace or namespace_from_roots(roots)
         return await _run(service.forget, node_id, query, confirm, namespace)
 
     @mcp.resource(
@@ -332,6 +354,15 @@ def build_server(service: MemoryService) -> MCPServer:
         return USE_MEMORY_PROMPT
 
     return mcp
+
+
+def namespace_from_roots(roots: ListRootsResult | None) -> str | None:
+    """The namespace of a client's first workspace folder: its name, reduced to a valid namespace."""
+    if roots is None or not roots.roots:
+        return None
+    path = unquote(urlparse(str(roots.roots[0].uri)).path).rstrip("/")
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.rsplit("/", 1)[-1]).strip("-_")[:64]
+    return name if name else None
 
 
 async def _read(operation: Callable[..., T], *args: object) -> T:

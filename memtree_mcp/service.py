@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 from filelock import FileLock
 
-from memtree_mcp.config import NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
+from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder
@@ -599,7 +599,9 @@ class MemoryService:
 
     def _namespace(self, namespace: str | None) -> str:
         if namespace is None or namespace == "":
-            return self.settings.namespace
+            # 'auto' names the client's workspace; without one (the CLI, clients without roots)
+            # the memory is the default one.
+            return "default" if self.settings.namespace == AUTO_NAMESPACE else self.settings.namespace
         if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
             raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
         return namespace

@@ -178,3 +178,35 @@ async def test_resources_show_a_tree_outline_and_one_node(client: Client) -> Non
     assert "backlog review" in outline.contents[0].text  # type: ignore[union-attr]
     node = await client.read_resource(f"memtree://default/node/{leaf_id}")
     assert '"kind":"leaf"' in node.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_with_namespace_auto_the_client_workspace_names_the_memory(
+    settings,
+    embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    from mcp.types import ListRootsResult, Root
+
+    async def roots(_context: object) -> ListRootsResult:
+        return ListRootsResult(
+            roots=[Root(uri="file:///home/ana/projects/Billing%20Service", name="billing")]
+        )
+
+    auto = MemoryService(settings.model_copy(update={"namespace": "auto"}), embedder=embedder)
+    async with Client(build_server(auto), list_roots_callback=roots) as client:
+        tools = (await client.list_tools()).tools
+        assert all("roots" not in t.input_schema.get("properties", {}) for t in tools)
+        stored = await client.call_tool("remember", {"content": "Invoices are generated nightly."})
+        assert not stored.is_error, stored.content
+        assert stored.structured_content is not None
+        assert stored.structured_content["namespace"] == "Billing-Service"
+        found = await client.call_tool("recall", {"query": "when are invoices generated?"})
+        assert (
+            found.structured_content is not None
+            and found.structured_content["namespace"] == "Billing-Service"
+        )
+        assert found.structured_content["hits"]
+    async with Client(build_server(auto)) as no_roots:  # a client without roots gets the default memory
+        other = await no_roots.call_tool("remember", {"content": "A note from a client without roots."})
+        assert other.structured_content is not None and other.structured_content["namespace"] == "default"
+    assert set(auto.store.namespaces()) == {"Billing-Service", "default"}
+    auto.close()
