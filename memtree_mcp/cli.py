@@ -7,16 +7,17 @@ overridden by flags) and works on the same store as a running server.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pydantic import ValidationError
 
 from memtree_mcp import __version__
 from memtree_mcp.config import Settings
-from memtree_mcp.errors import MemtreeError
+from memtree_mcp.errors import InvalidInput, MemtreeError
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -85,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
     )
 
+    importer = commands.add_parser("import", parents=[common], help="remember the memories of a JSONL file")
+    importer.add_argument("file", help="one JSON object a line: content, and role, timestamp, session, tags")
+    exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL")
+    exporter.add_argument("file", nargs="?", help="where to write (standard output without it)")
+
     commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
     tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
     tree.add_argument("--tree", dest="which", choices=["semantic", "temporal"], default="semantic")
@@ -112,6 +118,17 @@ def settings_from(args: argparse.Namespace) -> Settings:
         if value is not None
     }
     return Settings(**overrides)
+
+
+def _jsonl(path: str) -> Iterator[object]:
+    """The records of a JSONL file, one a line; InvalidInput names a line that is not JSON."""
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInput(f"{path}, line {number}: not JSON ({exc.msg}).") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -215,6 +232,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     failed = True
             return 1 if failed else 0
+        if args.command == "import":
+            added, skipped = service.import_memories(_jsonl(args.file))
+            print(f"imported {added} memories ({skipped} already there)")
+            return 0
+        if args.command == "export":
+            out = open(args.file, "w", encoding="utf-8") if args.file else sys.stdout  # noqa: SIM115
+            try:
+                for record in service.export_memories():
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+            return 0
         if args.command == "namespaces":
             for name, count in service.namespaces():
                 print(f"{name}\t{count}")

@@ -18,7 +18,7 @@ import threading
 import time
 import unicodedata
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,6 +173,103 @@ class MemoryService:
             ]
         log.info("stored %d new leaf(s) in namespace %s", added, name)
         return RememberResult(ids=ids, deduplicated=added == 0, path=path, namespace=name)
+
+    def import_memories(
+        self, records: Iterable[object], namespace: str | None = None, *, batch: int = 256
+    ) -> tuple[int, int]:
+        """Remember many memories fast: embeddings in batches, one commit per ``batch`` memories.
+
+        Each record has ``content`` and optionally ``role``, ``timestamp``, ``session``, ``tags``,
+        checked as ``remember`` checks them. A record that fails its check stops the import with
+        InvalidInput naming the record; every batch committed before it stays. Returns (memories
+        added, duplicates skipped).
+        """
+        name = self._namespace(namespace)
+        added = skipped = 0
+        pending: list[tuple[str, str, tuple[str, ...], float, str | None]] = []
+        for number, record in enumerate(records, start=1):
+            try:
+                if not isinstance(record, Mapping):
+                    raise InvalidInput("each line must be a JSON object with a 'content' field.")
+                text = check_text(record.get("content"), "content", self.settings.max_content_chars)
+                role = check_role(record.get("role", "user"))
+                tags = check_tags(record.get("tags", ()))
+                session = check_session(record.get("session"))
+                stamp = record.get("timestamp")
+                moment = parse_timestamp(stamp) if stamp is not None else time.time()
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {number}: {exc}") from None
+            for chunk in split_into_chunks(text):
+                pending.append((chunk, role, tags, moment, session))
+            if len(pending) >= batch:
+                done = self._import_batch(name, pending)
+                added, skipped = added + done, skipped + len(pending) - done
+                pending = []
+        if pending:
+            done = self._import_batch(name, pending)
+            added, skipped = added + done, skipped + len(pending) - done
+        return added, skipped
+
+    def _import_batch(
+        self, name: str, items: list[tuple[str, str, tuple[str, ...], float, str | None]]
+    ) -> int:
+        space = self._open_space(name)
+        with space.lock, self._file_lock(name):
+            self._follow_table(space)
+            memory = space.memory
+            hashes = [content_hash(item[0]) for item in items]
+            fresh = [
+                i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
+            ]
+            if len(memory.leaves) + len(fresh) > self.settings.max_memories:
+                raise InvalidInput(
+                    f"namespace '{name}' would exceed its quota of {self.settings.max_memories:,} memories "
+                    "(MEMTREE_MAX_MEMORIES)."
+                )
+            vectors = self.embedder.embed_batch([items[i][0] for i in fresh]) if fresh else None
+            now = time.time()
+            changed: set[str] = set()
+            try:
+                for position, i in enumerate(fresh):
+                    assert vectors is not None
+                    text, role, tags, moment, session = items[i]
+                    leaf = Leaf(
+                        id=new_leaf_id(),
+                        text=text,
+                        vector=vectors[position],
+                        seq=memory.next_seq,
+                        timestamp=moment,
+                        role=role,
+                        tags=tags,
+                        session=session,
+                        content_hash=hashes[i],
+                        created=now,
+                    )
+                    changed |= memory.add_leaf(leaf)
+                if changed:
+                    assert space.table is not None
+                    space.version = space.table.commit(self._rows(memory, changed, now))
+            except BaseException:
+                self._reload(space)
+                raise
+        return len(fresh)
+
+    def export_memories(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every memory of a namespace in the order it was remembered, as records ``import`` reads."""
+        memory = self.memory(namespace)
+        if memory is None:
+            return
+        for leaf in sorted(memory.leaves.values(), key=lambda leaf: leaf.seq):
+            record: dict[str, Any] = {
+                "content": leaf.text,
+                "role": leaf.role,
+                "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
+            }
+            if leaf.session is not None:
+                record["session"] = leaf.session
+            if leaf.tags:
+                record["tags"] = list(leaf.tags)
+            yield record
 
     def recall(
         self,

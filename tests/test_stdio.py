@@ -289,3 +289,47 @@ def test_install_write_keeps_the_other_servers_of_a_client_config(tmp_path: Path
     assert merged["mcpServers"]["memtree"]["command"].endswith("memtree-mcp")
     backups = list(config.parent.glob("mcp.json.*.bak"))
     assert len(backups) == 1 and backups[0].read_text() == original
+
+
+def test_import_then_export_round_trips_exactly(tmp_path: Path) -> None:
+    records = [
+        {"content": f"Imported note {i} about the {['garden', 'budget', 'trip'][i % 3]}.", "role": "user"}
+        for i in range(40)
+    ]
+    records[3].update(
+        {"session": "s1", "tags": ["home", "plants"], "timestamp": "2024-04-01T08:30:00.250000+00:00"}
+    )
+    records.append(records[5])  # an exact repeat is skipped
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    first = {**os.environ, "MEMTREE_HOME": str(tmp_path / "first")}
+    done = subprocess.run(
+        [COMMAND, "import", str(source)], env=first, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imported 40 memories (1 already there)" in done.stdout
+    exported = tmp_path / "out.jsonl"
+    subprocess.run([COMMAND, "export", str(exported)], env=first, check=True, timeout=TIMEOUT)
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [r["content"] for r in lines] == [r["content"] for r in records[:40]]
+    assert lines[3]["tags"] == ["home", "plants"] and lines[3]["session"] == "s1"
+    assert lines[3]["timestamp"] == "2024-04-01T08:30:00.250000+00:00"
+
+    second = {**os.environ, "MEMTREE_HOME": str(tmp_path / "second")}
+    subprocess.run([COMMAND, "import", str(exported)], env=second, check=True, timeout=TIMEOUT)
+    again = subprocess.run(
+        [COMMAND, "export"], env=second, capture_output=True, text=True, check=True, timeout=TIMEOUT
+    )
+    assert again.stdout == exported.read_text()
+
+
+def test_a_bad_import_line_is_named_and_nothing_of_its_batch_is_written(tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    source.write_text('{"content": "Fine."}\n{"content": "Also fine."}\nnot json\n')
+    env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "store")}
+    done = subprocess.run(
+        [COMMAND, "import", str(source)], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 2 and "line 3" in done.stderr and "Traceback" not in done.stderr
+    exported = subprocess.run([COMMAND, "export"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert exported.stdout == ""  # the records before it were in the same, uncommitted batch
