@@ -1,0 +1,153 @@
+"""A tiny OpenAI-compatible HTTP server on 127.0.0.1 for tests that must never touch the network.
+
+Answers ``POST /v1/chat/completions`` with :attr:`FakeOpenAI.reply` and ``POST /v1/embeddings`` with
+deterministic vectors derived from a hash of each input. :attr:`FakeOpenAI.mode` switches it to answer
+``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead.
+Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``.
+
+    with fake_openai(dimension=8) as server:
+        server.reply = "hello"
+        ... api_base=server.url ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+
+def fake_vector(text: str, dimension: int) -> list[float]:
+    """The (unnormalised) vector the fake server returns for ``text``: deterministic, from its sha256."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    # Scale by a text-dependent factor so clients really have to normalise.
+    return [float(x) for x in rng.standard_normal(dimension) * (1.0 + len(text) % 7)]
+
+
+@dataclass
+class FakeOpenAI:
+    url: str = ""
+    reply: str = "scripted reply"
+    mode: str = "ok"  # "ok" | "401" | "500" | "hang"
+    dimension: int = 8
+    hang_seconds: float = 5.0
+    requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.requests]
+
+
+def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            path = self.path.split("?", 1)[0]
+            state.requests.append((path, dict(self.headers.items()), body))
+
+            mode = state.mode
+            if mode == "hang":
+                state.stop.wait(state.hang_seconds)
+                self.close_connection = True
+                return
+            if mode == "401":
+                self._send(
+                    401,
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    },
+                )
+                return
+            if mode == "500":
+                self._send(500, {"error": {"message": "internal server error", "type": "server_error"}})
+                return
+
+            model = (body or {}).get("model", "fake-model")
+            if path.endswith("/chat/completions"):
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": state.reply},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    },
+                )
+            elif path.endswith("/embeddings"):
+                inputs = (body or {}).get("input", [])
+                if isinstance(inputs, str):
+                    inputs = [inputs]
+                data = [
+                    {"object": "embedding", "index": i, "embedding": fake_vector(str(t), state.dimension)}
+                    for i, t in enumerate(inputs)
+                ]
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": model,
+                        "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
+                    },
+                )
+            else:
+                self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    return Handler
+
+
+@contextmanager
+def fake_openai(*, reply: str = "scripted reply", dimension: int = 8) -> Iterator[FakeOpenAI]:
+    """Run the fake server on a free port of 127.0.0.1 for the duration of the ``with`` block."""
+    state = FakeOpenAI(reply=reply, dimension=dimension)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stop.set()  # release hanging handlers
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
