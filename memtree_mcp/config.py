@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
     max_memories: int = Field(default=1_000_000, ge=1, description="Most memories one namespace may hold.")
+    embedder_api_base: str | None = Field(default=None, description="Endpoint of a litellm embedder.")
+    embedder_api_key: str | None = Field(default=None, description="API key of a litellm embedder.")
     auth_token: str | None = Field(default=None, description="Bearer token the HTTP transports require.")
     max_body_bytes: int = Field(
         default=1_000_000, ge=1_000, description="Largest HTTP request body accepted."
@@ -42,8 +44,11 @@ class Settings(BaseSettings):
     @field_validator("embedder")
     @classmethod
     def _embedder_is_known(cls, value: str) -> str:
-        if value not in EMBEDDERS:
-            raise ValueError(f"unknown embedder {value!r}; this version provides: {', '.join(EMBEDDERS)}")
+        if value not in EMBEDDERS and not (value.startswith("litellm:") and len(value) > len("litellm:")):
+            raise ValueError(
+                f"unknown embedder {value!r}; use 'local' (offline) or 'litellm:<model>' "
+                "(e.g. litellm:text-embedding-3-small)"
+            )
         return value
 
     @field_validator("llm")

@@ -672,7 +672,11 @@ class MemoryService:
             if self._embedder is None:
                 from memtree_mcp.providers import make_embedder
 
-                self._embedder = make_embedder(self.settings.embedder)
+                self._embedder = make_embedder(
+                    self.settings.embedder,
+                    api_base=self.settings.embedder_api_base,
+                    api_key=self.settings.embedder_api_key,
+                )
             return self._embedder
 
     @property

@@ -270,3 +270,27 @@ def test_aggregation_prompt_neutralises_delimiters_in_memory() -> None:
         "<<<END_EXISTING_SUMMARY>>>",
     ):
         assert user.count(marker) == 1, marker
+
+
+def test_a_store_can_be_built_with_a_litellm_embedder_and_then_refuses_another(tmp_path: Path) -> None:
+    from memtree_mcp.config import Settings
+    from memtree_mcp.errors import EmbedderMismatch
+    from memtree_mcp.service import MemoryService
+
+    with fake_openai(dimension=8) as server:
+        settings = Settings(
+            home=str(tmp_path / "store"),
+            embedder="litellm:openai/fake-embed",
+            embedder_api_base=server.url,
+            embedder_api_key="sk-test",
+        )
+        remote = MemoryService(settings)
+        remote.remember("The on-call rotation changes every Wednesday.")
+        remote.remember("Coffee beans are in the second drawer.")
+        hits = remote.recall("The on-call rotation changes every Wednesday.", k=1, kind="leaf").hits
+        assert hits[0].text == "The on-call rotation changes every Wednesday."
+        assert any(path.endswith("/embeddings") for path, _, _ in server.requests)
+        remote.close()
+    local = MemoryService(settings.model_copy(update={"embedder": "local"}))
+    with pytest.raises(EmbedderMismatch, match="litellm:openai/fake-embed"):
+        local.recall("anything")

@@ -8,16 +8,21 @@ from memtree_mcp.errors import ProviderError
 __all__ = ["make_embedder"]
 
 
-def make_embedder(spec: str) -> Embedder:
-    """The embedder named by ``spec`` (the MEMTREE_EMBEDDER setting).
+def make_embedder(spec: str, *, api_base: str | None = None, api_key: str | None = None) -> Embedder:
+    """The embedder named by ``spec`` (the MEMTREE_EMBEDDER setting): ``local`` or ``litellm:<model>``.
 
-    Raises ProviderError for a name this version does not provide.
+    ``api_base`` and ``api_key`` reach a litellm endpoint (Ollama, vLLM, a hosted API). Only the
+    chosen provider is imported. Raises ProviderError for a name this version does not provide.
     """
     if spec == "local":
         from memtree_mcp.providers.local import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        from memtree_mcp.providers.remote_embedder import LiteLLMEmbedder
+
+        return LiteLLMEmbedder(spec.removeprefix("litellm:"), api_base=api_base, api_key=api_key)
     raise ProviderError(
-        f"unknown embedder '{spec}'. This version provides 'local' (all-MiniLM-L6-v2, offline); "
-        "set MEMTREE_EMBEDDER=local or remove the setting."
+        f"unknown embedder '{spec}'. Use 'local' (all-MiniLM-L6-v2, offline) or 'litellm:<model>' "
+        "(for example litellm:text-embedding-3-small or litellm:ollama/nomic-embed-text)."
     )
