@@ -12,18 +12,9 @@ from hypothesis import strategies as st
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
-from tests.tree_checks import assert_semantic_invariants
+from tests.tree_checks import assert_semantic_invariants, unit
 
 DIM = 8
-
-
-def unit(values: list[float]) -> np.ndarray:
-    vector = np.asarray(values, dtype=np.float32)
-    norm = np.linalg.norm(vector)
-    if norm < 1e-6:
-        vector = np.eye(DIM, dtype=np.float32)[0]
-        norm = 1.0
-    return (vector / norm).astype(np.float32)
 
 
 def leaf(i: int, vector: np.ndarray, text: str | None = None) -> Leaf:

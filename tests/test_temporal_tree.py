@@ -22,19 +22,10 @@ from memtree_mcp.core.temporal import (
     TemporalTree,
     is_boundary,
 )
-from tests.tree_checks import assert_temporal_invariants, temporal_subtree_leaves
+from tests.tree_checks import assert_temporal_invariants, temporal_subtree_leaves, unit
 
 DIM = 8
 HOUR = 3600.0
-
-
-def unit(values: Sequence[float]) -> np.ndarray:
-    vector = np.asarray(values, dtype=np.float32)
-    norm = float(np.linalg.norm(vector))
-    if norm < 1e-6:
-        vector = np.eye(DIM, dtype=np.float32)[0]
-        norm = 1.0
-    return (vector / norm).astype(np.float32)
 
 
 def axis(i: int, tilt: float = 0.0) -> np.ndarray:

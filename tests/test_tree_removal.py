@@ -28,19 +28,11 @@ from tests.tree_checks import (
     assert_temporal_invariants,
     subtree_leaves,
     temporal_subtree_leaves,
+    unit,
 )
 
 DIM = 8
 HOUR = 3600.0
-
-
-def unit(values: Sequence[float]) -> np.ndarray:
-    vector = np.asarray(values, dtype=np.float32)
-    norm = float(np.linalg.norm(vector))
-    if norm < 1e-6:
-        vector = np.eye(DIM, dtype=np.float32)[0]
-        norm = 1.0
-    return (vector / norm).astype(np.float32)
 
 
 def axis(i: int, tilt: float = 0.0, towards: int | None = None) -> np.ndarray:

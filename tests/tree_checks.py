@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from memtree_mcp.core.checks import semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.semantic import SemanticTree
@@ -21,6 +25,15 @@ def subtree_leaves(tree: SemanticTree, node_id: str) -> list[str]:
     if node_id in tree.leaves:
         return [node_id]
     return [leaf for child in tree.branches[node_id].children for leaf in subtree_leaves(tree, child)]
+
+
+def unit(values: Sequence[float], dim: int = 8) -> np.ndarray:
+    """``values`` as a unit float32 vector; a zero vector becomes the first axis."""
+    vector = np.asarray(values, dtype=np.float32)
+    norm = float(np.linalg.norm(vector))
+    if norm < 1e-6:
+        return np.eye(dim, dtype=np.float32)[0]
+    return (vector / norm).astype(np.float32)
 
 
 def memory_state(memory: Memory) -> dict[str, object]:
