@@ -73,6 +73,17 @@ MAX_SESSION_CHARS = 128
 _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
 
 
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One piece of content to store as a leaf, with what ``remember`` was told about it."""
+
+    text: str
+    role: str
+    tags: tuple[str, ...]
+    timestamp: float
+    session: str | None
+
+
 @dataclass
 class _Space:
     """A namespace's in-memory state and the table version it reflects."""
@@ -116,61 +127,8 @@ class MemoryService:
         tag_tuple = check_tags(tags)
         session = check_session(session)
         moment = parse_timestamp(timestamp) if timestamp is not None else time.time()
-        chunks = split_into_chunks(text)
-        hashes = [content_hash(chunk) for chunk in chunks]
-
-        space = self._open_space(name)
-        with space.lock, self._file_lock(name):
-            self._follow_table(space)
-            memory = space.memory
-            fresh = [
-                i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
-            ]
-            quota = self.settings.max_memories
-            if len(memory.leaves) + len(fresh) > quota:
-                raise InvalidInput(
-                    f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
-                    f"{len(fresh)}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
-                )
-            vectors = self.embedder.embed_batch([chunks[i] for i in fresh]) if fresh else None
-            now = time.time()
-            ids: list[str] = []
-            added = 0
-            changed: set[str] = set()
-            try:
-                for i, chunk in enumerate(chunks):
-                    existing = memory.duplicate_of(hashes[i])
-                    if existing is not None:
-                        ids.append(existing)
-                        continue
-                    assert vectors is not None
-                    leaf = Leaf(
-                        id=new_leaf_id(),
-                        text=chunk,
-                        vector=vectors[fresh.index(i)],
-                        seq=memory.next_seq,
-                        timestamp=moment,
-                        role=role,
-                        tags=tag_tuple,
-                        session=session,
-                        content_hash=hashes[i],
-                        created=now,
-                    )
-                    changed |= memory.add_leaf(leaf)
-                    ids.append(leaf.id)
-                    added += 1
-                if changed:
-                    assert space.table is not None
-                    space.version = space.table.commit(self._rows(memory, changed, now))
-            except BaseException:
-                # The table kept its previous version; make the in-memory trees match it again.
-                self._reload(space)
-                raise
-            path = [
-                PathStep(id=b.id, label=b.label)
-                for b in memory.semantic.ancestors(ids[0])
-                if b.kind != "root"
-            ]
+        chunks = [_Chunk(chunk, role, tag_tuple, moment, session) for chunk in split_into_chunks(text)]
+        ids, added, path = self._store_chunks(name, chunks)
         log.info("stored %d new leaf(s) in namespace %s", added, name)
         return RememberResult(ids=ids, deduplicated=added == 0, path=path, namespace=name)
 
@@ -186,7 +144,7 @@ class MemoryService:
         """
         name = self._namespace(namespace)
         added = skipped = 0
-        pending: list[tuple[str, str, tuple[str, ...], float, str | None]] = []
+        pending: list[_Chunk] = []
         for number, record in enumerate(records, start=1):
             try:
                 if not isinstance(record, Mapping):
@@ -199,60 +157,75 @@ class MemoryService:
                 moment = parse_timestamp(stamp) if stamp is not None else time.time()
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
-            for chunk in split_into_chunks(text):
-                pending.append((chunk, role, tags, moment, session))
+            pending += [_Chunk(chunk, role, tags, moment, session) for chunk in split_into_chunks(text)]
             if len(pending) >= batch:
-                done = self._import_batch(name, pending)
+                done = self._store_chunks(name, pending)[1]
                 added, skipped = added + done, skipped + len(pending) - done
                 pending = []
         if pending:
-            done = self._import_batch(name, pending)
+            done = self._store_chunks(name, pending)[1]
             added, skipped = added + done, skipped + len(pending) - done
         return added, skipped
 
-    def _import_batch(
-        self, name: str, items: list[tuple[str, str, tuple[str, ...], float, str | None]]
-    ) -> int:
+    def _store_chunks(self, name: str, chunks: list[_Chunk]) -> tuple[list[str], int, list[PathStep]]:
+        """Store ``chunks`` as leaves in one commit, skipping exact duplicates.
+
+        Returns the leaf id of every chunk (the existing one for a duplicate), how many leaves were
+        added, and the semantic path above the first chunk. On any failure the in-memory trees are
+        reloaded from the table, which kept its previous version.
+        """
         space = self._open_space(name)
         with space.lock, self._file_lock(name):
             self._follow_table(space)
             memory = space.memory
-            hashes = [content_hash(item[0]) for item in items]
+            hashes = [content_hash(chunk.text) for chunk in chunks]
             fresh = [
                 i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
             ]
-            if len(memory.leaves) + len(fresh) > self.settings.max_memories:
+            quota = self.settings.max_memories
+            if len(memory.leaves) + len(fresh) > quota:
                 raise InvalidInput(
-                    f"namespace '{name}' would exceed its quota of {self.settings.max_memories:,} memories "
-                    "(MEMTREE_MAX_MEMORIES)."
+                    f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
+                    f"{len(fresh)}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
                 )
-            vectors = self.embedder.embed_batch([items[i][0] for i in fresh]) if fresh else None
+            vectors = self.embedder.embed_batch([chunks[i].text for i in fresh]) if fresh else None
+            vector_of = {i: position for position, i in enumerate(fresh)}
             now = time.time()
+            ids: list[str] = []
             changed: set[str] = set()
             try:
-                for position, i in enumerate(fresh):
+                for i, chunk in enumerate(chunks):
+                    existing = memory.duplicate_of(hashes[i])
+                    if existing is not None:
+                        ids.append(existing)
+                        continue
                     assert vectors is not None
-                    text, role, tags, moment, session = items[i]
                     leaf = Leaf(
                         id=new_leaf_id(),
-                        text=text,
-                        vector=vectors[position],
+                        text=chunk.text,
+                        vector=vectors[vector_of[i]],
                         seq=memory.next_seq,
-                        timestamp=moment,
-                        role=role,
-                        tags=tags,
-                        session=session,
+                        timestamp=chunk.timestamp,
+                        role=chunk.role,
+                        tags=chunk.tags,
+                        session=chunk.session,
                         content_hash=hashes[i],
                         created=now,
                     )
                     changed |= memory.add_leaf(leaf)
+                    ids.append(leaf.id)
                 if changed:
                     assert space.table is not None
                     space.version = space.table.commit(self._rows(memory, changed, now))
             except BaseException:
                 self._reload(space)
                 raise
-        return len(fresh)
+            path = [
+                PathStep(id=b.id, label=b.label)
+                for b in memory.semantic.ancestors(ids[0])
+                if b.kind != "root"
+            ]
+        return ids, len(fresh), path
 
     def export_memories(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of a namespace in the order it was remembered, as records ``import`` reads."""

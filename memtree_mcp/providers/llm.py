@@ -55,6 +55,34 @@ def _detail(exc: BaseException, secret: str | None) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def call_litellm(
+    function: str,
+    what: str,
+    *,
+    model: str,
+    api_base: str | None,
+    api_key: str | None,
+    timeout: float,
+    retries: int,
+    **payload: Any,
+) -> Any:
+    """Call ``litellm.<function>`` (``completion`` or ``embedding``) with the endpoint settings.
+
+    Retries happen in the HTTP client (``max_retries``); litellm's own retry wrapper
+    (``num_retries``) stays off. Any failure raises ProviderError described for ``what``.
+    """
+    litellm = import_litellm()
+    kwargs: dict[str, Any] = {"model": model, "timeout": timeout, "max_retries": retries, **payload}
+    if api_base:
+        kwargs["api_base"] = api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    try:
+        return getattr(litellm, function)(**kwargs)
+    except Exception as exc:
+        raise ProviderError(describe_provider_error(what, model, api_base, exc, api_key)) from exc
+
+
 def describe_provider_error(
     what: str, model: str, api_base: str | None, exc: BaseException, secret: str | None = None
 ) -> str:
@@ -128,25 +156,17 @@ class LiteLLMChat:
 
     def complete(self, system: str, user: str, *, max_tokens: int = 400) -> str:
         """Send one system and one user message; return the reply text, stripped of outer whitespace."""
-        litellm = import_litellm()
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": max_tokens,
-            "timeout": self.timeout,
-            # Retries happen in the HTTP client; litellm's own retry wrapper (num_retries) stays off.
-            "max_retries": self.retries,
-        }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:
-            raise ProviderError(
-                describe_provider_error("the LLM call", self.model, self.api_base, exc, self._api_key)
-            ) from exc
+        response = call_litellm(
+            "completion",
+            "the LLM call",
+            model=self.model,
+            api_base=self.api_base,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            retries=self.retries,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            max_tokens=max_tokens,
+        )
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, KeyError, TypeError) as exc:

@@ -21,7 +21,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.llm import describe_provider_error, import_litellm
+from memtree_mcp.providers.llm import call_litellm
 
 __all__ = ["BATCH_SIZE", "PROBE_TEXT", "LiteLLMEmbedder"]
 
@@ -87,23 +87,16 @@ class LiteLLMEmbedder:
 
     def _call(self, texts: list[str]) -> Matrix:
         """One embedding request; returns the raw (unnormalised, unchecked-dimension) float32 matrix."""
-        litellm = import_litellm()
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "input": texts,
-            "timeout": self.timeout,
-            "max_retries": self.retries,
-        }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
-        try:
-            response = litellm.embedding(**kwargs)
-        except Exception as exc:
-            raise ProviderError(
-                describe_provider_error("the embedding call", self.model, self.api_base, exc, self._api_key)
-            ) from exc
+        response = call_litellm(
+            "embedding",
+            "the embedding call",
+            model=self.model,
+            api_base=self.api_base,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            retries=self.retries,
+            input=texts,
+        )
         try:
             items = list(_field(response, "data"))
             if len(items) != len(texts):
