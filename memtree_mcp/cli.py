@@ -26,8 +26,8 @@ def _common_options() -> argparse.ArgumentParser:
     group = common.add_argument_group("settings (override the MEMTREE_* environment variables)")
     group.add_argument("--home", help="store directory (MEMTREE_HOME)")
     group.add_argument("--namespace", help="namespace to use (MEMTREE_NAMESPACE)")
-    group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local")
-    group.add_argument("--llm", help="LLM for summaries (MEMTREE_LLM): none")
+    group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local or litellm:<model>")
+    group.add_argument("--llm", help="LLM for summaries (MEMTREE_LLM): none, litellm:<model> or sampling")
     group.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(MEMTREE_LOG_LEVEL)"
     )
@@ -101,6 +101,20 @@ def build_parser() -> argparse.ArgumentParser:
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
     )
     restore.add_argument("--to", required=True, help="a version number (see `history`) or an ISO 8601 time")
+    reindex = commands.add_parser(
+        "reindex",
+        parents=[common],
+        help="re-embed a namespace with the configured embedder and rebuild its trees",
+    )
+    reindex.add_argument(
+        "--temporal-policy",
+        choices=["cosine", "llm"],
+        default="cosine",
+        help="who draws the temporal segments: cosine (default) or the configured LLM (one call a memory)",
+    )
+    commands.add_parser(
+        "refine", parents=[common], help="write the LLM summaries a namespace still waits for, now"
+    )
     return parser
 
 
@@ -151,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from memtree_mcp.service import MemoryService
 
-    service = MemoryService(settings)
+    # Only a server writes LLM summaries in the background; a one-shot command leaves them pending.
+    service = MemoryService(settings, background=args.command == "serve")
     try:
         if args.command == "serve":
             from memtree_mcp.server import build_server
@@ -256,6 +271,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for version, written in service.history():
                 print(f"{version}\t{written}")
             return 0
+        if args.command == "reindex":
+            count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
+            print(
+                f"re-indexed {count} memories with {service.embedder.identity} "
+                f"(built with {previous}); new version {version}"
+            )
+            return 0
+        if args.command == "refine":
+            summaries, waiting = service.refine_pending()
+            print(f"wrote {summaries} summaries; {waiting} still waiting")
+            return 0 if waiting == 0 else 1
         if args.command == "restore":
             restored, latest = service.restore(args.to)
             print(f"restored version {restored} as the new version {latest}")

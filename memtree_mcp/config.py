@@ -14,7 +14,8 @@ NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or
 # MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
 AUTO_NAMESPACE = "auto"
 EMBEDDERS = ("local",)
-LLMS = ("none",)
+# 'sampling': the connected client's own model (MCP sampling/createMessage).
+LLMS = ("none", "sampling")
 
 
 def default_home() -> str:
@@ -30,7 +31,18 @@ class Settings(BaseSettings):
     home: str = Field(default_factory=default_home, description="Directory (or s3:// URI) of the store.")
     namespace: str = Field(default="default", description="Namespace used when a call names none.")
     embedder: str = Field(default="local", description="'local' (ONNX all-MiniLM-L6-v2, offline).")
-    llm: str = Field(default="none", description="'none': extractive summaries, no LLM calls.")
+    llm: str = Field(
+        default="none",
+        description="'none' (extractive summaries, no LLM calls), 'litellm:<model>' or 'sampling' "
+        "(the client's model).",
+    )
+    llm_api_base: str | None = Field(default=None, description="Endpoint of the litellm model.")
+    llm_api_key: str | None = Field(default=None, description="API key of the litellm model.")
+    llm_timeout: float = Field(default=60.0, gt=0, le=3_600, description="Seconds one LLM call may take.")
+    llm_retries: int = Field(default=1, ge=0, le=5, description="Retries of a failed LLM call.")
+    refine_queue: int = Field(
+        default=4_096, ge=1, le=1_000_000, description="Most summaries waiting for the LLM at once."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     max_content_chars: int = Field(default=100_000, ge=1, le=10_000_000)
     max_memories: int = Field(default=1_000_000, ge=1, description="Most memories one namespace may hold.")
@@ -54,9 +66,11 @@ class Settings(BaseSettings):
     @field_validator("llm")
     @classmethod
     def _llm_is_known(cls, value: str) -> str:
-        if value not in LLMS:
+        if value not in LLMS and not (value.startswith("litellm:") and len(value) > len("litellm:")):
             raise ValueError(
-                f"unknown LLM {value!r}; this version provides: {', '.join(LLMS)} (extractive summaries)"
+                f"unknown LLM {value!r}; use 'none' (extractive summaries), 'litellm:<model>' "
+                "(e.g. litellm:openai/gpt-4o-mini or litellm:ollama/llama3) "
+                "or 'sampling' (the client's model)"
             )
         return value
 

@@ -7,10 +7,12 @@ first tool call, after the handshake.
 """
 
 import functools
+import inspect
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import unquote, urlparse
@@ -18,14 +20,25 @@ from urllib.parse import unquote, urlparse
 import anyio.to_thread
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import ListRootsResult, ToolAnnotations
+from mcp.types import CreateMessageResult, ListRootsResult, ToolAnnotations
 from pydantic import Field
 
 from memtree_mcp import __version__
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_RULE
 from memtree_mcp.errors import MemtreeError, NotFound
+from memtree_mcp.providers.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
+from memtree_mcp.refine import SUMMARY_TOKENS
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
-from memtree_mcp.service import MAX_K, MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TOKENS, MemoryService
+from memtree_mcp.service import (
+    MAX_INLINE_SUMMARIES,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TOKENS,
+    MemoryService,
+    SummaryQuestion,
+)
 
 log = logging.getLogger("memtree_mcp")
 
@@ -52,6 +65,18 @@ You have a long-term memory through the tools `recall` and `remember`.
 3. After the turn, call `remember` with each new durable fact, decision or preference, one per call.
 Never store secrets (passwords, API keys, tokens) in memory.
 """
+
+# How many steps of the memory agent the client's model takes (MEMTREE_LLM=sampling); the
+# embedding policy finishes a longer walk.
+SAMPLED_AGENT_STEPS = 6
+SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "namespace")
+NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
+
+
+def Sampled(fn: Callable[..., Any]) -> Any:
+    """The type of a parameter the SDK fills with the client model's answer to resolver ``fn``."""
+    return Annotated[CreateMessageResult | None, Resolve(fn)]
+
 
 HANDSHAKE_METHODS = frozenset({"initialize", "notifications/initialized", "server/discover"})
 
@@ -104,6 +129,132 @@ def build_server(service: MemoryService) -> MCPServer:
         return result
 
     mcp.middleware.append(warm_up_after_handshake)
+
+    # MEMTREE_LLM=sampling: the client's model is asked through resolvers (see providers/sampling.py).
+    said_no_sampling = threading.Event()
+
+    def can_sample(ctx: Context) -> bool:
+        if service.settings.llm != "sampling":
+            return False
+        if client_can_sample(ctx.session):
+            return True
+        if not said_no_sampling.is_set():  # said once per server, not on every call
+            said_no_sampling.set()
+            log.warning(
+                "MEMTREE_LLM=sampling, but a client did not declare the sampling capability: "
+                "its summaries stay extractive and its agent walks by embeddings"
+            )
+        return False
+
+    summary_plans: OrderedDict[Hashable, list[SummaryQuestion]] = OrderedDict()
+
+    def summary_plan(ctx: Context, args: dict[str, Any]) -> list[SummaryQuestion]:
+        # Every resolver of one call, and the call itself, work from the same questions.
+        key = (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
+        if key not in summary_plans:
+            try:
+                summary_plans[key] = service.summary_questions(
+                    node_id=args.get("node_id"),
+                    time_from=args.get("time_from"),
+                    time_to=args.get("time_to"),
+                    query=args.get("query"),
+                    max_tokens=args.get("max_tokens") or 400,
+                    namespace=call_namespace(args),
+                )
+            except MemtreeError:
+                summary_plans[key] = []  # the call itself reports the problem
+            while len(summary_plans) > 64:
+                summary_plans.popitem(last=False)
+        return summary_plans[key]
+
+    def summary_answers(ctx: Context | None, args: dict[str, Any]) -> list[tuple[SummaryQuestion, str]]:
+        if ctx is None:
+            return []
+        questions = summary_plan(ctx, args)
+        key = (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
+        summary_plans.pop(key, None)
+        answered: list[tuple[SummaryQuestion, str]] = []
+        for k, question in enumerate(questions):
+            text = answer_text(args.get(f"summary_{k}"))
+            if text is not None:
+                answered.append((question, text))
+        return answered
+
+    def ask_summary(k: int) -> Callable[..., Any]:
+        def ask(**args: Any) -> Any:
+            if not can_sample(args["ctx"]):
+                return None
+            questions = summary_plan(args["ctx"], args)
+            if k >= len(questions):
+                return None
+            return sample(questions[k].system, questions[k].user, SUMMARY_TOKENS)
+
+        return resolver(ask, f"ask_summary_{k}", SUMMARY_ARGS, {})
+
+    def ask_agent_step(k: int, previous: list[Callable[..., Any]]) -> Callable[..., Any]:
+        def ask(**args: Any) -> Any:
+            if not args.get("agent") or not can_sample(args["ctx"]):
+                return None
+            answers = [answer_text(args.get(f"step_{i}")) for i in range(k)]
+            if any(a is None for a in answers):
+                return None  # the walk ended before this step
+            try:
+                service.navigate(
+                    node_id=args.get("node_id"),
+                    tree=args.get("tree") or "semantic",
+                    query=args.get("query"),
+                    agent=True,
+                    max_steps=args.get("max_steps") or 12,
+                    namespace=call_namespace(args),
+                    generator=ReplayChat([a for a in answers if a is not None], ask=True),
+                )
+            except AskClient as question:
+                return sample(question.system, question.user, question.max_tokens)
+            except MemtreeError:
+                return None  # the call itself reports the problem
+            return None
+
+        deps = {f"step_{i}": fn for i, fn in enumerate(previous)}
+        return resolver(ask, f"ask_agent_step_{k}", NAVIGATE_ARGS, deps)
+
+    def resolver(
+        body: Callable[..., Any], name: str, by_name: Sequence[str], deps: dict[str, Callable[..., Any]]
+    ) -> Callable[..., Any]:
+        # A resolver takes the call's arguments by name, its roots, the context and earlier answers.
+        params = [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in by_name]
+        hints: dict[str, Any] = {"roots": Roots, "ctx": Context}
+        hints |= {dep: Sampled(fn) for dep, fn in deps.items()}
+        params += [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in hints]
+        body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        body.__annotations__ = hints
+        body.__name__ = body.__qualname__ = name
+        return body
+
+    def call_namespace(args: dict[str, Any]) -> str | None:
+        return args.get("namespace") or namespace_from_roots(args.get("roots"))
+
+    summary_resolvers = [ask_summary(k) for k in range(MAX_INLINE_SUMMARIES)]
+    agent_resolvers: list[Callable[..., Any]] = []
+    for k in range(SAMPLED_AGENT_STEPS):
+        agent_resolvers.append(ask_agent_step(k, list(agent_resolvers)))
+
+    def with_answers(
+        prefix: str, resolvers: Sequence[Callable[..., Any]]
+    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        # Adds one keyword parameter per resolver to a tool; the SDK fills them, never the caller.
+        def extend(tool: Callable[..., T]) -> Callable[..., T]:
+            signature = inspect.signature(tool)
+            kept = [p for p in signature.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+            added = {f"{prefix}_{k}": Sampled(fn) for k, fn in enumerate(resolvers)}
+            kept += [
+                inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+                for arg, hint in added.items()
+            ]
+            tool.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+            tool.__annotations__ = {**tool.__annotations__, **added}
+            return tool
+
+        return extend
 
     @mcp.tool(
         annotations=ToolAnnotations(
@@ -226,6 +377,7 @@ def build_server(service: MemoryService) -> MCPServer:
         )
 
     @mcp.tool(annotations=ToolAnnotations(title="Navigate", read_only_hint=True, open_world_hint=False))
+    @with_answers("step", agent_resolvers)
     async def navigate(
         node_id: Annotated[
             str | None,
@@ -258,6 +410,8 @@ def build_server(service: MemoryService) -> MCPServer:
         max_steps: Annotated[int, Field(description="Most moves the agent may make.", ge=1, le=50)] = 12,
         namespace: Namespace = None,
         roots: Roots = None,
+        ctx: Context | None = None,
+        **steps: Any,
     ) -> NavigateResult:
         """Browse memory like a file system: look at a node, its children and neighbours, and move.
 
@@ -266,9 +420,23 @@ def build_server(service: MemoryService) -> MCPServer:
         settled, the moves it made, whether it judged that enough, and the best memories there.
         """
         namespace = namespace or namespace_from_roots(roots)
-        return await _run(service.navigate, node_id, move, index, tree, query, agent, max_steps, namespace)
+        answers = [answer_text(steps.get(f"step_{k}")) for k in range(SAMPLED_AGENT_STEPS)]
+        given = answers[: answers.index(None)] if None in answers else answers
+        model = ReplayChat([a for a in given if a is not None], ask=False) if given else None
+        return await _run(
+            functools.partial(service.navigate, generator=model),
+            node_id,
+            move,
+            index,
+            tree,
+            query,
+            agent,
+            max_steps,
+            namespace,
+        )
 
     @mcp.tool(annotations=ToolAnnotations(title="Summarize", read_only_hint=True, open_world_hint=False))
+    @with_answers("summary", summary_resolvers)
     async def summarize(
         node_id: Annotated[
             str | None,
@@ -289,6 +457,8 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = 400,
         namespace: Namespace = None,
         roots: Roots = None,
+        ctx: Context | None = None,
+        **summaries: Any,
     ) -> SummaryResult:
         """Summarize what memory holds: everything (no argument), a subtree, a period or a subject.
 
@@ -296,7 +466,25 @@ def build_server(service: MemoryService) -> MCPServer:
         ends with the id of the node it comes from; a larger max_tokens reads the memory in more detail.
         """
         namespace = namespace or namespace_from_roots(roots)
-        return await _run(service.summarize, node_id, time_from, time_to, query, max_tokens, namespace)
+        args = {
+            "node_id": node_id,
+            "time_from": time_from,
+            "time_to": time_to,
+            "query": query,
+            "max_tokens": max_tokens,
+            "namespace": namespace,
+            **summaries,
+        }
+        answers = summary_answers(ctx, args)
+        return await _run(
+            functools.partial(service.summarize, answers=answers),
+            node_id,
+            time_from,
+            time_to,
+            query,
+            max_tokens,
+            namespace,
+        )
 
     @mcp.tool(
         annotations=ToolAnnotations(

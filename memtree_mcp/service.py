@@ -18,11 +18,11 @@ import threading
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import platformdirs
 from filelock import FileLock
@@ -34,12 +34,13 @@ from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import MOVES, EmbeddingPolicy, NavigationError, run_agent
+from memtree_mcp.core.navigation import MOVES, EmbeddingPolicy, NavigationError, Policy, run_agent
 from memtree_mcp.core.navigation import NodeView as CursorView
 from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
-from memtree_mcp.core.summary import period_nodes, summarize_nodes
-from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
+from memtree_mcp.core.temporal import CompatibilityPolicy
+from memtree_mcp.errors import InvalidInput, NotFound, ProviderError
 from memtree_mcp.results import (
     ContextLine,
     ForgetResult,
@@ -53,15 +54,20 @@ from memtree_mcp.results import (
 )
 
 if TYPE_CHECKING:
+    from memtree_mcp.providers.llm import TextGenerator
+    from memtree_mcp.refine import Refiner
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
 
 log = logging.getLogger("memtree_mcp")
+T = TypeVar("T")
 
 RECALL_STRATEGIES = STRATEGIES
 KINDS = ("any", "leaf", "summary")
 MAX_QUERY_CHARS = 4_000
 MIN_SUMMARY_TOKENS = 16
 MAX_AGENT_STEPS = 50
+# Summaries a summarize call writes with the client's model (MCP sampling) before it answers.
+MAX_INLINE_SUMMARIES = 6
 # A query given to forget reaches at most this many memories at once.
 FORGET_CANDIDATES = 10
 MAX_K = 100
@@ -84,6 +90,16 @@ class _Chunk:
     session: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryQuestion:
+    """A summary to ask the client's model for: which branch, of which inputs, and the prompt."""
+
+    node_id: str
+    fingerprint: str
+    system: str
+    user: str
+
+
 @dataclass
 class _Space:
     """A namespace's in-memory state and the table version it reflects."""
@@ -95,15 +111,33 @@ class _Space:
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
+@dataclass(frozen=True, slots=True)
+class _SummaryPlan:
+    name: str
+    space: _Space
+    start: list[str]
+    found: Summary
+
+
 class MemoryService:
     """The memory operations, shared by the MCP server and the CLI. Thread-safe."""
 
-    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        *,
+        background: bool = True,
+    ) -> None:
+        """``background=False`` leaves LLM summaries pending for a later process (one-shot commands)."""
         self.settings = settings or Settings()
+        self._background = background
         self._embedder = embedder
         self._store: LanceStore | None = None
         self._spaces: dict[str, _Space] = {}
         self._lock = threading.RLock()
+        self._llm: TextGenerator | None = None
+        self._refiner: Refiner | None = None
 
     # -- operations ------------------------------------------------------------------------------
 
@@ -214,12 +248,14 @@ class MemoryService:
                     )
                     changed |= memory.add_leaf(leaf)
                     ids.append(leaf.id)
+                refine = self._mark_for_refinement(memory, changed, forgotten=False)
                 if changed:
                     assert space.table is not None
                     space.version = space.table.commit(self._rows(memory, changed, now))
             except BaseException:
                 self._reload(space)
                 raise
+            self._submit(name, refine)
             path = [
                 PathStep(id=b.id, label=b.label)
                 for b in memory.semantic.ancestors(ids[0])
@@ -310,12 +346,68 @@ class MemoryService:
         query: str | None = None,
         max_tokens: int = 400,
         namespace: str | None = None,
+        *,
+        answers: Sequence[tuple[SummaryQuestion, str]] = (),
     ) -> SummaryResult:
         """A summary of the whole memory, of the subtree under ``node_id``, of a period or of a subject.
 
         Give at most one of ``node_id``, a period (``time_from``/``time_to``, ISO 8601) and ``query``.
-        Raises InvalidInput for bad arguments and NotFound for an unknown node.
+        ``answers`` are summaries the client's model wrote for :meth:`summary_questions` (MCP
+        sampling); they are stored first, so the summary shows them. Raises InvalidInput for bad
+        arguments and NotFound for an unknown node.
         """
+        if answers:
+            self.apply_summaries(namespace, answers)
+        plan = self._summary_plan(node_id, time_from, time_to, query, max_tokens, namespace)
+        if plan is None:
+            return SummaryResult(summary="", node_ids=[], namespace=self._namespace(namespace))
+        return SummaryResult(summary=plan.found.text, node_ids=plan.found.node_ids, namespace=plan.name)
+
+    def summary_questions(
+        self,
+        node_id: str | None = None,
+        time_from: str | None = None,
+        time_to: str | None = None,
+        query: str | None = None,
+        max_tokens: int = 400,
+        namespace: str | None = None,
+    ) -> list[SummaryQuestion]:
+        """What to ask the client's model before this summary is composed (MCP sampling).
+
+        One question per summary about to be shown (or summarised into it) that still awaits an LLM
+        summary, at most MAX_INLINE_SUMMARIES. Empty without MEMTREE_LLM.
+        """
+        if not self.refining:
+            return []
+        plan = self._summary_plan(node_id, time_from, time_to, query, max_tokens, namespace)
+        if plan is None:
+            return []
+        from memtree_mcp.refine import summary_inputs, summary_prompt
+
+        shown = list(dict.fromkeys([*plan.found.node_ids, *plan.start]))
+        questions: list[SummaryQuestion] = []
+        with plan.space.lock:
+            memory = plan.space.memory
+            for candidate in shown:
+                branch = memory.branch(candidate)
+                if branch is None or not branch.pending:
+                    continue
+                request = summary_inputs(memory, branch)
+                system, user = summary_prompt(request)
+                questions.append(SummaryQuestion(candidate, request.fingerprint, system, user))
+                if len(questions) == MAX_INLINE_SUMMARIES:
+                    break
+        return questions
+
+    def _summary_plan(
+        self,
+        node_id: str | None,
+        time_from: str | None,
+        time_to: str | None,
+        query: str | None,
+        max_tokens: int,
+        namespace: str | None,
+    ) -> _SummaryPlan | None:
         name = self._namespace(namespace)
         check_range(max_tokens, "max_tokens", MIN_SUMMARY_TOKENS, MAX_TOKENS)
         period = time_from is not None or time_to is not None
@@ -327,7 +419,7 @@ class MemoryService:
         vector = self.embedder.embed_batch([text])[0] if text is not None else None
         space = self._space(name, create=False)
         if space is None:
-            return SummaryResult(summary="", node_ids=[], namespace=name)
+            return None
         with space.lock:
             self._follow_table(space)
             memory = space.memory
@@ -354,7 +446,7 @@ class MemoryService:
             else:
                 start = list(memory.semantic.root.children)
             found = summarize_nodes(memory, tree, start, max_tokens)
-        return SummaryResult(summary=found.text, node_ids=found.node_ids, namespace=name)
+        return _SummaryPlan(name, space, start, found)
 
     def forget(
         self,
@@ -407,6 +499,8 @@ class MemoryService:
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
                     changed = (changed | leaf_changed) - leaf_removed
                     removed |= leaf_removed
+                # What the forgotten memories said must not survive in any LLM summary either.
+                refine = self._mark_for_refinement(memory, changed - removed, forgotten=True)
                 if removed:
                     from memtree_mcp.store.lance import deletion_row
 
@@ -417,6 +511,7 @@ class MemoryService:
             except BaseException:
                 self._reload(space)
                 raise
+            self._submit(name, refine)
         log.info("forgot %d memories in namespace %s", len(targets), name)
         return ForgetResult(deleted=targets, candidates=[], namespace=name)
 
@@ -437,6 +532,8 @@ class MemoryService:
         agent: bool = False,
         max_steps: int = 12,
         namespace: str | None = None,
+        *,
+        generator: TextGenerator | None = None,
     ) -> NavigateResult:
         """Move a cursor through a tree (HAT), or with ``agent`` let the memory agent walk it for ``query``.
 
@@ -468,7 +565,9 @@ class MemoryService:
             try:
                 if agent:
                     assert vector is not None
-                    run = run_agent(memory, vector, tree, EmbeddingPolicy(), max_steps)
+                    model = generator or self.llm()
+                    policy = EmbeddingPolicy() if model is None else self._agent_policy(model, text, lock)
+                    run = run_agent(memory, vector, tree, policy, max_steps)
                     return NavigateResult(
                         node=_node_view(run.node),
                         moves=run.moves,
@@ -566,12 +665,61 @@ class MemoryService:
                 stale = {b.id for b in snapshot.branches} - nodes
                 from memtree_mcp.store.lance import deletion_row
 
+                self._mark_for_refinement(rebuilt, nodes, forgotten=True)
                 rows = self._rows(rebuilt, nodes, now)
                 rows += [deletion_row(node, rebuilt.dimension, now) for node in sorted(stale)]
                 space.version = space.table.commit(rows)
                 self._reload(space)
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems
+
+    def reindex(
+        self, namespace: str | None = None, *, temporal_policy: str = "cosine", batch: int = 256
+    ) -> tuple[int, str, int]:
+        """Re-embed every memory of a namespace with the configured embedder and rebuild both trees.
+
+        For moving a store to a new embedder (the store refuses to be opened with another one
+        until then), or for rebuilding the temporal tree with ``temporal_policy="llm"``: the
+        configured LLM decides each segment boundary (SegTreeMem's batch-LLM compatibility), one
+        call per memory. Memories keep their ids, texts, times and order. Written as one new
+        version; earlier versions stay in ``history``. Stop servers using the namespace first.
+        Returns (memories, the embedder the store was built with, the new version).
+        """
+        name = self._namespace(namespace)
+        if temporal_policy not in ("cosine", "llm"):
+            raise InvalidInput(f"unknown temporal policy {temporal_policy!r}; use 'cosine' or 'llm'.")
+        policy: CompatibilityPolicy | None = None
+        if temporal_policy == "llm":
+            generator = self.llm()
+            if generator is None:
+                raise InvalidInput(
+                    "temporal_policy 'llm' needs an LLM: set MEMTREE_LLM=litellm:<model> "
+                    "(and MEMTREE_LLM_API_BASE for a local server)."
+                )
+            from memtree_mcp.llm_policies import BatchLLMPolicy
+
+            policy = BatchLLMPolicy(generator)
+        with self._file_lock(name):
+            found = self.store.read_any(name)
+            if found is None:
+                raise NotFound(f"namespace '{name}' holds nothing to re-index.")
+            snapshot, old_embedder, _old_dimension = found
+            leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
+            rebuilt = Memory(self.embedder.dimension, temporal_policy=policy)
+            for start in range(0, len(leaves), batch):
+                part = leaves[start : start + batch]
+                vectors = self.embedder.embed_batch([leaf.text for leaf in part])
+                for leaf, vector in zip(part, vectors, strict=True):
+                    leaf.vector = vector
+                    rebuilt.add_leaf(leaf)
+            nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+            refine = self._mark_for_refinement(rebuilt, nodes, forgotten=True)
+            version = self.store.replace(name, self._rows(rebuilt, nodes, time.time()))
+            with self._lock:
+                self._spaces.pop(name, None)
+        self._submit(name, refine)
+        log.info("re-indexed %d memories of namespace %s (was %s)", len(leaves), name, old_embedder)
+        return len(leaves), old_embedder, version
 
     def namespaces(self) -> list[tuple[str, int]]:
         """Every namespace with the number of memories it holds."""
@@ -632,10 +780,186 @@ class MemoryService:
         log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 
     def close(self) -> None:
-        """Release the store; the service can be used again afterwards (it reopens lazily)."""
+        """Stop refining and release the store; the service can be used again (it reopens lazily).
+
+        Branches still awaiting an LLM summary stay marked in the store; the next start finishes them.
+        """
+        with self._lock:
+            refiner, self._refiner = self._refiner, None
+        if refiner is not None:
+            refiner.close()
         with self._lock:
             self._spaces.clear()
             self._store = None
+
+    # -- LLM refinement ----------------------------------------------------------------------------
+
+    @property
+    def refining(self) -> bool:
+        """Whether an LLM is configured to write summaries (MEMTREE_LLM other than 'none')."""
+        return self.settings.llm != "none"
+
+    @property
+    def refining_in_background(self) -> bool:
+        """Whether summaries are written by the background worker (litellm; sampling works per request)."""
+        return self._background and self.settings.llm.startswith("litellm:")
+
+    def llm(self) -> TextGenerator | None:
+        """The model that writes summaries and walks for the agent now, or None (extractive only).
+
+        For ``litellm:<model>`` it is built on first use. With ``sampling`` there is no model outside
+        a client's request: the MCP tools pass the client's model to ``summarize`` and ``navigate``.
+        """
+        spec = self.settings.llm
+        if spec.startswith("litellm:"):
+            with self._lock:
+                if self._llm is None:
+                    from memtree_mcp.providers.llm import LiteLLMChat
+
+                    self._llm = LiteLLMChat(
+                        spec.removeprefix("litellm:"),
+                        api_base=self.settings.llm_api_base,
+                        api_key=self.settings.llm_api_key,
+                        timeout=self.settings.llm_timeout,
+                        retries=self.settings.llm_retries,
+                    )
+                return self._llm
+        return None
+
+    @property
+    def refiner(self) -> Refiner:
+        """The background worker writing LLM summaries (created on first use)."""
+        with self._lock:
+            if self._refiner is None:
+                from memtree_mcp.refine import Refiner
+
+                self._refiner = Refiner(
+                    self.refine_branch, self._pending, self.llm, capacity=self.settings.refine_queue
+                )
+            return self._refiner
+
+    def refine_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Write the LLM summaries a namespace still waits for, now; returns (written, still pending).
+
+        Raises InvalidInput when no LLM is configured and ProviderError when the LLM fails.
+        """
+        name = self._namespace(namespace)
+        generator = self.llm()
+        if generator is None:
+            raise InvalidInput(
+                "no LLM is configured to write summaries; set MEMTREE_LLM=litellm:<model> "
+                "(sampling works only inside a client session)."
+            )
+        written = 0
+        deadline = time.monotonic() + timeout
+        for _depth, node_id in self._pending(name):
+            if time.monotonic() > deadline:
+                break
+            written += int(self.refine_branch(name, node_id, generator))
+        return written, len(self._pending(name))
+
+    def refine_branch(self, name: str, node_id: str, generator: TextGenerator) -> bool:
+        """Write one pending branch's LLM summary and commit it; False when nothing was committed.
+
+        The model is asked without holding any lock; the summary is committed only if the branch's
+        inputs are still those it was written from. Raises ProviderError when the model fails.
+        """
+        from memtree_mcp.refine import summary_inputs, write_summary
+
+        space = self._space(name, create=False)
+        if space is None:
+            return False
+        with space.lock:
+            self._follow_table(space)
+            branch = space.memory.branch(node_id)
+            if branch is None or not branch.pending:
+                return False
+            request = summary_inputs(space.memory, branch)
+        text = write_summary(generator, request)
+        return self._commit_summaries(name, [(node_id, request.fingerprint, text)]) == 1
+
+    def apply_summaries(
+        self, namespace: str | None, answers: Sequence[tuple[SummaryQuestion, str]]
+    ) -> int:
+        """Store the client model's answers to :meth:`summary_questions`; returns how many were stored.
+
+        An answer is stored only if its branch still has the inputs the question was asked about;
+        an empty answer is skipped (the extractive text stays).
+        """
+        from memtree_mcp.refine import clean_summary
+
+        done: list[tuple[str, str, str]] = []
+        for question, answer in answers:
+            try:
+                done.append((question.node_id, question.fingerprint, clean_summary(answer)))
+            except ProviderError as exc:
+                log.warning("the client's model gave no usable summary: %s", exc)
+        return self._commit_summaries(self._namespace(namespace), done) if done else 0
+
+    def _commit_summaries(self, name: str, done: Sequence[tuple[str, str, str]]) -> int:
+        """Commit (branch id, input fingerprint, summary) triples still current, in one commit."""
+        from memtree_mcp.refine import summary_inputs
+
+        space = self._space(name, create=False)
+        if space is None:
+            return 0
+        with space.lock, self._file_lock(name):
+            self._follow_table(space)
+            memory = space.memory
+            changed: set[str] = set()
+            for node_id, fingerprint, text in done:
+                branch = memory.branch(node_id)
+                if branch is None or not branch.pending:
+                    continue
+                if summary_inputs(memory, branch).fingerprint != fingerprint:
+                    continue  # changed since it was asked; it is pending again
+                branch.summary, branch.summary_seq, branch.pending = text, branch.last_seq, False
+                branch.text = text
+                changed.add(node_id)
+            if changed:
+                try:
+                    assert space.table is not None
+                    space.version = space.table.commit(self._rows(memory, changed, time.time()))
+                except BaseException:
+                    self._reload(space)
+                    raise
+        return len(changed)
+
+    @staticmethod
+    def _agent_policy(model: TextGenerator, query: str | None, lock: threading.RLock) -> Policy:
+        from memtree_mcp.llm_policies import LLMNavigationPolicy
+
+        return _Unlocked(LLMNavigationPolicy(model, query or ""), lock)
+
+    def _pending(self, name: str) -> list[tuple[int, str]]:
+        memory = self.memory(name)
+        return pending_branches(memory) if memory is not None else []
+
+    def _mark_for_refinement(
+        self, memory: Memory, changed: Iterable[str], *, forgotten: bool
+    ) -> list[tuple[int, str]]:
+        """Mark changed branches as awaiting an LLM summary; returns them as (depth, id).
+
+        A branch keeps showing its last LLM summary until the new one is written, unless memories
+        under it were forgotten (the summary may mention them) or no LLM is configured any more.
+        """
+        nodes: list[tuple[int, str]] = []
+        for node_id in changed:
+            branch = memory.branch(node_id)
+            if branch is None:
+                continue
+            if forgotten or not self.refining:
+                branch.summary, branch.summary_seq = "", -1
+            elif branch.summary:
+                branch.text = branch.summary
+            branch.pending = self.refining
+            if self.refining:
+                nodes.append((branch.depth, node_id))
+        return nodes
+
+    def _submit(self, name: str, nodes: list[tuple[int, str]]) -> None:
+        if nodes and self.refining_in_background:
+            self.refiner.submit(name, nodes)
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -661,6 +985,23 @@ class MemoryService:
 
                 self._store = LanceStore(self.settings.home, embedder.identity, embedder.dimension)
             return self._store
+
+    def read(self, reader: Callable[[Memory], T], namespace: str | None = None) -> T | None:
+        """``reader`` applied to a namespace's up-to-date memory while no writer can change it.
+
+        None when the namespace holds nothing yet. For callers that walk the trees (the explorer):
+        ``memory()`` hands out the live object, which a concurrent ``remember`` may be changing.
+        """
+        space = self._space(self._namespace(namespace), create=False)
+        if space is None:
+            return None
+        with space.lock:
+            self._follow_table(space)
+            return reader(space.memory)
+
+    def resolve_namespace(self, namespace: str | None = None) -> str:
+        """The namespace a call means: the one it names, else the configured default."""
+        return self._namespace(namespace)
 
     def memory(self, namespace: str | None = None) -> Memory | None:
         """The up-to-date in-memory state of a namespace, or None when it holds nothing yet."""
@@ -713,6 +1054,10 @@ class MemoryService:
         memory.load(snapshot.leaves, snapshot.branches)
         space.memory = memory
         space.version = snapshot.version
+        if self.refining_in_background:
+            waiting = pending_branches(memory)
+            if waiting:
+                self.refiner.submit(space.name, waiting)
         log.debug(
             "loaded namespace %s at version %d (%d leaves) in %.0f ms",
             space.name,
@@ -744,6 +1089,33 @@ class MemoryService:
             else:
                 rows.append(branch_row(memory.node(node_id), memory.dimension, now))  # type: ignore[arg-type]
         return rows
+
+
+class _Unlocked:
+    """A navigation policy that lets writers in while it thinks: an LLM step takes seconds, and
+    ``remember`` must never wait on an LLM. The walk then continues on the memory as it is."""
+
+    def __init__(self, policy: Policy, lock: threading.RLock) -> None:
+        self._policy = policy
+        self._lock = lock
+
+    def decide(self, *args: Any) -> str:
+        self._lock.release()
+        try:
+            return self._policy.decide(*args)
+        finally:
+            self._lock.acquire()
+
+
+def pending_branches(memory: Memory) -> list[tuple[int, str]]:
+    """(depth, id) of every branch awaiting an LLM summary, deepest first."""
+    found = [
+        (branch.depth, branch.id)
+        for tree in (memory.semantic, memory.temporal)
+        for branch in tree.branches.values()
+        if branch.pending
+    ]
+    return sorted(found, key=lambda item: (-item[0], item[1]))
 
 
 # -- input checks ---------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Answers ``POST /v1/chat/completions`` with :attr:`FakeOpenAI.reply` and ``POST /v1/embeddings`` with
 deterministic vectors derived from a hash of each input. :attr:`FakeOpenAI.mode` switches it to answer
-``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead.
+``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead;
+:attr:`FakeOpenAI.delay` makes every chat answer slow and :attr:`FakeOpenAI.reply_for` scripts it.
 Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``.
 
     with fake_openai(dimension=8) as server:
@@ -16,7 +17,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +41,10 @@ class FakeOpenAI:
     mode: str = "ok"  # "ok" | "401" | "500" | "hang"
     dimension: int = 8
     hang_seconds: float = 5.0
+    # Seconds each chat answer takes (a slow model), and an optional function of the request body
+    # that replaces ``reply`` (scripted answers that depend on the prompt).
+    delay: float = 0.0
+    reply_for: Callable[[Any], str] | None = None
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -95,6 +100,9 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
             model = (body or {}).get("model", "fake-model")
             if path.endswith("/chat/completions"):
+                if state.delay:
+                    state.stop.wait(state.delay)
+                content = state.reply_for(body) if state.reply_for is not None else state.reply
                 self._send(
                     200,
                     {
@@ -105,7 +113,7 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": state.reply},
+                                "message": {"role": "assistant", "content": content},
                                 "finish_reason": "stop",
                             }
                         ],

@@ -49,3 +49,8 @@ class Branch:
     # vector · cohesion is that mean, so its dot product with a unit query is the query's average
     # cosine to the branch's leaves.
     cohesion: float = 1.0
+    # Refinement by an LLM (optional): ``summary`` is the model's text for this branch, written for
+    # the leaves up to ``summary_seq``; ``pending`` says the branch changed since and awaits a new one.
+    summary: str = ""
+    summary_seq: int = -1
+    pending: bool = False

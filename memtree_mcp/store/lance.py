@@ -235,6 +235,35 @@ class LanceStore:
         self._check(namespace, table.schema)
         return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
 
+    def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
+        """A namespace's live nodes whatever embedder built it, with that embedder and dimension.
+
+        For re-indexing a store under a new embedder; None when the namespace has no table.
+        """
+        try:
+            table = self._db.open_table(namespace)
+        except (FileNotFoundError, ValueError):
+            return None
+        meta = table.schema.metadata or {}
+        embedder = meta.get(META_EMBEDDER, b"?").decode()
+        dimension = int(meta.get(META_DIMENSION, b"0").decode() or 0)
+        snapshot = NamespaceTable(table, embedder, dimension, self._db, namespace).read()
+        return snapshot, embedder, dimension
+
+    def replace(self, namespace: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Make ``rows`` (built for this store's embedder) the whole content of ``namespace``.
+
+        Written as a new version of the table with this store's schema and embedder; the earlier
+        versions stay in the history. Returns the new version. Raises StoreError when Lance refuses.
+        """
+        schema = node_schema(self.embedder, self.dimension)
+        data = pa.Table.from_pylist([{**row, "rev": 0} for row in rows], schema=schema)
+        try:
+            table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
+        return int(table.version)
+
     def _check(self, namespace: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
         version = meta.get(META_SCHEMA, b"?").decode()
@@ -350,11 +379,18 @@ def branch_row(branch: Branch, dimension: int, now: float | None = None) -> dict
         "role": None,
         "tags": [],
         "session": None,
-        "metadata": json.dumps({}),
+        "metadata": json.dumps(_refinement(branch)),
         "content_hash": None,
         "created": None,
         "updated": now if now is not None else time.time(),
     }
+
+
+def _refinement(branch: Branch) -> dict[str, Any]:
+    """What a branch's row keeps of its LLM refinement: the summary, what it covers, whether it is due."""
+    if not branch.summary and not branch.pending:
+        return {}
+    return {"summary": branch.summary, "summary_seq": branch.summary_seq, "pending": branch.pending}
 
 
 def _leaf_from_row(row: dict[str, Any]) -> Leaf:
@@ -375,6 +411,12 @@ def _leaf_from_row(row: dict[str, Any]) -> Leaf:
 def _branch_from_row(row: dict[str, Any]) -> Branch:
     tree = row["tree"]
     is_zero = row["leaf_count"] == 0
+    try:
+        refined = json.loads(row.get("metadata") or "{}")
+    except ValueError:
+        refined = {}
+    if not isinstance(refined, dict):
+        refined = {}
     return Branch(
         id=row["id"],
         tree=tree,
@@ -391,4 +433,7 @@ def _branch_from_row(row: dict[str, Any]) -> Branch:
         last_seq=int(row["last_seq"]),
         first_ts=float(row["first_ts"]),
         last_ts=float(row["last_ts"]),
+        summary=str(refined.get("summary") or ""),
+        summary_seq=int(refined.get("summary_seq", -1)),
+        pending=bool(refined.get("pending", False)),
     )

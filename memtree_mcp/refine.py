@@ -1,0 +1,299 @@
+"""Background refinement: LLM summaries for the branches a change touched, never on the write path.
+
+``remember`` commits the structural insert with extractive representatives and returns; the
+branches it changed are marked *pending* in the same commit and handed to a :class:`Refiner`. Its
+one worker thread asks the LLM for each pending branch, deepest first (so a parent is summarised
+from its children's new summaries), and commits each summary as its own small revision.
+
+- **Coalescing.** The queue holds each (namespace, branch) once, however often it is touched
+  before its turn; a branch touched again while its summary is being written gets a summary of the
+  old contents, which the commit notices (the inputs changed) and drops, and it is done again.
+- **Bounded.** At most ``capacity`` branches wait; beyond that, touched branches are only marked
+  pending in the store, and the worker collects them when the queue runs dry (:meth:`sweep`). A
+  restart collects them the same way, so no pending branch is ever forgotten.
+- **Failures.** A provider error (bad key, endpoint down, timeout) is logged once, clearly; the
+  branch keeps its extractive text and stays pending, and the worker waits (5 s, doubling to
+  5 minutes) before trying again. An error is never stored as a summary.
+
+What the LLM is asked (:func:`summary_inputs`): a semantic branch merges its new children into its
+existing summary with MemTree's conditional aggregation (the more entries already covered, the
+more abstract); a temporal branch is annotated from its children in time order; a branch without
+a summary yet is summarised from all its children.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.errors import ProviderError
+from memtree_mcp.prompts import annotation_prompt, strip_reasoning
+from memtree_mcp.providers.llm import TextGenerator, aggregation_prompt
+
+if TYPE_CHECKING:
+    from memtree_mcp.core.memory import Memory
+
+log = logging.getLogger("memtree_mcp")
+
+# How much of a branch's children one request carries: the newest children of a semantic branch
+# being merged, and the children of a branch summarised from scratch or annotated.
+MAX_NEW_ENTRIES = 8
+MAX_CHILDREN = 16
+MAX_ENTRY_CHARS = 1_200
+MAX_SUMMARY_CHARS = 2_000
+SUMMARY_TOKENS = 300
+FIRST_BACKOFF = 5.0
+MAX_BACKOFF = 300.0
+SWEEP_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What to ask the LLM for one branch, and a fingerprint of the inputs it is computed from."""
+
+    tree: str
+    texts: tuple[str, ...]
+    timestamps: tuple[float, ...]
+    existing: str
+    covered: int
+    fingerprint: str
+
+
+def _text_of(memory: Memory, node_id: str) -> tuple[str, float, int, int]:
+    """A child's text, last timestamp, leaf count and last sequence number."""
+    node = memory.node(node_id)
+    if isinstance(node, Leaf):
+        return node.text, node.timestamp, 1, node.seq
+    return node.text, node.last_ts, node.leaf_count, node.last_seq
+
+
+def _clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def summary_inputs(memory: Memory, branch: Branch) -> SummaryRequest:
+    """The texts a branch's summary is written from, as they are now.
+
+    The fingerprint covers every input, so a summary computed from inputs that changed since
+    (a memory added or forgotten below, a child re-summarised) is recognised and not committed.
+    """
+    children = [(child, *_text_of(memory, child)) for child in branch.children]
+    existing, covered = "", 0
+    chosen = children
+    if branch.tree == "semantic" and branch.summary and branch.summary_seq >= 0:
+        fresh = [c for c in children if c[4] > branch.summary_seq]
+        if fresh:
+            chosen = fresh[-MAX_NEW_ENTRIES:]
+            existing = branch.summary
+            covered = max(branch.leaf_count - sum(c[3] for c in fresh), 0)
+    chosen = chosen[-MAX_CHILDREN:]
+    texts = tuple(_clip(c[1]) for c in chosen)
+    stamps = tuple(c[2] for c in chosen)
+    digest = hashlib.sha256()
+    for part in (branch.tree, existing, str(covered), *(c[0] for c in children), *texts):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return SummaryRequest(branch.tree, texts, stamps, existing, covered, digest.hexdigest())
+
+
+def summary_prompt(request: SummaryRequest) -> tuple[str, str]:
+    """The (system, user) messages asking for the summary ``request`` describes."""
+    if request.tree == "temporal":
+        return annotation_prompt(list(request.texts), list(request.timestamps))
+    new = "\n\n".join(request.texts)
+    return aggregation_prompt(new, request.existing or "(nothing yet)", request.covered)
+
+
+def clean_summary(answer: str) -> str:
+    """A model's answer as a stored summary: one paragraph, reasoning removed, clipped.
+
+    Raises ProviderError for an answer with no text, so that nothing empty is ever stored.
+    """
+    text = " ".join(strip_reasoning(answer).split())
+    if not text:
+        raise ProviderError("the LLM answered with an empty summary; the extractive text is kept")
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 3].rstrip() + "..."
+
+
+def write_summary(generator: TextGenerator, request: SummaryRequest) -> str:
+    """Ask ``generator`` for the summary ``request`` describes; raise ProviderError for no usable text."""
+    system, user = summary_prompt(request)
+    return clean_summary(generator.complete(system, user, max_tokens=SUMMARY_TOKENS))
+
+
+class Refiner:
+    """One worker thread writing LLM summaries for pending branches, in the background.
+
+    ``refine(namespace, node_id, generator)`` does one branch (the service's
+    :meth:`~memtree_mcp.service.MemoryService.refine_branch`) and returns whether it committed;
+    ``pending(namespace)`` lists a namespace's pending branches; ``generator()`` gives the model
+    to use now, or None when there is none (a sampling client not connected yet).
+    """
+
+    def __init__(
+        self,
+        refine: Callable[[str, str, TextGenerator], bool],
+        pending: Callable[[str], list[tuple[int, str]]],
+        generator: Callable[[], TextGenerator | None],
+        *,
+        capacity: int = 4_096,
+    ) -> None:
+        self._refine = refine
+        self._pending = pending
+        self._generator = generator
+        self.capacity = capacity
+        self._queue: dict[tuple[str, str], int] = {}  # (namespace, node) -> depth, deepest done first
+        self._namespaces: set[str] = set()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._busy = False
+        self._failing: str | None = None
+        self._no_model_said = False
+        self._wake_at = 0.0
+        self.refined = 0
+        self.failures = 0
+        self.overflowed = 0
+
+    # -- feeding ---------------------------------------------------------------------------------
+
+    def submit(self, namespace: str, nodes: Iterable[tuple[int, str]]) -> None:
+        """Queue ``(depth, branch id)`` pairs of ``namespace``; beyond capacity they wait in the store."""
+        with self._cond:
+            self._namespaces.add(namespace)
+            for depth, node_id in nodes:
+                key = (namespace, node_id)
+                if key in self._queue:
+                    continue
+                if len(self._queue) >= self.capacity:
+                    self.overflowed += 1
+                    continue
+                self._queue[key] = depth
+            self._start()
+            self._cond.notify_all()
+
+    def sweep(self, namespace: str) -> None:
+        """Queue every branch of ``namespace`` that the store marks pending (after a load or overflow)."""
+        self.submit(namespace, self._pending(namespace))
+
+    # -- observing -------------------------------------------------------------------------------
+
+    @property
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._queue) + (1 if self._busy else 0)
+
+    @property
+    def failing(self) -> str | None:
+        """The last provider error while the provider keeps failing, None once it works."""
+        return self._failing
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is queued or being written; False after ``timeout`` seconds or on failure."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._failing is not None or self._stopped:
+                    return False
+                self._cond.wait(min(left, 0.5))
+            return True
+
+    def close(self) -> None:
+        """Stop the worker after the branch it is writing; pending branches stay marked in the store."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    # -- the worker ------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is None and not self._stopped:
+            self._thread = threading.Thread(target=self._run, name="memtree-refine", daemon=True)
+            self._thread.start()
+
+    def _take(self) -> tuple[str, str] | None:
+        """The deepest queued branch, waiting for one (and sweeping while idle); None when stopped."""
+        with self._cond:
+            while not self._stopped:
+                if self._queue:
+                    pause = self._wake_at - time.monotonic()
+                    if pause <= 0:
+                        key = max(self._queue, key=lambda k: self._queue[k])
+                        del self._queue[key]
+                        self._busy = True
+                        return key
+                    self._cond.wait(pause)
+                elif not self._cond.wait(SWEEP_SECONDS):
+                    for namespace in list(self._namespaces):
+                        self._queue_pending(namespace)
+            return None
+
+    def _queue_pending(self, namespace: str) -> None:
+        # Called with the condition held, when the queue ran dry: pick up what overflowed.
+        try:
+            nodes = self._pending(namespace)
+        except Exception as exc:  # a sweep must never kill the worker
+            log.debug("refinement sweep of %s failed: %s", namespace, exc)
+            return
+        for depth, node_id in nodes[: self.capacity]:
+            self._queue.setdefault((namespace, node_id), depth)
+
+    def _run(self) -> None:
+        backoff = FIRST_BACKOFF
+        while True:
+            key = self._take()
+            if key is None:
+                return
+            namespace, node_id = key
+            try:
+                generator = self._generator()
+                if generator is None:
+                    self._drop_all_without_model()
+                    continue
+                if self._refine(namespace, node_id, generator):
+                    self.refined += 1
+                if self._failing is not None:
+                    log.warning("the LLM answers again; summaries are being refined")
+                self._failing = None
+                backoff = FIRST_BACKOFF
+            except ProviderError as exc:
+                self.failures += 1
+                message = str(exc)
+                if self._failing is None:
+                    log.warning(
+                        "LLM summaries are paused: %s. Memories are stored and recalled as usual, "
+                        "with extractive summaries; retrying in the background.",
+                        message,
+                    )
+                self._failing = message
+                with self._cond:
+                    self._queue.setdefault(key, 10**6)  # retried first, once the wait is over
+                    self._wake_at = time.monotonic() + backoff
+                backoff = min(backoff * 2, MAX_BACKOFF)
+            except Exception:
+                log.exception("refining branch %s of namespace %s failed", node_id, namespace)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _drop_all_without_model(self) -> None:
+        with self._cond:
+            self._queue.clear()
+        if not self._no_model_said:
+            self._no_model_said = True
+            log.warning(
+                "MEMTREE_LLM=sampling, but no connected client offers sampling: summaries stay "
+                "extractive until one does"
+            )
