@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allow-host", action="append", default=[], help="another Host name clients use (repeatable)"
     )
+    serve.add_argument(
+        "--allow-edit",
+        action="store_true",
+        help="let the explorer at /ui forget memories (HTTP transports; read-only without it)",
+    )
 
     install = commands.add_parser("install", parents=[common], help="configure an MCP client to use memtree")
     install.add_argument(
@@ -94,7 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
     tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
     tree.add_argument("--tree", dest="which", choices=["semantic", "temporal"], default="semantic")
-    tree.add_argument("--depth", type=int, default=3)
+    tree.add_argument("--depth", type=int, default=3, help="levels below the root to show (1-20, default 3)")
+    tree.add_argument(
+        "--max-children", type=int, default=50, help="children shown under each node (default 50; 0: all)"
+    )
+    ui = commands.add_parser(
+        "ui", parents=[common], help="explore the memory in a browser (serves a page on 127.0.0.1)"
+    )
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.add_argument("--allow-edit", action="store_true", help="let the page forget memories")
 
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
@@ -185,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 token=settings.auth_token or None,
                 max_body_bytes=settings.max_body_bytes,
                 allowed_hosts=args.allow_host,
+                ui_service=service,
+                ui_allow_edit=args.allow_edit,
             )
             return 0
         if args.command == "install":
@@ -265,7 +280,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name}\t{count}")
             return 0
         if args.command == "tree":
-            print(service.outline(args.which, args.depth))
+            from memtree_mcp.ui.outline import print_outline
+
+            name = service.resolve_namespace()
+            print_outline(
+                service.memory(name), args.which, args.depth, namespace=name, max_children=args.max_children
+            )
+            return 0
+        if args.command == "ui":
+            from memtree_mcp.ui.server import serve_ui
+
+            def announce(url: str) -> None:
+                print(f"memtree explorer: {url}", flush=True)
+                mode = "editing on" if args.allow_edit else "read-only"
+                print(f"({mode}; Ctrl-C to stop)", flush=True)
+
+            try:
+                serve_ui(
+                    service,
+                    port=args.port,
+                    allow_edit=args.allow_edit,
+                    token=settings.auth_token or None,
+                    on_ready=announce,
+                )
+            except OSError as exc:
+                print(
+                    f"memtree-mcp: cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}",
+                    file=sys.stderr,
+                )
+                return 2
             return 0
         if args.command == "history":
             for version, written in service.history():

@@ -26,7 +26,7 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -35,11 +35,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memtree_mcp.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from memtree_mcp.service import MemoryService
+
 __all__ = [
     "GRACEFUL_SHUTDOWN_SECONDS",
     "BearerTokenMiddleware",
     "HostGuardMiddleware",
     "HttpTransport",
+    "UiMount",
     "http_app",
     "is_loopback",
     "serve_http",
@@ -72,7 +76,7 @@ def _host_header(host: str, port: int) -> str:
     return f"{name}:{port}"
 
 
-def _security_settings(host: str, port: int, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+def security_settings(host: str, port: int, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
     """Accept only Host/Origin headers that name the bound address, a loopback name or an extra name.
 
     Wildcard addresses (0.0.0.0, ::) are never a legitimate ``Host``; callers serving a LAN name
@@ -156,6 +160,25 @@ class HostGuardMiddleware:
         await self.app(scope, receive, send)
 
 
+class UiMount:
+    """Send ``/ui`` and ``/ui/…`` requests to the explorer, everything else (lifespan included) to MCP.
+
+    The explorer gets the same Host/Origin checks as MCP; it guards its own API with the token,
+    because its page holds no data and must load before the page can send the token.
+    """
+
+    def __init__(self, mcp_app: ASGIApp, ui: ASGIApp, settings: TransportSecuritySettings) -> None:
+        self.mcp_app = mcp_app
+        self.ui = HostGuardMiddleware(ui, settings)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/ui" or path.startswith("/ui/"):
+            await self.ui(scope, receive, send)
+        else:
+            await self.mcp_app(scope, receive, send)
+
+
 def _check(host: str, token: str | None, max_body_bytes: int, transport: str) -> None:
     """Refuse configurations that would expose the store or break the server later."""
     if transport not in ("sse", "streamable-http"):
@@ -180,10 +203,14 @@ def http_app(
     token: str | None = None,
     max_body_bytes: int = 1_000_000,
     allowed_hosts: Sequence[str] = (),
+    ui_service: MemoryService | None = None,
+    ui_allow_edit: bool = False,
 ) -> ASGIApp:
     """The ASGI app serving ``server``: the SDK's app behind the checks described in the module doc.
 
     Endpoints: streamable HTTP at ``/mcp``; SSE at ``/sse`` (stream) and ``/messages/`` (POST).
+    With ``ui_service``, the memory explorer at ``/ui/`` (read-only unless ``ui_allow_edit``; its
+    JSON API requires the token when there is one, its page does not).
     ``allowed_hosts`` adds ``Host`` names clients may use besides the bound address and loopback
     (needed when binding a wildcard address). Build one app per ``MCPServer``: the SDK's
     streamable-HTTP session manager can run only once.
@@ -192,7 +219,7 @@ def http_app(
         InvalidInput: non-loopback ``host`` without ``token``, an empty token, or a bad limit.
     """
     _check(host, token, max_body_bytes, transport)
-    security = _security_settings(host, port, allowed_hosts)
+    security = security_settings(host, port, allowed_hosts)
     app: ASGIApp
     if transport == "streamable-http":
         app = server.streamable_http_app(
@@ -203,6 +230,10 @@ def http_app(
     app = HostGuardMiddleware(app, security)
     if token is not None:
         app = BearerTokenMiddleware(app, token)
+    if ui_service is not None:
+        from memtree_mcp.ui.api import ui_app
+
+        app = UiMount(app, ui_app(ui_service, allow_edit=ui_allow_edit, token=token), security)
     return app
 
 
@@ -215,6 +246,8 @@ def serve_http(
     token: str | None = None,
     max_body_bytes: int = 1_000_000,
     allowed_hosts: Sequence[str] = (),
+    ui_service: MemoryService | None = None,
+    ui_allow_edit: bool = False,
 ) -> None:
     """Serve ``server`` over HTTP with uvicorn until SIGINT/SIGTERM (blocking).
 
@@ -230,6 +263,8 @@ def serve_http(
         token=token,
         max_body_bytes=max_body_bytes,
         allowed_hosts=allowed_hosts,
+        ui_service=ui_service,
+        ui_allow_edit=ui_allow_edit,
     )
     config = uvicorn.Config(
         app,

@@ -1,0 +1,45 @@
+"""Real HTTP servers on loopback for tests: an ASGI app served by uvicorn in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from starlette.types import ASGIApp
+
+
+@contextmanager
+def running(app_for_port: Any) -> Iterator[str]:
+    """Serve ``app_for_port(port)`` on a pre-bound loopback socket in a thread; yield the base URL.
+
+    The socket is listening before uvicorn starts, so clients never race the startup; the wait on
+    ``started`` is a bounded join, not a sleep, and ends early if the server thread dies.
+    """
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    app: ASGIApp = app_for_port(port)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(1000):
+        if server.started or not thread.is_alive():
+            break
+        thread.join(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+        assert not thread.is_alive(), "uvicorn did not shut down"

@@ -1,0 +1,345 @@
+"""The explorer page in a real headless Chromium, driven over the DevTools protocol.
+
+The browser is Debian's ``chromium`` (``.ci/run`` installs it). Without it the test is skipped,
+except under CI (``CI=true``), where it fails. The protocol is spoken over a WebSocket written
+here with the standard library (a few dozen lines), so no browser-driver package is needed.
+The screenshot of the page with search hits highlighted is saved to ``test-artifacts/ui.png``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memtree_mcp.service import MemoryService
+from memtree_mcp.ui.server import guarded_ui_app
+from tests.loopback import running
+
+TOKEN = "browser-test-token"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+MEMORIES = [
+    ("The staging database is Postgres 16 on port 5433.", "2026-03-02T09:00:00Z", "s1"),
+    ("Backups of the staging database run every night at 02:00.", "2026-03-02T09:05:00Z", "s1"),
+    ("The user's cat is called Miso and sleeps on the keyboard.", "2026-03-09T18:00:00Z", "s2"),
+    ("Miso the cat is afraid of the vacuum cleaner.", "2026-03-09T18:02:00Z", "s2"),
+    ("The team ships a release every second Tuesday.", "2026-03-20T11:00:00Z", "s3"),
+    ("Release notes are written in the CHANGELOG.md file.", "2026-03-20T11:03:00Z", "s3"),
+    ("The user prefers tabs over spaces in Go code.", "2026-04-01T08:00:00Z", "s4"),
+    ("The user's favourite editor is Helix.", "2026-04-01T08:01:00Z", "s4"),
+    ("The user drinks green tea in the afternoon.", "2026-04-15T16:00:00Z", "s5"),
+]
+WAIT_MS = 20_000
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail("chromium is not installed, and CI must run the browser test: .ci/run installs it")
+    pytest.skip("chromium is not installed (apt-get install chromium): the page is not tested in a browser")
+
+
+class DevTools:
+    """A Chrome DevTools Protocol connection over a minimal WebSocket client (RFC 6455, text frames)."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
+        self.buffer = bytearray()
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, _, rest = bytes(self.buffer).partition(b"\r\n\r\n")
+        assert b" 101 " in head.split(b"\r\n")[0], head
+        self.buffer = bytearray(rest)
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the browser closed the DevTools connection")
+        self.buffer += chunk
+
+    def _take(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            self._fill()
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    def _send_text(self, text: str) -> None:
+        payload = text.encode()
+        size = len(payload)
+        header = bytearray([0x81])
+        if size < 126:
+            header.append(0x80 | size)
+        elif size < 1 << 16:
+            header += bytes([0x80 | 126]) + size.to_bytes(2, "big")
+        else:
+            header += bytes([0x80 | 127]) + size.to_bytes(8, "big")
+        mask = os.urandom(4)
+        key = int.from_bytes((mask * (size // 4 + 1))[:size], "big")
+        masked = (int.from_bytes(payload, "big") ^ key).to_bytes(size, "big")
+        self.sock.sendall(bytes(header) + mask + masked)
+
+    def _receive(self) -> dict[str, Any]:
+        parts: list[bytes] = []
+        while True:
+            first, second = self._take(2)
+            size = second & 0x7F
+            if size == 126:
+                size = int.from_bytes(self._take(2), "big")
+            elif size == 127:
+                size = int.from_bytes(self._take(8), "big")
+            payload = self._take(size)
+            opcode = first & 0x0F
+            if opcode == 0x8:
+                raise ConnectionError("the browser closed the DevTools connection")
+            if opcode in (0x9, 0xA):
+                continue  # ping / pong: the browser does not require an answer here
+            parts.append(payload)
+            if first & 0x80:
+                message: dict[str, Any] = json.loads(b"".join(parts))
+                return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> Any:
+        self.next_id += 1
+        message: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
+        if session is not None:
+            message["sessionId"] = session
+        self._send_text(json.dumps(message))
+        while True:
+            answer = self._receive()
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer.get("result", {})
+            self.events.append(answer)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Page:
+    """One tab: evaluate JavaScript in it, wait for conditions inside it, take screenshots."""
+
+    def __init__(self, devtools: DevTools, session: str) -> None:
+        self.devtools = devtools
+        self.session = session
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return self.devtools.call(method, params, self.session)
+
+    def run(self, expression: str) -> Any:
+        result = self.call(
+            "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def wait_for(self, condition: str, what: str) -> Any:
+        """The first truthy value of ``condition``, polled inside the page for at most WAIT_MS."""
+        value = self.run(
+            "new Promise((resolve) => { const start = Date.now(); (function check() {"
+            f" let value = null; try {{ value = ({condition}); }} catch (e) {{ value = null; }}"
+            " if (value) resolve(typeof value === 'object' ? true : value);"
+            f" else if (Date.now() - start > {WAIT_MS}) resolve(null);"
+            " else setTimeout(check, 25); })(); })"
+        )
+        assert value, f"timed out waiting for {what}"
+        return value
+
+    def idle(self) -> None:
+        self.wait_for("document.documentElement.dataset.pending === '0'", "the API calls to finish")
+
+
+@contextmanager
+def serving(service: MemoryService) -> Iterator[str]:
+    """The explorer as ``memtree-mcp ui`` serves it (Host checks, a token), in a thread; yields its URL."""
+    with running(lambda port: guarded_ui_app(service, port=port, token=TOKEN)) as url:
+        yield url
+
+
+@contextmanager
+def browser(tmp_path: Path) -> Iterator[Page]:
+    profile = tmp_path / "chromium-profile"
+    active = profile / "DevToolsActivePort"
+    active.unlink(missing_ok=True)  # only the port of the browser started here counts
+    log = (tmp_path / "chromium.log").open("wb")
+    process = subprocess.Popen(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "--remote-allow-origins=*",
+            "--window-size=1400,900",
+            "about:blank",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
+    devtools: DevTools | None = None
+    try:
+        for _ in range(600):  # at most 30 s for the browser to open its debugging port
+            if active.exists() and len(active.read_text().splitlines()) >= 2:
+                break
+            try:
+                process.wait(timeout=0.05)
+                raise AssertionError(f"chromium exited: {(tmp_path / 'chromium.log').read_text()[-2000:]}")
+            except subprocess.TimeoutExpired:
+                pass
+        port, path = active.read_text().splitlines()[:2]
+        devtools = DevTools(int(port), path)
+        target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = devtools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        page = Page(devtools, session)
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            page.call(f"{domain}.enable")
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
+        yield page
+    finally:
+        if devtools is not None:
+            devtools.close()
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+
+
+def _pane(tree: str) -> str:
+    return f"document.querySelector('.pane[data-tree={tree}]')"
+
+
+def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    memory = service.memory()
+    assert memory is not None
+    tops = {tree: len(getattr(memory, tree).root.children) for tree in ("semantic", "temporal")}
+    with serving(service) as base, browser(tmp_path) as page:
+        # Without the token the page loads but asks for it instead of showing data.
+        page.call("Page.navigate", {"url": f"{base}/ui/?first=1"})
+        page.wait_for(
+            "document.querySelector('#token-form') && !document.querySelector('#token-form').hidden",
+            "the token prompt",
+        )
+        assert page.run(f"{_pane('semantic')}.querySelectorAll('li.node').length") == 0
+
+        page.call("Page.navigate", {"url": f"{base}/ui/#token={TOKEN}"})
+        page.wait_for("document.documentElement.dataset.ready === 'true'", "the page to load")
+        page.idle()
+
+        # The root's children of both trees are listed, with their labels and counts.
+        for tree, count in tops.items():
+            rows = page.run(f"[...{_pane(tree)}.querySelectorAll('ul.tree > li.node')].length")
+            assert rows == count, tree
+        assert "9 memories" in page.run(f"{_pane('semantic')}.querySelector('.pane-status').textContent")
+
+        # A branch expands to show its children, and collapses again.
+        first_branch = f"{_pane('temporal')}.querySelector('ul.tree > li.node-branch')"
+        wanted = page.run(f"{first_branch}.dataset.id")
+        children = len(memory.temporal.branches[wanted].children)
+        page.run(f"{first_branch}.querySelector('.toggle').click()")
+        page.wait_for(
+            f"{first_branch}.querySelectorAll(':scope > ul > li.node').length === {children}", "the children"
+        )
+        assert page.run(f"{first_branch}.getAttribute('aria-expanded')") == "true"
+        page.run(f"{first_branch}.querySelector('.toggle').click()")
+        assert page.run(f"{first_branch}.querySelector(':scope > ul').hidden") is True
+
+        # Clicking a node shows it in the panel.
+        page.run(f"{first_branch}.querySelector('.label').click()")
+        label = page.run(f"{first_branch}.querySelector('.label').textContent")
+        page.wait_for(
+            f"document.querySelector('#panel h3')?.textContent.startsWith({json.dumps(label)})",
+            "the node panel",
+        )
+
+        # Search: the remembered phrase is found, and its row is unfolded and highlighted in both trees.
+        page.run(
+            "document.querySelector('#query').value = 'which editor does the user like';"
+            "document.querySelector('#search').requestSubmit()"
+        )
+        phrase = json.dumps("The user's favourite editor is Helix.")
+        for tree in ("semantic", "temporal"):
+            page.wait_for(
+                f"[...{_pane(tree)}.querySelectorAll('li.node.node-leaf.hit')].some((row) =>"
+                f" row.offsetParent !== null && row.querySelector('.label').textContent === {phrase})",
+                f"the highlighted memory in the {tree} tree",
+            )
+        page.idle()
+        first_result = page.run("document.querySelector('#results-list li button').textContent")
+        assert first_result == "The user's favourite editor is Helix."
+
+        # The timeline lays out the temporal segments; one marks the hit, and a click opens it.
+        segments = page.run("document.querySelectorAll('#timeline-track .segment').length")
+        assert segments >= 2
+        assert page.run("document.querySelectorAll('#timeline-track .segment.hit').length") >= 1
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = page.call("Page.captureScreenshot", {"format": "png"})
+        (ARTIFACTS / "ui.png").write_bytes(base64.b64decode(shot["data"]))
+        print(f"screenshot: {ARTIFACTS / 'ui.png'}")
+
+        page.run("document.querySelector('#timeline-track .segment').click()")
+        segment_id = page.run("document.querySelector('#timeline-track .segment').dataset.id")
+        page.wait_for(
+            f"{_pane('temporal')}.querySelector('li.node.selected[data-id=\"{segment_id}\"]')",
+            "the segment in the tree",
+        )
+
+        # Nothing failed on the page, nothing broke its security policy, nothing left this machine.
+        page.idle()
+        problems = [
+            e
+            for e in page.devtools.events
+            if e.get("method") == "Runtime.exceptionThrown"
+            or (
+                e.get("method") == "Log.entryAdded"
+                and e["params"]["entry"]["level"] == "error"
+                and "401" not in e["params"]["entry"].get("text", "")
+            )
+        ]
+        assert not problems, problems
+        requested = [
+            e["params"]["request"]["url"]
+            for e in page.devtools.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+        assert requested and all(url.startswith(f"{base}/ui/") for url in requested), requested
