@@ -878,9 +878,7 @@ class MemoryService:
         text = write_summary(generator, request)
         return self._commit_summaries(name, [(node_id, request.fingerprint, text)]) == 1
 
-    def apply_summaries(
-        self, namespace: str | None, answers: Sequence[tuple[SummaryQuestion, str]]
-    ) -> int:
+    def apply_summaries(self, namespace: str | None, answers: Sequence[tuple[SummaryQuestion, str]]) -> int:
         """Store the client model's answers to :meth:`summary_questions`; returns how many were stored.
 
         An answer is stored only if its branch still has the inputs the question was asked about;
