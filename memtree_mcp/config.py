@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     llm_api_key: str | None = Field(default=None, description="API key of the litellm model.")
     llm_timeout: float = Field(default=60.0, gt=0, le=3_600, description="Seconds one LLM call may take.")
     llm_retries: int = Field(default=1, ge=0, le=5, description="Retries of a failed LLM call.")
+    llm_workers: int = Field(default=2, ge=1, le=32, description="LLM calls made at once in the background.")
     refine_queue: int = Field(
         default=4_096, ge=1, le=1_000_000, description="Most summaries waiting for the LLM at once."
     )

@@ -2,8 +2,10 @@
 
 ``remember`` commits the structural insert with extractive representatives and returns; the
 branches it changed are marked *pending* in the same commit and handed to a :class:`Refiner`. Its
-one worker thread asks the LLM for each pending branch, deepest first (so a parent is summarised
-from its children's new summaries), and commits each summary as its own small revision.
+worker threads (MEMTREE_LLM_WORKERS, two by default: LLM calls mostly wait on the network) ask the
+LLM for each pending branch, deepest first (so a parent is mostly summarised from its children's
+new summaries), once writes have paused for QUIET_SECONDS, and commit each summary as its own
+small revision.
 
 - **Coalescing.** The queue holds each (namespace, branch) once, however often it is touched
   before its turn; a branch touched again while its summary is being written gets a summary of the
@@ -51,6 +53,10 @@ SUMMARY_TOKENS = 300
 FIRST_BACKOFF = 5.0
 MAX_BACKOFF = 300.0
 SWEEP_SECONDS = 30.0
+# The worker starts an LLM call only once writes have paused this long: a burst of remembers (an
+# import, an agent filing several facts) keeps touching the same ancestors, which are then written
+# once, after the burst, and the burst itself never shares the interpreter with an LLM client.
+QUIET_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,23 +150,28 @@ class Refiner:
         generator: Callable[[], TextGenerator | None],
         *,
         capacity: int = 4_096,
+        workers: int = 2,
     ) -> None:
         self._refine = refine
+        self.workers = max(int(workers), 1)
         self._pending = pending
         self._generator = generator
         self.capacity = capacity
         self._queue: dict[tuple[str, str], int] = {}  # (namespace, node) -> depth, deepest done first
         self._namespaces: set[str] = set()
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._stopped = False
-        self._busy = False
+        self._busy = 0
         self._failing: str | None = None
         self._no_model_said = False
         self._wake_at = 0.0
+        self._last_submit = 0.0
         self.refined = 0
         self.failures = 0
         self.overflowed = 0
+        self.touched = 0
+        self.coalesced = 0
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -168,16 +179,23 @@ class Refiner:
         """Queue ``(depth, branch id)`` pairs of ``namespace``; beyond capacity they wait in the store."""
         with self._cond:
             self._namespaces.add(namespace)
+            self._last_submit = time.monotonic()
+            # Workers already waiting for the writes to pause wake up on their own; waking them at
+            # every remember would only make them compete with it for the interpreter.
+            idle = not self._queue
             for depth, node_id in nodes:
                 key = (namespace, node_id)
+                self.touched += 1
                 if key in self._queue:
+                    self.coalesced += 1
                     continue
                 if len(self._queue) >= self.capacity:
                     self.overflowed += 1
                     continue
                 self._queue[key] = depth
             self._start()
-            self._cond.notify_all()
+            if idle:
+                self._cond.notify_all()
 
     def sweep(self, namespace: str) -> None:
         """Queue every branch of ``namespace`` that the store marks pending (after a load or overflow)."""
@@ -188,7 +206,7 @@ class Refiner:
     @property
     def queued(self) -> int:
         with self._cond:
-            return len(self._queue) + (1 if self._busy else 0)
+            return len(self._queue) + self._busy
 
     @property
     def failing(self) -> str | None:
@@ -211,27 +229,31 @@ class Refiner:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
 
     # -- the worker ------------------------------------------------------------------------------
 
     def _start(self) -> None:
-        if self._thread is None and not self._stopped:
-            self._thread = threading.Thread(target=self._run, name="memtree-refine", daemon=True)
-            self._thread.start()
+        while len(self._threads) < self.workers and not self._stopped:
+            thread = threading.Thread(
+                target=self._run, name=f"memtree-refine-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
 
     def _take(self) -> tuple[str, str] | None:
         """The deepest queued branch, waiting for one (and sweeping while idle); None when stopped."""
         with self._cond:
             while not self._stopped:
                 if self._queue:
-                    pause = self._wake_at - time.monotonic()
+                    now = time.monotonic()
+                    pause = max(self._wake_at, self._last_submit + QUIET_SECONDS) - now
                     if pause <= 0:
                         key = max(self._queue, key=lambda k: self._queue[k])
                         del self._queue[key]
-                        self._busy = True
+                        self._busy += 1
                         return key
                     self._cond.wait(pause)
                 elif not self._cond.wait(SWEEP_SECONDS):
@@ -263,30 +285,43 @@ class Refiner:
                     continue
                 if self._refine(namespace, node_id, generator):
                     self.refined += 1
-                if self._failing is not None:
+                else:
+                    self._requeue_if_pending(namespace, node_id)
+                with self._cond:
+                    recovered, self._failing = self._failing is not None, None
+                if recovered:
                     log.warning("the LLM answers again; summaries are being refined")
-                self._failing = None
                 backoff = FIRST_BACKOFF
             except ProviderError as exc:
-                self.failures += 1
-                message = str(exc)
-                if self._failing is None:
+                with self._cond:
+                    self.failures += 1
+                    first = self._failing is None
+                    self._failing = str(exc)
+                    self._queue.setdefault(key, 10**6)  # retried first, once the wait is over
+                    self._wake_at = max(self._wake_at, time.monotonic() + backoff)
+                if first:
                     log.warning(
                         "LLM summaries are paused: %s. Memories are stored and recalled as usual, "
                         "with extractive summaries; retrying in the background.",
-                        message,
+                        exc,
                     )
-                self._failing = message
-                with self._cond:
-                    self._queue.setdefault(key, 10**6)  # retried first, once the wait is over
-                    self._wake_at = time.monotonic() + backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
             except Exception:
                 log.exception("refining branch %s of namespace %s failed", node_id, namespace)
             finally:
                 with self._cond:
-                    self._busy = False
+                    self._busy -= 1
                     self._cond.notify_all()
+
+    def _requeue_if_pending(self, namespace: str, node_id: str) -> None:
+        # A summary found stale at commit (its inputs changed while the model wrote it: a memory
+        # added below, or a child's summary committed by another worker) is asked again.
+        for depth, pending_id in self._pending(namespace):
+            if pending_id == node_id:
+                with self._cond:
+                    self._queue.setdefault((namespace, node_id), depth)
+                    self._cond.notify_all()
+                return
 
     def _drop_all_without_model(self) -> None:
         with self._cond:

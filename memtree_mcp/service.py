@@ -834,7 +834,11 @@ class MemoryService:
                 from memtree_mcp.refine import Refiner
 
                 self._refiner = Refiner(
-                    self.refine_branch, self._pending, self.llm, capacity=self.settings.refine_queue
+                    self.refine_branch,
+                    self._pending,
+                    self.llm,
+                    capacity=self.settings.refine_queue,
+                    workers=self.settings.llm_workers,
                 )
             return self._refiner
 
