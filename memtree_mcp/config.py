@@ -53,6 +53,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=1_000_000, ge=1_000, description="Largest HTTP request body accepted."
     )
+    s3_endpoint: str | None = Field(
+        default=None, description="S3-compatible endpoint of an s3:// home (else AWS_ENDPOINT_URL)."
+    )
+    s3_region: str | None = Field(default=None, description="Region of an s3:// home (else AWS_REGION).")
+    s3_allow_http: bool = Field(
+        default=False, description="Allow a plain-http S3 endpoint off this machine (loopback always is)."
+    )
+    lock_dir: str | None = Field(
+        default=None,
+        description="Local directory of the writers' lock files; for an s3:// home, the user cache.",
+    )
 
     @field_validator("embedder")
     @classmethod

@@ -983,9 +983,16 @@ class MemoryService:
         embedder = self.embedder
         with self._lock:
             if self._store is None:
-                from memtree_mcp.store.lance import LanceStore
+                from memtree_mcp.store.lance import LanceStore, object_store_options
 
-                self._store = LanceStore(self.settings.home, embedder.identity, embedder.dimension)
+                home = self.settings.home
+                options = object_store_options(
+                    home,
+                    endpoint=self.settings.s3_endpoint,
+                    region=self.settings.s3_region,
+                    allow_http=self.settings.s3_allow_http,
+                )
+                self._store = LanceStore(home, embedder.identity, embedder.dimension, options)
             return self._store
 
     def read(self, reader: Callable[[Memory], T], namespace: str | None = None) -> T | None:
@@ -1069,9 +1076,13 @@ class MemoryService:
         )
 
     def _file_lock(self, name: str) -> FileLock:
+        # Writers on this machine serialise through a local file; for an object-store home it
+        # cannot live in the store, and it does not reach other machines (docs/deploy.md).
         home = self.settings.home
-        if "://" in home:
-            folder = Path(platformdirs.user_cache_dir("memtree-mcp", appauthor=False)) / "locks"
+        if self.settings.lock_dir is not None or "://" in home:
+            base = self.settings.lock_dir or platformdirs.user_cache_dir("memtree-mcp", appauthor=False)
+            # One folder per store, so two buckets' namespaces of the same name do not share a lock.
+            folder = Path(base) / "locks" / hashlib.sha256(home.rstrip("/").encode()).hexdigest()[:16]
         else:
             folder = Path(home) / ".locks"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)

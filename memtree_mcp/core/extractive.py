@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import heapq
 import re
 from collections.abc import Sequence
 
@@ -58,15 +60,23 @@ def summarize_children(texts_by_centrality: Sequence[str], limit: int = SUMMARY_
 
 def label_for(texts_by_centrality: Sequence[str], words: int = LABEL_WORDS) -> str:
     """A few content words that recur among the children, for breadcrumbs and outlines."""
-    counts: dict[str, float] = {}
-    first_seen: dict[str, int] = {}
+    counts: dict[str, float] = {}  # in order of first appearance, which breaks ties
+    get = counts.get
     for rank, text in enumerate(texts_by_centrality):
         # The most central children weigh more, so the label follows the branch's centre.
         weight = 1.0 / (1 + rank)
-        for word in dict.fromkeys(_WORD.findall(text.lower())):  # each word once per text, in order
-            if word in STOPWORDS:
-                continue
-            counts[word] = counts.get(word, 0.0) + weight
-            first_seen.setdefault(word, len(first_seen))
-    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
-    return ", ".join(ranked[:words])
+        for word in content_words(text):
+            counts[word] = get(word, 0.0) + weight
+    # nsmallest is sorted()[:words], stable: equal counts keep their order of first appearance.
+    ranked = heapq.nsmallest(words, counts, key=lambda w: -counts[w])
+    return ", ".join(ranked)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # the children of the branches one insertion refreshes
+def content_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` a label may use: lower-cased, each once, in order, stopwords dropped.
+
+    Cached: a branch's label is recomputed from all its children's texts whenever one of them
+    changes, and most of those texts have not changed since the last time.
+    """
+    return tuple(word for word in dict.fromkeys(_WORD.findall(text.lower())) if word not in STOPWORDS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
@@ -10,8 +12,10 @@ from memtree_mcp.core.embedding import Matrix, Vector
 class VectorIndex:
     """Unit vectors in one contiguous float32 matrix, addressed by node id.
 
-    Updates are O(1) (a removed row is filled by the last one), so the index follows every insert
-    without a rebuild; a search is one matrix-vector product over the filled rows.
+    Updates are O(1): the matrix grows by doubling (amortised, never once per insert), and a
+    removed row is filled by the last one, so the index follows every insert without a rebuild; a
+    search is one matrix-vector product over the filled rows. Brute force is exact and, measured
+    in ``docs/benchmarks.md`` (Speed at scale), fast enough up to 100k vectors of 384 dimensions.
     """
 
     def __init__(self, dimension: int, capacity: int = 1024) -> None:
@@ -31,39 +35,82 @@ class VectorIndex:
         row = self._rows.get(node_id)
         if row is None:
             row = len(self._ids)
-            if row == self._matrix.shape[0]:
-                grown = np.zeros((row * 2, self.dimension), dtype=np.float32)
-                grown[:row] = self._matrix
-                self._matrix = grown
+            self._reserve(row + 1)
             self._ids.append(node_id)
             self._rows[node_id] = row
         self._matrix[row] = vector
 
-    def remove(self, node_id: str) -> None:
-        """Forget ``node_id``; unknown ids are ignored."""
+    def extend(self, node_ids: Sequence[str], vectors: Matrix) -> None:
+        """Add many new ids at once (none of them already indexed), their vectors in one copy.
+
+        Raises ValueError for an id already indexed or given twice, or a mismatched ``vectors``.
+        """
+        if len(vectors) != len(node_ids):
+            raise ValueError(f"{len(node_ids)} ids but {len(vectors)} vectors")
+        start = len(self._ids)
+        rows = dict(zip(node_ids, range(start, start + len(node_ids)), strict=True))
+        if len(rows) != len(node_ids) or not self._rows.keys().isdisjoint(rows):
+            raise ValueError("extend takes new, distinct ids; use upsert to replace a vector")
+        self._reserve(start + len(node_ids))
+        self._matrix[start : start + len(node_ids)] = vectors
+        self._ids.extend(node_ids)
+        self._rows.update(rows)
+
+    def _reserve(self, rows: int) -> None:
+        """Make room for ``rows`` rows, doubling the matrix as often as needed."""
+        capacity = self._matrix.shape[0]
+        if rows <= capacity:
+            return
+        while capacity < rows:
+            capacity *= 2
+        grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+        grown[: len(self._ids)] = self._matrix[: len(self._ids)]
+        self._matrix = grown
+
+    def remove(self, node_id: str) -> str | None:
+        """Forget ``node_id``; unknown ids are ignored.
+
+        Returns the id whose vector moved into the freed row (it was in the last row), or None when
+        no row moved; its ``row`` changes, nothing else does.
+        """
         row = self._rows.pop(node_id, None)
         if row is None:
-            return
+            return None
         last = len(self._ids) - 1
+        moved: str | None = None
         if row != last:
             moved = self._ids[last]
             self._matrix[row] = self._matrix[last]
             self._ids[row] = moved
             self._rows[moved] = row
         self._ids.pop()
+        return moved
 
     def ids(self) -> list[str]:
         """Every id, in row order."""
         return self._ids[:]
 
+    def id_at(self, row: int) -> str:
+        """The id in ``row``; raises IndexError."""
+        return self._ids[row]
+
     def row(self, node_id: str) -> int:
         """The row of ``node_id`` in the arrays ``scores`` returns; raises KeyError."""
         return self._rows[node_id]
 
+    def vectors(self) -> Matrix:
+        """The filled rows, as a read-only view (valid until the next change)."""
+        view = self._matrix[: len(self._ids)]
+        view.flags.writeable = False
+        return view
+
+    def score_array(self, query: Vector) -> np.ndarray:
+        """The cosine of every row to ``query``, in row order (float32)."""
+        return self._matrix[: len(self._ids)] @ query.astype(np.float32, copy=False)
+
     def scores(self, query: Vector) -> tuple[list[str], np.ndarray]:
         """Every id with its cosine to ``query``, in row order."""
-        n = len(self._ids)
-        return self._ids[:n], self._matrix[:n] @ query.astype(np.float32, copy=False)
+        return self._ids[:], self.score_array(query)
 
     def search(self, query: Vector, k: int, min_score: float = -1.0) -> list[tuple[str, float]]:
         """The ``k`` ids with the highest cosine to ``query`` (at least ``min_score``), best first.
@@ -73,7 +120,7 @@ class VectorIndex:
         n = len(self._ids)
         if n == 0 or k <= 0:
             return []
-        scores = self._matrix[:n] @ query.astype(np.float32, copy=False)
+        scores = self.score_array(query)
         top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         ranked = sorted(((float(scores[i]), self._ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
         return [(node_id, score) for score, node_id in ranked[:k] if score >= min_score]

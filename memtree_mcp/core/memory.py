@@ -25,6 +25,8 @@ With ``expand``, a summary that makes the cut is replaced by its own best memori
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -111,7 +113,15 @@ class RecallFilter:
 
 
 class Memory:
-    """The in-memory state of one namespace; the store persists it and rebuilds it on load."""
+    """The in-memory state of one namespace; the store persists it and rebuilds it on load.
+
+    Every index follows each change in time proportional to the change, never to the memory's
+    size: the leaf and branch vector matrices (``core/index.py``), BM25 (``core/lexical.py``), the
+    timeline and each tree's arrays (:class:`_TreeArrays`). With average linkage (the default) a
+    branch's similarity to a query is the mean of its leaves' (``core/hierarchy.py``), so recall
+    averages the leaves' scores up each tree instead of multiplying the query with every branch
+    vector: one matrix-vector product over the leaves is the only pass over 384-dimensional data.
+    """
 
     def __init__(
         self,
@@ -121,16 +131,32 @@ class Memory:
         linkage: Linkage = "average",
         embed: Callable[[Sequence[str]], Matrix] | None = None,
         temporal_policy: CompatibilityPolicy | None = None,
+        aggregate: bool | None = None,
     ) -> None:
+        """``aggregate``: score branches by averaging leaf scores (None: whenever that is exact).
+
+        Raises ValueError for ``aggregate=True`` with a semantic tree whose branches are not
+        compared by the mean of their leaves (summary vectors or centroid linkage).
+        """
         self.dimension = dimension
         self.leaves: dict[str, Leaf] = {}
         self.semantic = SemanticTree(
             self.leaves, dimension, vector_mode=vector_mode, linkage=linkage, embed=embed
         )
         self.temporal = TemporalTree(self.leaves, dimension, policy=temporal_policy or CosinePolicy())
+        averaged = all(
+            tree.linkage == "average" and getattr(tree, "vector_mode", "centroid") == "centroid"
+            for tree in (self.semantic, self.temporal)
+        )
+        if aggregate and not averaged:
+            raise ValueError("aggregate=True needs average linkage and centroid vectors in both trees")
+        self.aggregate = averaged if aggregate is None else aggregate
         self.leaf_index = VectorIndex(dimension)
-        self.branch_index = VectorIndex(dimension)
+        # Built when first asked for after a load, when recall does not need it (aggregate).
+        self._branch_index: VectorIndex | None = VectorIndex(dimension)
         self.lexical = LexicalIndex()
+        self._slot_row = np.zeros(0, dtype=np.int64)  # lexical slot -> leaf-index row
+        self._arrays = {"semantic": _TreeArrays(), "temporal": _TreeArrays()}
         self._by_hash: dict[str, str] = {}
         self._timeline: _Timeline | None = None
         self._structure: _TreeStructure | None = None
@@ -142,23 +168,29 @@ class Memory:
         """Replace the whole state with stored nodes."""
         self.leaves.clear()
         self._by_hash.clear()
-        self.lexical = LexicalIndex()
         ordered = sorted(leaves, key=lambda leaf: leaf.seq)
-        self.leaf_index = VectorIndex(self.dimension, capacity=len(ordered) + 16)
+        ids = [leaf.id for leaf in ordered]
+        self.leaf_index = VectorIndex(self.dimension, capacity=_headroom(len(ordered)))
+        if ordered:
+            self.leaf_index.extend(ids, np.stack([leaf.vector for leaf in ordered]))
+        self.lexical = LexicalIndex()
+        self.lexical.add_many((leaf.id, leaf.text) for leaf in ordered)
+        self._slot_row = np.full(len(ordered) + 16, -1, dtype=np.int64)
+        for row, leaf_id in enumerate(ids):
+            self._slot_row[self.lexical.slot(leaf_id)] = row
         for leaf in ordered:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
                 self._by_hash[leaf.content_hash] = leaf.id
-            self.leaf_index.upsert(leaf.id, leaf.vector)
-            self.lexical.add(leaf.id, leaf.text)
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
         self.semantic.adopt([b for b in stored if b.tree == "semantic"])
         self.temporal.adopt([b for b in stored if b.tree == "temporal"])
-        self.branch_index = VectorIndex(self.dimension, capacity=len(stored) + 16)
-        for tree in (self.semantic, self.temporal):
-            for branch in tree.branches.values():
-                self._index_branch(branch)
+        self._branch_index = None if self.aggregate else self._build_branch_index()
+        self._arrays = {
+            tree.tree_name: _TreeArrays.build(tree, self.leaf_index)
+            for tree in (self.semantic, self.temporal)
+        }
         self._timeline = None
         self._structure = None
 
@@ -186,10 +218,8 @@ class Memory:
         changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
         self.leaf_index.upsert(leaf.id, leaf.vector)
         self.lexical.add(leaf.id, leaf.text)
-        for node_id in changed:
-            branch = self.branch(node_id)
-            if branch is not None:
-                self._index_branch(branch)
+        self._map_slot(leaf.id)
+        self._follow(changed)
         if self._timeline is not None:
             # Leaves arrive in time order: the timeline grows at its end instead of being rebuilt.
             boundary = is_boundary(previous, leaf, self.temporal.gap_seconds)
@@ -215,25 +245,73 @@ class Memory:
         leaf = self.leaves.pop(leaf_id)
         if self._by_hash.get(leaf.content_hash) == leaf_id:
             del self._by_hash[leaf.content_hash]
-        self.leaf_index.remove(leaf_id)
+        row = self.leaf_index.row(leaf_id)
+        self._slot_row[self.lexical.slot(leaf_id)] = -1
+        moved = self.leaf_index.remove(leaf_id)
         self.lexical.remove(leaf_id)
+        for arrays in self._arrays.values():
+            # The last row moved into the freed one (or the freed row was the last).
+            arrays.move_leaf(len(self.leaf_index), row)
+        if moved is not None:
+            self._slot_row[self.lexical.slot(moved)] = row
         for node_id in removed:
-            self.branch_index.remove(node_id)
+            if self._branch_index is not None:
+                self._branch_index.remove(node_id)
+            for arrays in self._arrays.values():
+                arrays.drop_branch(node_id)
         changed -= removed
-        for node_id in changed:
-            branch = self.branch(node_id)
-            if branch is not None:
-                self._index_branch(branch)
+        self._follow(changed)
         self._timeline = None
         self._structure = None
         return changed, removed
 
+    def _follow(self, changed: Iterable[str]) -> None:
+        """Bring the branch index and the tree arrays up to date with the changed nodes."""
+        for node_id in changed:
+            if node_id in self.leaves:
+                row = self.leaf_index.row(node_id)
+                for tree in (self.semantic, self.temporal):
+                    self._arrays[tree.tree_name].set_leaf(row, tree.parent_of[node_id])
+                continue
+            for tree in (self.semantic, self.temporal):
+                branch = tree.branches.get(node_id)
+                if branch is not None:
+                    self._arrays[tree.tree_name].set_branch(branch)
+            branch = self.branch(node_id)
+            if branch is not None:
+                self._index_branch(branch)
+
+    def _map_slot(self, leaf_id: str) -> None:
+        slot = self.lexical.slot(leaf_id)
+        if slot >= len(self._slot_row):
+            grown = np.full(max(2 * len(self._slot_row), slot + 1, 16), -1, dtype=np.int64)
+            grown[: len(self._slot_row)] = self._slot_row
+            self._slot_row = grown
+        self._slot_row[slot] = self.leaf_index.row(leaf_id)
+
     def _index_branch(self, branch: Branch) -> None:
+        index = self._branch_index
+        if index is None:
+            return  # not built since the load; it will be built from the trees as they are then
         # A root stands for everything at once and would answer every query; it is not a hit.
         if branch.kind == "internal" and branch.vector is not None:
-            self.branch_index.upsert(branch.id, self._tree(branch).match_vector_of(branch.id))
+            index.upsert(branch.id, self._tree(branch).match_vector_of(branch.id))
         else:
-            self.branch_index.remove(branch.id)
+            index.remove(branch.id)
+
+    @property
+    def branch_index(self) -> VectorIndex:
+        """The match vector of every internal branch (what collapsed recall ranks without averaging).
+
+        Kept up to date with each change once built; after a load with ``aggregate`` it is built
+        on first use, as recall averages leaf scores instead (it costs 1.5 KB a branch).
+        """
+        if self._branch_index is None:
+            self._branch_index = self._build_branch_index()
+        return self._branch_index
+
+    def _build_branch_index(self) -> VectorIndex:
+        return _branch_index(self.dimension, (self.semantic, self.temporal))
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -282,6 +360,7 @@ class Memory:
         if expand:
             # Summaries must make the ranking to be expanded; the memories they bring are filtered.
             where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
+        ids: _Names | list[str]
         if strategy == "hybrid":
             ids, scores = self._hybrid(query, query_text, where)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
@@ -310,45 +389,78 @@ class Memory:
                 break
         return hits
 
-    def _collapsed(self, query: Vector, where: RecallFilter) -> tuple[list[str], np.ndarray]:
-        leaf_ids, leaf_scores = self.leaf_index.scores(query)
-        branch_ids, branch_scores = self.branch_index.scores(query)
-        return leaf_ids + branch_ids, np.concatenate([leaf_scores, branch_scores])
+    def _branch_scores(
+        self, query: Vector, leaf_scores: np.ndarray
+    ) -> tuple[list[list[str | None]], np.ndarray]:
+        """Every internal branch's similarity to ``query``, as parts of positions and their scores.
 
-    def _hybrid(self, query: Vector, query_text: str, where: RecallFilter) -> tuple[list[str], np.ndarray]:
-        ids, dense = self.leaf_index.scores(query)
-        lexical = self.lexical.scores(query_text) if query_text else {}
-        if not ids or (not lexical and float(dense.max()) < RELEVANCE_FLOOR):
+        Aggregated: each tree's branch positions (holes and roots score -inf), the mean of the
+        leaves' scores. Otherwise the branch index, one product with every match vector.
+        """
+        if not self.aggregate:
+            ids, dense = self.branch_index.scores(query)
+            return [list(ids)], dense
+        parts: list[list[str | None]] = []
+        means: list[np.ndarray] = []
+        for arrays in self._arrays.values():
+            parts.append(arrays.ids)
+            means.append(np.where(arrays.eligible[: len(arrays.ids)], arrays.means(leaf_scores), -np.inf))
+        return parts, np.concatenate(means)
+
+    def _collapsed(self, query: Vector, where: RecallFilter) -> tuple[_Names, np.ndarray]:
+        leaf_scores = self.leaf_index.score_array(query)
+        parts, branch_scores = self._branch_scores(query, leaf_scores)
+        return _Names(self.leaf_index, parts), np.concatenate([leaf_scores, branch_scores])
+
+    def _hybrid(self, query: Vector, query_text: str, where: RecallFilter) -> tuple[_Names, np.ndarray]:
+        dense = self.leaf_index.score_array(query)
+        lexical = self._lexical_rows(query_text) if query_text else None
+        if not len(dense) or (lexical is None and float(dense.max()) < RELEVANCE_FLOOR):
             # Nothing is about the query at all: answer nothing rather than the least unrelated.
-            return [], dense[:0]
+            return _Names(self.leaf_index, []), dense[:0]
         mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
         fused = (dense - mean) / spread
-        if lexical:
-            rows = np.fromiter((self.leaf_index.row(i) for i in lexical), dtype=np.int64, count=len(lexical))
-            bm25 = np.zeros(len(ids), dtype=np.float32)
-            bm25[rows] = np.fromiter(lexical.values(), dtype=np.float32, count=len(lexical))
+        if lexical is not None:
+            rows, values = lexical
+            bm25 = np.zeros(len(dense), dtype=np.float32)
+            bm25[rows] = values
             fused += LEXICAL_WEIGHT * (bm25 - bm25.mean()) / (float(bm25.std()) + 1e-6)
         fused = self.timeline().propagate(fused)
         # Summaries have no lexical score: they compete by their dense score on the leaves' scale.
-        branch_ids, branch_dense = self.branch_index.scores(query)
-        return ids + branch_ids, np.concatenate([fused, (branch_dense - mean) / spread])
+        parts, branch_dense = self._branch_scores(query, dense)
+        return _Names(self.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
 
-    def _propagated(self, query: Vector, top_down: bool) -> tuple[list[str], np.ndarray]:
+    def _lexical_rows(self, query_text: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Leaf-index rows of the leaves sharing a word with the query, and their BM25 scores."""
+        array = self.lexical.score_array(query_text)
+        if array is None:
+            return None
+        slots = np.flatnonzero(array > 0.0)
+        if not len(slots):
+            return None
+        return self._slot_row[slots], array[slots]
+
+    def _propagated(self, query: Vector, top_down: bool) -> tuple[_Names, np.ndarray]:
         structure = self.temporal_structure()
-        leaf_ids, leaf_scores = self.leaf_index.scores(query)
+        leaf_scores = self.leaf_index.score_array(query)
+        n = len(leaf_scores)
         local = np.zeros(len(structure.ids), dtype=np.float64)
         local[structure.leaf_rows] = leaf_scores
-        for position, branch_id in enumerate(structure.ids[len(leaf_ids) :], start=len(leaf_ids)):
-            branch = self.temporal.branches[branch_id]
-            if branch.vector is not None:
-                local[position] = float(self.temporal.match_vector_of(branch_id) @ query)
+        if self.aggregate:
+            arrays = self._arrays["temporal"]
+            means = np.where(arrays.has_vector[: len(arrays.ids)], arrays.means(leaf_scores), 0.0)
+            local[n:] = means[structure.branch_positions]
+        else:
+            for position, branch_id in enumerate(structure.ids[n:], start=n):
+                assert branch_id is not None
+                if self.temporal.branches[branch_id].vector is not None:
+                    local[position] = float(self.temporal.match_vector_of(branch_id) @ query)
         local = np.clip(local, 0.0, None)
         total = float(local.sum())
         if total == 0.0:
-            return [], local[:0]
-        return structure.ids, structure.propagate(
-            local / total, top_down, PROPAGATION_DECAY, PROPAGATION_HORIZON
-        )
+            return _Names(self.leaf_index, []), local[:0]
+        scores = structure.propagate(local / total, top_down, PROPAGATION_DECAY, PROPAGATION_HORIZON)
+        return _Names(self.leaf_index, [structure.ids[n:]]), scores
 
     def _refined(self, query: Vector) -> tuple[list[str], np.ndarray]:
         tree = self.semantic
@@ -371,12 +483,22 @@ class Memory:
     def _expanded(
         self,
         ranked: list[tuple[str, float]],
-        ids: list[str],
+        ids: _Names | list[str],
         scores: np.ndarray,
         query: Vector,
         where: RecallFilter,
     ) -> list[tuple[str, float]]:
-        score_of = dict(zip(ids, scores.tolist(), strict=True))
+        if isinstance(ids, _Names):
+            # Every leaf is ranked, at its leaf-index row.
+            def score_of(leaf_id: str) -> float:
+                return float(scores[self.leaf_index.row(leaf_id)])
+        else:
+            known = dict(zip(ids, scores.tolist(), strict=True))
+
+            def score_of(leaf_id: str) -> float:
+                found = known.get(leaf_id)
+                return float(self.leaves[leaf_id].vector @ query) if found is None else found
+
         taken: set[str] = set()
         out: list[tuple[str, float]] = []
         for node_id, score in ranked:
@@ -389,30 +511,41 @@ class Memory:
             tree = self._tree(branch)
             members = [n for n in tree.leaves_under(branch.id) if n not in taken]
             members = [n for n in members if where.admits_leaf(self.leaves[n])]
-            members.sort(key=lambda n: (-score_of.get(n, float(self.leaves[n].vector @ query)), n))
+            member_scores = {n: score_of(n) for n in members}
+            members.sort(key=lambda n: (-member_scores[n], n))
             for member in members:
                 taken.add(member)
-                out.append((member, score_of.get(member, float(self.leaves[member].vector @ query))))
+                out.append((member, member_scores[member]))
         return out
 
     def temporal_structure(self) -> _TreeStructure:
-        """The temporal tree as parent arrays, for propagation; rebuilt after a change, on first use."""
+        """The temporal tree as parent arrays, for propagation: from the tree's arrays, after a change."""
         if self._structure is None:
-            self._structure = _TreeStructure.build(self.temporal, self.leaf_index)
+            self._structure = self._arrays["temporal"].structure(self.leaf_index)
         return self._structure
 
     def _ranked(
-        self, ids: list[str], scores: np.ndarray, where: RecallFilter, want: int, min_score: float
+        self,
+        ids: _Names | list[str],
+        scores: np.ndarray,
+        where: RecallFilter,
+        want: int,
+        min_score: float,
     ) -> list[tuple[str, float]]:
         """The admitted ids best first (ties by id), at least ``want`` of them when there are so many.
 
         Only the top of the ranking is sorted; it widens when filters turn too many of it away.
+        Positions without a node (freed branch positions) and scores of -inf are never admitted.
         """
-        n = len(ids)
+        n = len(scores)
         size = min(n, max(4 * want, 64))
         while True:
             top = np.argpartition(-scores, size - 1)[:size] if size < n else np.arange(n)
-            ordered = sorted(((float(scores[i]), ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
+            candidates = [(float(scores[i]), ids[i]) for i in top]
+            ordered = sorted(
+                ((s, i) for s, i in candidates if i is not None and s > -math.inf),
+                key=lambda p: (-p[0], p[1]),
+            )
             admitted = [(i, s) for s, i in ordered if s >= min_score and self._admits(i, where)]
             if len(admitted) >= want or size >= n:
                 return admitted
@@ -426,7 +559,7 @@ class Memory:
         return branch is not None and where.admits_branch(branch)
 
     def timeline(self) -> _Timeline:
-        """The leaves in time order with their segments; rebuilt after a change, on first use."""
+        """The leaves in time order with their segments; rebuilt after a removal, on first use."""
         if self._timeline is None:
             self._timeline = _Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
         return self._timeline
@@ -457,37 +590,292 @@ class Memory:
         )
 
 
+def _branch_index(dimension: int, trees: Sequence[SemanticTree | TemporalTree]) -> VectorIndex:
+    """A branch index of every internal branch with a vector, by its match vector, built at once."""
+    chosen = [
+        (tree, branch)
+        for tree in trees
+        for branch in tree.branches.values()
+        if branch.kind == "internal" and branch.vector is not None
+    ]
+    index = VectorIndex(dimension, capacity=_headroom(len(chosen)))
+    if not chosen:
+        return index
+    vectors = np.stack([branch.vector for _, branch in chosen])  # type: ignore[misc]
+    # As match_vector_of: average linkage scales the centroid by its cohesion, in float32.
+    scale = np.asarray(
+        [branch.cohesion if tree.linkage == "average" else 1.0 for tree, branch in chosen], dtype=np.float32
+    )
+    index.extend([branch.id for _, branch in chosen], (vectors * scale[:, None]).astype(np.float32))
+    return index
+
+
+class _Names:
+    """Which node stands at each position of a score array: leaf-index rows first, then the parts.
+
+    A part is a list of ids (branch positions of a tree's arrays, where None marks a free one).
+    Only the few positions at the top of a ranking are ever looked up.
+    """
+
+    __slots__ = ("_leaf_index", "_leaves", "_parts")
+
+    def __init__(self, leaf_index: VectorIndex, parts: Sequence[Sequence[str | None]]) -> None:
+        self._leaf_index = leaf_index
+        self._leaves = len(leaf_index)
+        self._parts = parts
+
+    def __len__(self) -> int:
+        return self._leaves + sum(len(part) for part in self._parts)
+
+    def __getitem__(self, position: int) -> str | None:
+        if position < self._leaves:
+            return self._leaf_index.id_at(position)
+        position -= self._leaves
+        for part in self._parts:
+            if position < len(part):
+                return part[position]
+            position -= len(part)
+        raise IndexError(position)
+
+
+class _Members:
+    """A set of small integers in an array, O(1) add and discard (the last entry fills a hole)."""
+
+    __slots__ = ("_values", "_where", "size")
+
+    def __init__(self) -> None:
+        self._values = np.zeros(4, dtype=np.int64)
+        self._where: dict[int, int] = {}
+        self.size = 0
+
+    def add(self, value: int) -> None:
+        if self.size == len(self._values):
+            self._values = np.concatenate([self._values, np.zeros_like(self._values)])
+        self._values[self.size] = value
+        self._where[value] = self.size
+        self.size += 1
+
+    def discard(self, value: int) -> None:
+        hole = self._where.pop(value, None)
+        if hole is None:
+            return
+        self.size -= 1
+        if hole != self.size:
+            last = int(self._values[self.size])
+            self._values[hole] = last
+            self._where[last] = hole
+
+    def values(self) -> np.ndarray:
+        return self._values[: self.size]
+
+
+class _TreeArrays:
+    """One tree's shape as arrays, kept up to date node by node: what recall needs from a tree.
+
+    Each branch has a position (``position``; a freed position is reused, lowest first, and its id
+    is None meanwhile). By position: ``parent`` (the parent's position, -1 for the root), ``count``
+    (leaves under it), ``fan_out`` (children), ``has_vector`` and ``eligible`` (an internal branch
+    with a vector: a possible hit). ``leaf_parent`` holds the parent's position of the leaf in each
+    leaf-index row, and ``levels`` the positions at each depth, so that leaf scores are summed up the
+    tree one level at a time (:meth:`means`), deepest first.
+    """
+
+    def __init__(self) -> None:
+        self.ids: list[str | None] = []
+        self.position: dict[str, int] = {}
+        self._free: list[int] = []  # a min-heap
+        self.parent = np.full(16, -1, dtype=np.int64)
+        self.depth = np.full(16, -1, dtype=np.int64)
+        self.count = np.zeros(16, dtype=np.float64)
+        self.fan_out = np.zeros(16, dtype=np.float64)
+        self.has_vector = np.zeros(16, dtype=bool)
+        self.eligible = np.zeros(16, dtype=bool)
+        self.leaf_parent = np.full(16, -1, dtype=np.int64)
+        self.levels: list[_Members] = []
+
+    @classmethod
+    def build(cls, tree: SemanticTree | TemporalTree, leaf_index: VectorIndex) -> _TreeArrays:
+        """The arrays of ``tree`` from scratch (its leaves must all be in ``leaf_index``)."""
+        arrays = cls()
+        for branch in tree.branches.values():
+            arrays.set_branch(branch)
+        for leaf_id, parent in tree.parent_of.items():
+            arrays.set_leaf(leaf_index.row(leaf_id), parent)
+        return arrays
+
+    def _slot(self, node_id: str) -> int:
+        found = self.position.get(node_id)
+        if found is not None:
+            return found
+        if self._free:
+            found = heapq.heappop(self._free)
+            self.ids[found] = node_id
+        else:
+            found = len(self.ids)
+            self.ids.append(node_id)
+            if found == len(self.parent):
+                self._grow(2 * found)
+        self.position[node_id] = found
+        return found
+
+    def _grow(self, capacity: int) -> None:
+        for name, fill in (
+            ("parent", -1),
+            ("depth", -1),
+            ("count", 0),
+            ("fan_out", 0),
+            ("has_vector", False),
+            ("eligible", False),
+        ):
+            old = getattr(self, name)
+            grown = np.full(capacity, fill, dtype=old.dtype)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
+
+    def set_branch(self, branch: Branch) -> None:
+        """Record ``branch`` as it is now (a new one gets a position)."""
+        p = self._slot(branch.id)
+        self.parent[p] = -1 if branch.parent is None else self._slot(branch.parent)
+        if self.depth[p] != branch.depth:
+            if self.depth[p] >= 0:
+                self.levels[int(self.depth[p])].discard(p)
+            while len(self.levels) <= branch.depth:
+                self.levels.append(_Members())
+            self.levels[branch.depth].add(p)
+            self.depth[p] = branch.depth
+        self.count[p] = branch.leaf_count
+        self.fan_out[p] = len(branch.children)
+        self.has_vector[p] = branch.vector is not None
+        self.eligible[p] = branch.kind == "internal" and branch.vector is not None
+
+    def drop_branch(self, node_id: str) -> None:
+        """Forget a deleted branch; unknown ids are ignored."""
+        p = self.position.pop(node_id, None)
+        if p is None:
+            return
+        if self.depth[p] >= 0:
+            self.levels[int(self.depth[p])].discard(p)
+        self.parent[p], self.depth[p], self.count[p], self.fan_out[p] = -1, -1, 0, 0
+        self.has_vector[p] = self.eligible[p] = False
+        self.ids[p] = None
+        heapq.heappush(self._free, p)
+
+    def set_leaf(self, row: int, parent: str) -> None:
+        """Record that the leaf in leaf-index ``row`` hangs under ``parent``."""
+        if row >= len(self.leaf_parent):
+            grown = np.full(max(2 * len(self.leaf_parent), row + 1), -1, dtype=np.int64)
+            grown[: len(self.leaf_parent)] = self.leaf_parent
+            self.leaf_parent = grown
+        self.leaf_parent[row] = self._slot(parent)
+
+    def move_leaf(self, old_row: int, new_row: int) -> None:
+        """The leaf in ``old_row`` moved to ``new_row`` (the leaf index filled a hole); free ``old_row``."""
+        self.leaf_parent[new_row] = self.leaf_parent[old_row]
+        self.leaf_parent[old_row] = -1
+
+    def means(self, leaf_scores: np.ndarray) -> np.ndarray:
+        """By position, the mean of ``leaf_scores`` (by leaf-index row) over each branch's leaves."""
+        size = len(self.ids)
+        sums = np.bincount(self.leaf_parent[: len(leaf_scores)], weights=leaf_scores, minlength=size)
+        for level in reversed(self.levels[1:]):
+            members = level.values()
+            if len(members):
+                np.add.at(sums, self.parent[members], sums[members])
+        return sums[:size] / np.maximum(self.count[:size], 1.0)
+
+    def structure(self, leaf_index: VectorIndex) -> _TreeStructure:
+        """The tree as a :class:`_TreeStructure`, leaves in leaf-index row order, then the branches."""
+        n = len(leaf_index)
+        size = len(self.ids)
+        branches = np.flatnonzero(self.depth[:size] >= 0)
+        renumber = np.full(size + 1, -1, dtype=np.int64)  # the last entry maps -1 (no parent) to -1
+        renumber[branches] = n + np.arange(len(branches))
+        parent = np.concatenate([renumber[self.leaf_parent[:n]], renumber[self.parent[branches]]])
+        fan_out = np.concatenate([np.zeros(n), self.fan_out[branches]])
+        ids: list[str | None] = [*leaf_index.ids(), *(self.ids[p] for p in branches)]
+        return _TreeStructure(
+            ids=ids, leaf_rows=np.arange(n), parent=parent, fan_out=fan_out, branch_positions=branches
+        )
+
+    def picture(self, leaf_index: VectorIndex) -> dict[str, tuple[object, ...]]:
+        """What the arrays say about each node, by id (for comparing with a fresh build)."""
+        out: dict[str, tuple[object, ...]] = {}
+        for p, node_id in enumerate(self.ids):
+            if node_id is None:
+                continue
+            parent = int(self.parent[p])
+            out[node_id] = (
+                None if parent < 0 else self.ids[parent],
+                int(self.depth[p]),
+                float(self.count[p]),
+                float(self.fan_out[p]),
+                bool(self.has_vector[p]),
+                bool(self.eligible[p]),
+            )
+        for row, leaf_id in enumerate(leaf_index.ids()):
+            out[leaf_id] = (self.ids[int(self.leaf_parent[row])],)
+        levels = {d: sorted(int(p) for p in level.values()) for d, level in enumerate(self.levels)}
+        expected: dict[int, list[int]] = {}
+        for position in np.flatnonzero(self.depth[: len(self.ids)] >= 0).tolist():
+            expected.setdefault(int(self.depth[position]), []).append(position)
+        out["__levels_consistent__"] = ({d: v for d, v in levels.items() if v} == expected,)
+        return out
+
+
 @dataclass(slots=True)
 class _Timeline:
     """Leaves in time order and their segments (runs without a session change or long silence)."""
 
-    rows: np.ndarray  # index rows of the leaves, in time order
-    segment: np.ndarray  # segment number of each, in the same order
+    _rows: np.ndarray  # index rows of the leaves, in time order (capacity; the first ``size`` used)
+    _segment: np.ndarray  # segment number of each, in the same order
+    size: int
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._rows[: self.size]
+
+    @property
+    def segment(self) -> np.ndarray:
+        return self._segment[: self.size]
 
     @classmethod
     def build(cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex) -> _Timeline:
         ordered = sorted(leaves.values(), key=lambda leaf: leaf.seq)
-        segment = np.zeros(len(ordered), dtype=np.int64)
-        for i in range(1, len(ordered)):
-            segment[i] = segment[i - 1] + int(is_boundary(ordered[i - 1], ordered[i], gap_seconds))
-        rows = np.fromiter((index.row(leaf.id) for leaf in ordered), dtype=np.int64, count=len(ordered))
-        return cls(rows=rows, segment=segment)
+        n = len(ordered)
+        stamps = np.fromiter((leaf.timestamp for leaf in ordered), dtype=np.float64, count=n)
+        sessions = [leaf.session for leaf in ordered]
+        # As is_boundary between each leaf and the previous one: a new session or a long silence.
+        changed = np.fromiter(
+            (a is not None and b is not None and a != b for a, b in itertools.pairwise(sessions)),
+            dtype=bool,
+            count=max(n - 1, 0),
+        )
+        boundary = changed | (np.diff(stamps) > gap_seconds)
+        segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
+        rows = np.fromiter((index.row(leaf.id) for leaf in ordered), dtype=np.int64, count=n)
+        return cls(_rows=rows, _segment=segment, size=n)
 
     def append(self, row: int, boundary: bool) -> None:
         """Add the newest leaf (index ``row``); ``boundary`` when it starts a new segment."""
-        segment = (int(self.segment[-1]) + int(boundary)) if len(self.segment) else 0
-        self.rows = np.append(self.rows, row)
-        self.segment = np.append(self.segment, segment)
+        segment = (int(self._segment[self.size - 1]) + int(boundary)) if self.size else 0
+        if self.size == len(self._rows):
+            capacity = max(16, 2 * self.size)
+            self._rows = np.concatenate([self._rows, np.zeros(capacity - self.size, dtype=np.int64)])
+            self._segment = np.concatenate([self._segment, np.zeros(capacity - self.size, dtype=np.int64)])
+        self._rows[self.size] = row
+        self._segment[self.size] = segment
+        self.size += 1
 
     def propagate(self, scores: np.ndarray) -> np.ndarray:
         """Add to each leaf's score the decayed scores of its neighbours in time within its segment."""
         rows = self.rows
+        segment = self.segment
         timed = scores[rows]
         spread = timed.copy()
         for r in range(1, NEIGHBOUR_RADIUS + 1):
             if r >= len(timed):
                 break
-            same = self.segment[r:] == self.segment[:-r]
+            same = segment[r:] == segment[:-r]
             weight = NEIGHBOUR_DECAY**r
             spread[r:] += weight * np.where(same, timed[:-r], 0.0)
             spread[:-r] += weight * np.where(same, timed[r:], 0.0)
@@ -500,15 +888,17 @@ class _Timeline:
 class _TreeStructure:
     """A tree as arrays: leaves first (in leaf-index row order), then branches; each node's parent."""
 
-    ids: list[str]
+    ids: list[str | None]
     leaf_rows: np.ndarray  # position of each leaf-index row among ids
     parent: np.ndarray  # position of each node's parent, -1 for the root
     fan_out: np.ndarray  # number of children of each node
+    branch_positions: np.ndarray | None = None  # the tree arrays' position of each branch, in order
 
     @classmethod
     def build(cls, tree: TemporalTree, leaf_index: VectorIndex) -> _TreeStructure:
+        """The structure straight from the tree's nodes (the reference the arrays are checked against)."""
         leaf_ids = leaf_index.ids()
-        ids = leaf_ids + list(tree.branches)
+        ids: list[str | None] = [*leaf_ids, *tree.branches]
         position = {node_id: i for i, node_id in enumerate(ids)}
         parent = np.full(len(ids), -1, dtype=np.int64)
         fan_out = np.zeros(len(ids), dtype=np.float64)
@@ -538,3 +928,12 @@ class _TreeStructure:
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:
     return (-item[1], item[0])
+
+
+def _headroom(size: int) -> int:
+    """Capacity for an index loaded with ``size`` rows: room to grow before its first doubling.
+
+    Doubling copies the whole matrix (150 MB at 100k leaves); without headroom the first
+    ``remember`` after every start would pay it.
+    """
+    return size + size // 8 + 16

@@ -45,6 +45,10 @@ VectorMode = Literal["centroid", "summary"]
 THETA0 = 0.4
 RATE = 0.5
 ROOT_ID = "semantic-root"
+# A branch with at least this many children keeps the matrix of their match vectors between inserts,
+# so a descent through it costs one matrix-vector product, not a Python loop over its children (the
+# root's fan-out grows with the memory: 160 children at 10k memories).
+MATRIX_MIN_CHILDREN = 32
 
 
 def new_branch_id() -> str:
@@ -88,6 +92,8 @@ class SemanticTree(Hierarchy):
         self.branches: dict[str, Branch] = {ROOT_ID: self.root}
         self.parent_of: dict[str, str] = {}
         self.height = 0
+        # Branch id -> match vectors of its children, in order (branches with many children only).
+        self._matrices: dict[str, np.ndarray] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -108,17 +114,19 @@ class SemanticTree(Hierarchy):
         changed = {leaf.id}
         node = self.root
         path = [node]
+        taken: list[tuple[Branch, int]] = []  # (branch, index of the child the path went through)
         while True:
             children = node.children
             if not children:
                 self._attach(node, leaf.id)
                 break
-            similarities = np.stack([self.match_vector_of(c) for c in children]) @ leaf.vector
+            similarities = self._children_matrix(node) @ leaf.vector
             best = int(np.argmax(similarities))
             if float(similarities[best]) < self.threshold(node.depth):
                 self._attach(node, leaf.id)
                 break
             best_id = children[best]
+            taken.append((node, best))
             if best_id in self.branches:
                 node = self.branches[best_id]
                 path.append(node)
@@ -139,6 +147,11 @@ class SemanticTree(Hierarchy):
             self._refresh(branch)
         if self.vector_mode == "summary":
             self._embed_texts([b for b in path if b.kind == "internal"])
+        # The child each kept matrix went through changed (refreshed, or a leaf expanded).
+        for branch, index in taken:
+            matrix = self._matrices.get(branch.id)
+            if matrix is not None:
+                matrix[index] = self.match_vector_of(branch.children[index])
         changed.update(b.id for b in path)
         return changed
 
@@ -166,6 +179,7 @@ class SemanticTree(Hierarchy):
         (the tree is then unchanged).
         """
         deepest = leaf_id in self.parent_of and self.depth_of(leaf_id) == self.height
+        self._matrices.clear()  # removal regroups children in many ways; forgetting is rare
         changed, removed, refreshed, moved_depth = self._prune(leaf_id, dissolve=True)
         if deepest or moved_depth >= self.height:
             self.height = self._deepest_leaf_depth()
@@ -177,10 +191,23 @@ class SemanticTree(Hierarchy):
         """Replace the whole tree with stored ``branches`` (one of them the root); used when loading."""
         empty_root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
         self._adopt({b.id: b for b in branches}, empty_root)
+        self._matrices.clear()
+
+    def _children_matrix(self, branch: Branch) -> np.ndarray:
+        """The match vectors of ``branch``'s children, one row each, in order."""
+        matrix = self._matrices.get(branch.id)
+        if matrix is None:
+            matrix = np.stack([self.match_vector_of(c) for c in branch.children])
+            if len(branch.children) >= MATRIX_MIN_CHILDREN:
+                self._matrices[branch.id] = matrix
+        return matrix
 
     def _attach(self, branch: Branch, child_id: str) -> None:
         if child_id not in branch.children:
             branch.children.append(child_id)
+            matrix = self._matrices.get(branch.id)
+            if matrix is not None:
+                self._matrices[branch.id] = np.vstack([matrix, self.match_vector_of(child_id)[None, :]])
         if child_id in self.branches:
             self.branches[child_id].parent = branch.id
         else:

@@ -15,12 +15,15 @@ dimension, so a store is never read with vectors from another model.
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import lancedb
 import numpy as np
@@ -104,6 +107,7 @@ class NamespaceTable:
         self._rows = 0
         self._ids: set[str] = set()
         self._appends_since_compaction = 0
+        self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
@@ -119,25 +123,24 @@ class NamespaceTable:
         """
         if version is None:
             version = self.latest_version()
-            live = self._live_rows()
+            arrow, positions, is_leaf = self._scan()
         else:
             try:
                 past = self._db.open_table(self.name, version=version)
             except Exception as exc:  # Lance raises several types for a missing version
                 raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
-            live = _latest_rows(past.to_arrow())
-        # Vectors go through numpy in one piece; converting them row by row is most of a reload's time.
-        vectors = live.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = vectors.astype(np.float32, copy=False).reshape(live.num_rows, self.dimension)
-        leaves: list[Leaf] = []
-        branches: list[Branch] = []
-        for i, row in enumerate(live.drop_columns(["vector"]).to_pylist()):
-            row["vector"] = vectors[i].copy()
-            if row["kind"] == "leaf":
-                leaves.append(_leaf_from_row(row))
-            else:
-                branches.append(_branch_from_row(row))
+            arrow = past.to_arrow().combine_chunks()
+            positions, is_leaf = _live_positions(arrow)
+        vectors = _vector_matrix(arrow, self.dimension)
+        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
+        branches = [
+            _branch_from_row(row) for row in _rows(arrow, vectors, positions[~is_leaf], BRANCH_COLUMNS)
+        ]
         leaves.sort(key=lambda leaf: leaf.seq)
+        del arrow, vectors
+        # Arrow's allocator keeps the table's pages after it is freed (measured: 500 MB of the
+        # resident memory after loading 100k memories); give them back.
+        pa.default_memory_pool().release_unused()
         return Snapshot(version=version, leaves=leaves, branches=branches)
 
     def commit(self, rows: Sequence[dict[str, Any]]) -> int:
@@ -150,7 +153,9 @@ class NamespaceTable:
         if not rows:
             return self.latest_version()
         rev = self._rev + 1
-        data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._table.schema)
+        if self._schema is None:
+            self._schema = self._table.schema
+        data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._schema)
         try:
             self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
@@ -183,13 +188,20 @@ class NamespaceTable:
         self._live_rows()  # the revision counter and live ids follow the restored content
         return self.latest_version()
 
-    def _live_rows(self) -> pa.Table:
-        arrow = self._table.to_arrow()
+    def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The whole table (every revision) and ``_live_positions`` of it; notes its size, last
+        revision and live ids."""
+        # One chunk per column: taking rows from hundreds of fragments' chunks is several times slower.
+        arrow = self._table.to_arrow().combine_chunks()
         self._rows = arrow.num_rows
-        live = _latest_rows(arrow)
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
-        self._ids = set(live.column("id").to_pylist())
-        return live
+        positions, is_leaf = _live_positions(arrow)
+        self._ids = set(arrow.column("id").take(pa.array(positions)).to_pylist())
+        return arrow, positions, is_leaf
+
+    def _live_rows(self) -> pa.Table:
+        arrow, positions, _ = self._scan()
+        return arrow.take(pa.array(positions))
 
     def _maintain(self) -> None:
         if self._rows > 2 * len(self._ids) + SQUASH_SLACK:
@@ -203,15 +215,20 @@ class NamespaceTable:
 
 
 class LanceStore:
-    """A LanceDB database directory (or object-store URI) holding one table per namespace."""
+    """A LanceDB database directory (or object-store URI) holding one table per namespace.
 
-    def __init__(self, home: str | Path, embedder: str, dimension: int) -> None:
+    ``storage_options`` go to LanceDB's object store (see :func:`object_store_options`).
+    """
+
+    def __init__(
+        self, home: str | Path, embedder: str, dimension: int, storage_options: dict[str, str] | None = None
+    ) -> None:
         self.home = str(home)
         self.embedder = embedder
         self.dimension = dimension
         if "://" not in self.home:
             Path(self.home).mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = lancedb.connect(self.home)
+        self._db = lancedb.connect(self.home, storage_options=storage_options or None)
 
     def namespaces(self) -> list[str]:
         """Names of the namespaces that hold a table."""
@@ -282,15 +299,142 @@ class LanceStore:
             )
 
 
-def _latest_rows(arrow: pa.Table) -> pa.Table:
-    """Each id's highest revision, without the ids whose highest revision deletes them."""
+def is_object_store(home: str) -> bool:
+    """Whether ``home`` is an object-store URI (s3://…) rather than a directory on this machine."""
+    return "://" in home
+
+
+def object_store_options(
+    home: str,
+    *,
+    endpoint: str | None = None,
+    region: str | None = None,
+    allow_http: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """LanceDB storage options for an ``s3://`` or ``s3+ddb://`` home; empty for a directory.
+
+    The endpoint and region come from the arguments (MEMTREE_S3_ENDPOINT, MEMTREE_S3_REGION) or
+    else the standard AWS variables (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION,
+    AWS_DEFAULT_REGION); credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+    AWS_SESSION_TOKEN when set (otherwise LanceDB's own lookup: instance roles, profiles); for
+    ``s3+ddb://`` the DynamoDB endpoint from AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL. Plain
+    ``http://`` is allowed to a loopback endpoint, and elsewhere only with ``allow_http``
+    (MEMTREE_S3_ALLOW_HTTP). Raises StoreError for an ``http://`` endpoint that is not allowed.
+    """
+    if not home.startswith(("s3://", "s3+ddb://")):
+        return {}
+    env = os.environ if environ is None else environ
+    options: dict[str, str] = {}
+    endpoint = endpoint or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["aws_endpoint"] = endpoint
+    region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        options["aws_region"] = region
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        if env.get(key):
+            options[key.lower()] = env[key]
+    if home.startswith("s3+ddb://"):
+        # The DynamoDB commit store (LanceDB's safe concurrent writers on S3, docs/deploy.md).
+        ddb = env.get("AWS_ENDPOINT_URL_DYNAMODB") or env.get("AWS_ENDPOINT_URL")
+        if ddb:
+            options["dynamodb_endpoint"] = ddb
+    if endpoint and endpoint.lower().startswith("http://"):
+        host = urlsplit(endpoint).hostname or ""
+        if not (allow_http or _is_loopback(host)):
+            raise StoreError(
+                f"the S3 endpoint {endpoint} is plain http and not on this machine; use https, or set "
+                "MEMTREE_S3_ALLOW_HTTP=true if the network between you and it is trusted."
+            )
+        options["allow_http"] = "true"
+    return options
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Where each id's highest revision is, unless it deletes the id, by id; and which are leaves.
+
+    Computed on the id, rev and kind columns alone, without converting a row to Python.
+    """
     if arrow.num_rows == 0:
-        return arrow
-    ordered = arrow.sort_by([("id", "ascending"), ("rev", "descending")])
-    ids = ordered.column("id").to_pylist()
-    keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
-    latest = ordered.take(keep)
-    return latest.filter(pc.not_equal(latest.column("kind"), DELETED))
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    order = pc.sort_indices(
+        arrow.select(["id", "rev"]), sort_keys=[("id", "ascending"), ("rev", "descending")]
+    )
+    ids = arrow.column("id").take(order).combine_chunks()
+    first = np.ones(len(ids), dtype=bool)  # the first row of each id, in this order its latest revision
+    if len(ids) > 1:
+        first[1:] = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1)).to_numpy(zero_copy_only=False)
+    keep = order.to_numpy()[first]
+    kinds = arrow.column("kind").take(pa.array(keep))
+    alive = pc.not_equal(kinds, DELETED).to_numpy(zero_copy_only=False)
+    is_leaf = pc.equal(kinds, "leaf").to_numpy(zero_copy_only=False)
+    return keep[alive], is_leaf[alive]
+
+
+def _latest_rows(arrow: pa.Table) -> pa.Table:
+    """Each id's highest revision, without the ids whose highest revision deletes them; by id."""
+    return arrow.take(pa.array(_live_positions(arrow)[0]))
+
+
+# The columns _leaf_from_row and _branch_from_row read (besides the vector): a reload converts only
+# these to Python.
+LEAF_COLUMNS = ("id", "text", "first_seq", "first_ts", "role", "tags", "session", "content_hash", "created")
+BRANCH_COLUMNS = (
+    "id",
+    "tree",
+    "kind",
+    "semantic_parent",
+    "temporal_parent",
+    "depth",
+    "children",
+    "text",
+    "label",
+    "cohesion",
+    "leaf_count",
+    "first_seq",
+    "last_seq",
+    "first_ts",
+    "last_ts",
+    "metadata",
+)
+
+
+def _vector_matrix(arrow: pa.Table, dimension: int) -> np.ndarray:
+    """The vector column of a one-chunk table as a read-only (rows, dimension) view, no copy."""
+    column = arrow.column("vector")
+    chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    flat = chunk.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(len(chunk), dimension)
+
+
+def _rows(
+    arrow: pa.Table, vectors: np.ndarray, positions: np.ndarray, columns: Sequence[str]
+) -> Iterator[dict[str, Any]]:
+    """The rows at ``positions`` as dicts of ``columns`` and their vector (``vectors`` by position).
+
+    The vectors are gathered in one numpy copy (writable float32; each row gets a view of its
+    line), the other columns go to Python lists column by column: converting the table row by row
+    was most of a reload's time.
+    """
+    if not len(positions):
+        return
+    gathered = np.take(vectors, positions, axis=0).astype(np.float32, copy=False)
+    part = arrow.select(list(columns)).take(pa.array(positions))
+    values = [part.column(name).to_pylist() for name in columns]
+    for i, row in enumerate(zip(*values, strict=True)):
+        record = dict(zip(columns, row, strict=True))
+        record["vector"] = gathered[i]
+        yield record
 
 
 # -- rows --------------------------------------------------------------------------------------
@@ -411,8 +555,9 @@ def _leaf_from_row(row: dict[str, Any]) -> Leaf:
 def _branch_from_row(row: dict[str, Any]) -> Branch:
     tree = row["tree"]
     is_zero = row["leaf_count"] == 0
+    raw = row.get("metadata")
     try:
-        refined = json.loads(row.get("metadata") or "{}")
+        refined = json.loads(raw) if raw and raw != "{}" else {}  # most rows: nothing refined
     except ValueError:
         refined = {}
     if not isinstance(refined, dict):
