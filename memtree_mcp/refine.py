@@ -57,6 +57,7 @@ SWEEP_SECONDS = 30.0
 # import, an agent filing several facts) keeps touching the same ancestors, which are then written
 # once, after the burst, and the burst itself never shares the interpreter with an LLM client.
 QUIET_SECONDS = 0.5
+CLOSE_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,13 +226,17 @@ class Refiner:
             return True
 
     def close(self) -> None:
-        """Stop the worker after the branch it is writing; pending branches stay marked in the store."""
+        """Stop the workers after the branches they are writing (waiting 5 s at most in all).
+
+        Pending branches stay marked in the store; an answer that arrives later is not committed.
+        """
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+        deadline = time.monotonic() + CLOSE_SECONDS
         for thread in self._threads:
             if thread is not threading.current_thread():
-                thread.join(timeout=5)
+                thread.join(timeout=max(deadline - time.monotonic(), 0.0))
 
     # -- the worker ------------------------------------------------------------------------------
 

@@ -879,7 +879,10 @@ class MemoryService:
             if branch is None or not branch.pending:
                 return False
             request = summary_inputs(space.memory, branch)
+        worker = self._refiner
         text = write_summary(generator, request)
+        if worker is not self._refiner:
+            return False  # the service was closed while the model wrote: leave the branch pending
         return self._commit_summaries(name, [(node_id, request.fingerprint, text)]) == 1
 
     def apply_summaries(self, namespace: str | None, answers: Sequence[tuple[SummaryQuestion, str]]) -> int:

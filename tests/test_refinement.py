@@ -373,3 +373,24 @@ def test_cli_leaves_summaries_pending_and_refine_writes_them(
     assert main(["refine"]) == 0 and "wrote 0 summaries" in capsys.readouterr().out
     assert main(["reindex"]) == 0
     assert "re-indexed 3 memories" in capsys.readouterr().out
+
+
+def test_closing_while_the_model_writes_leaves_the_branch_pending(
+    tmp_path: Path, server: FakeOpenAI, embedder: MiniLMEmbedder
+) -> None:
+    server.delay = 3.0
+    service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
+    for note in NOTES[:2]:
+        service.remember(note)
+    deadline = time.monotonic() + 30
+    while chat_calls(server) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert chat_calls(server) >= 1  # a summary is being written
+    service.close()  # waits at most 5 s; the answer arrives after it returned or while it waited
+    time.sleep(server.delay)
+    reopened = MemoryService(Settings(home=str(tmp_path / "store")), embedder=embedder)
+    try:
+        branches = all_branches(reopened)
+        assert branches and all(b.pending and not b.summary for b in branches)
+    finally:
+        reopened.close()
