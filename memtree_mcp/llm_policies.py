@@ -1,4 +1,4 @@
-"""LLM-driven choices over the trees: batch-LLM compatibility, the memory agent, branch annotation.
+"""LLM-driven choices over the trees: batch-LLM compatibility and the memory agent.
 
 Each wraps a :class:`~memtree_mcp.providers.llm.TextGenerator` behind a protocol of ``core`` (which
 stays free of providers), with the prompts of :mod:`memtree_mcp.prompts`:
@@ -7,11 +7,10 @@ stays free of providers), with the prompts of :mod:`memtree_mcp.prompts`:
   001 §4.2), one call per insertion that sees every open frontier segment.
 - :class:`LLMNavigationPolicy` is a ``core.navigation.Policy``: HAT's memory agent (seed 003 §3.2),
   one call per step of ``run_agent``.
-- :func:`annotate_branch` describes what happened in one stretch of the temporal tree.
 
 An LLM that fails (:class:`~memtree_mcp.errors.ProviderError`: down, timing out, refusing the key)
 never breaks an insertion or a walk: the policies fall back on the embedding-based ones and count
-the failures. ``annotate_branch`` lets the error through: its caller keeps the extractive text.
+the failures. (Summaries of branches are written by :mod:`memtree_mcp.refine`.)
 """
 
 from __future__ import annotations
@@ -25,23 +24,20 @@ from memtree_mcp.core.navigation import EmbeddingPolicy, NodeView, Policy, Score
 from memtree_mcp.core.temporal import COSINE_FAN_OUT, Candidate, CompatibilityPolicy, CosinePolicy
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.prompts import (
-    annotation_prompt,
     clean_answer,
     compatibility_prompt,
     is_split,
     navigation_prompt,
     parse_compatibility,
-    strip_reasoning,
 )
 from memtree_mcp.providers.llm import TextGenerator
 
-__all__ = ["BatchLLMPolicy", "LLMNavigationPolicy", "annotate_branch"]
+__all__ = ["BatchLLMPolicy", "LLMNavigationPolicy"]
 
 logger = logging.getLogger(__name__)
 
 # A label or a move is a few tokens; the margin is for models that add a word or a newline.
 ANSWER_TOKENS = 16
-ANNOTATION_TOKENS = 200
 
 
 class BatchLLMPolicy:
@@ -180,27 +176,3 @@ class LLMNavigationPolicy:
                     f"step {self._steps}: the LLM failed ({exc}); the embedding policy took over"
                 )
         return self.fallback.decide(query_vector, current, children_scores, neighbour_scores, history)
-
-
-def annotate_branch(
-    generator: TextGenerator,
-    texts: Sequence[str],
-    timestamps: Sequence[float | None] | None = None,
-    *,
-    max_tokens: int = ANNOTATION_TOKENS,
-) -> str:
-    """Describe what happened in a temporal branch from its children's ``texts``, oldest first.
-
-    ``timestamps`` (one per text, Unix seconds or None) date the children. Returns the model's
-    description, stripped of a leading reasoning block and outer whitespace.
-
-    Raises ``ProviderError`` when the generator fails or answers nothing usable (the caller keeps its
-    extractive text), ``ValueError`` when ``texts`` is empty or the lengths differ.
-    """
-    system, user = annotation_prompt(texts, timestamps)
-    answer = strip_reasoning(generator.complete(system, user, max_tokens=max_tokens))
-    if not answer:
-        raise ProviderError(
-            "the LLM gave an empty description of a stretch of time; the extractive text is kept"
-        )
-    return answer

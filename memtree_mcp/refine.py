@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.prompts import annotation_prompt, strip_reasoning
-from memtree_mcp.providers.llm import TextGenerator, aggregation_prompt
+from memtree_mcp.prompts import aggregation_prompt, annotation_prompt, strip_reasoning
+from memtree_mcp.providers.llm import TextGenerator
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -203,11 +203,6 @@ class Refiner:
         self.submit(namespace, self._pending(namespace))
 
     # -- observing -------------------------------------------------------------------------------
-
-    @property
-    def queued(self) -> int:
-        with self._cond:
-            return len(self._queue) + self._busy
 
     @property
     def failing(self) -> str | None:

@@ -148,9 +148,12 @@ def build_server(service: MemoryService) -> MCPServer:
 
     summary_plans: OrderedDict[Hashable, list[SummaryQuestion]] = OrderedDict()
 
+    def plan_key(ctx: Context, args: dict[str, Any]) -> Hashable:
+        return (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
+
     def summary_plan(ctx: Context, args: dict[str, Any]) -> list[SummaryQuestion]:
         # Every resolver of one call, and the call itself, work from the same questions.
-        key = (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
+        key = plan_key(ctx, args)
         if key not in summary_plans:
             try:
                 summary_plans[key] = service.summary_questions(
@@ -168,17 +171,12 @@ def build_server(service: MemoryService) -> MCPServer:
         return summary_plans[key]
 
     def summary_answers(ctx: Context | None, args: dict[str, Any]) -> list[tuple[SummaryQuestion, str]]:
-        if ctx is None:
-            return []
+        texts = [answer_text(args.get(f"summary_{k}")) for k in range(MAX_INLINE_SUMMARIES)]
+        if ctx is None or all(text is None for text in texts):
+            return []  # the client's model was not asked: nothing to plan again
         questions = summary_plan(ctx, args)
-        key = (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
-        summary_plans.pop(key, None)
-        answered: list[tuple[SummaryQuestion, str]] = []
-        for k, question in enumerate(questions):
-            text = answer_text(args.get(f"summary_{k}"))
-            if text is not None:
-                answered.append((question, text))
-        return answered
+        summary_plans.pop(plan_key(ctx, args), None)
+        return [(q, text) for q, text in zip(questions, texts, strict=False) if text is not None]
 
     def ask_summary(k: int) -> Callable[..., Any]:
         def ask(**args: Any) -> Any:

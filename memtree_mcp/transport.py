@@ -26,7 +26,7 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -237,35 +237,15 @@ def http_app(
     return app
 
 
-def serve_http(
-    server: MCPServer,
-    *,
-    transport: HttpTransport,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    token: str | None = None,
-    max_body_bytes: int = 1_000_000,
-    allowed_hosts: Sequence[str] = (),
-    ui_service: MemoryService | None = None,
-    ui_allow_edit: bool = False,
-) -> None:
+def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8765, **options: Any) -> None:
     """Serve ``server`` over HTTP with uvicorn until SIGINT/SIGTERM (blocking).
 
-    Validation happens before anything binds, so a refused configuration never opens a port.
+    ``options`` are :func:`http_app`'s (``transport`` is required). Validation happens before
+    anything binds, so a refused configuration never opens a port.
     """
     import uvicorn
 
-    app = http_app(
-        server,
-        transport=transport,
-        host=host,
-        port=port,
-        token=token,
-        max_body_bytes=max_body_bytes,
-        allowed_hosts=allowed_hosts,
-        ui_service=ui_service,
-        ui_allow_edit=ui_allow_edit,
-    )
+    app = http_app(server, host=host, port=port, **options)
     config = uvicorn.Config(
         app,
         host=host.strip("[]"),

@@ -18,7 +18,8 @@ import pytest
 
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.llm import LiteLLMChat, TextGenerator, aggregation_prompt
+from memtree_mcp.prompts import aggregation_prompt
+from memtree_mcp.providers.llm import LiteLLMChat, TextGenerator
 from memtree_mcp.providers.remote_embedder import BATCH_SIZE, PROBE_TEXT, LiteLLMEmbedder
 from tests.fake_openai import FakeOpenAI, fake_openai, fake_vector
 

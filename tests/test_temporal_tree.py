@@ -22,7 +22,7 @@ from memtree_mcp.core.temporal import (
     TemporalTree,
     is_boundary,
 )
-from tests.tree_checks import assert_temporal_invariants, temporal_subtree_leaves, unit
+from tests.tree_checks import assert_temporal_invariants, branch_state, temporal_subtree_leaves, unit
 
 DIM = 8
 HOUR = 3600.0
@@ -61,24 +61,7 @@ class Built:
 
 
 def tree_state(tree: TemporalTree) -> dict[str, object]:
-    state: dict[str, object] = {
-        b.id: (
-            b.kind,
-            b.parent,
-            b.depth,
-            list(b.children),
-            b.text,
-            b.label,
-            None if b.vector is None else b.vector.tolist(),
-            b.cohesion,
-            b.leaf_count,
-            b.first_seq,
-            b.last_seq,
-            b.first_ts,
-            b.last_ts,
-        )
-        for b in tree.branches.values()
-    }
+    state: dict[str, object] = {b.id: branch_state(b) for b in tree.branches.values()}
     state["__parents__"] = dict(tree.parent_of)
     state["__height__"] = tree.height
     state["__last__"] = tree.last_leaf

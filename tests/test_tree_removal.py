@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
 from memtree_mcp.core.temporal import (
     TEMPORAL_ROOT_ID,
@@ -26,6 +26,7 @@ from memtree_mcp.core.temporal import (
 from tests.tree_checks import (
     assert_semantic_invariants,
     assert_temporal_invariants,
+    branch_state,
     subtree_leaves,
     temporal_subtree_leaves,
     unit,
@@ -108,25 +109,6 @@ class Forest:
     def check(self, max_fan_out: int | None = None) -> None:
         assert_semantic_invariants(self.semantic)
         assert_temporal_invariants(self.temporal, max_fan_out=max_fan_out)
-
-
-def branch_state(b: Branch) -> tuple[object, ...]:
-    return (
-        b.tree,
-        b.kind,
-        b.parent,
-        b.depth,
-        list(b.children),
-        b.text,
-        b.label,
-        None if b.vector is None else b.vector.tolist(),
-        b.cohesion,
-        b.leaf_count,
-        b.first_seq,
-        b.last_seq,
-        b.first_ts,
-        b.last_ts,
-    )
 
 
 def remove_and_replay(tree: Hierarchy, leaf_id: str) -> tuple[set[str], set[str]]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from memtree_mcp.core.checks import semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import Branch
 from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.core.temporal import TemporalTree
 
@@ -91,3 +92,23 @@ def temporal_subtree_leaves(tree: TemporalTree, node_id: str) -> list[str]:
     return [
         leaf for child in tree.branches[node_id].children for leaf in temporal_subtree_leaves(tree, child)
     ]
+
+
+def branch_state(b: Branch) -> tuple[object, ...]:
+    """Everything a branch records, comparable with ``==`` (vectors as lists)."""
+    return (
+        b.tree,
+        b.kind,
+        b.parent,
+        b.depth,
+        list(b.children),
+        b.text,
+        b.label,
+        None if b.vector is None else b.vector.tolist(),
+        b.cohesion,
+        b.leaf_count,
+        b.first_seq,
+        b.last_seq,
+        b.first_ts,
+        b.last_ts,
+    )

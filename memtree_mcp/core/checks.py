@@ -268,6 +268,20 @@ def _leaf_depth(tree: Hierarchy, leaf_id: str) -> int | None:
 # -- the trees ---------------------------------------------------------------------------------------
 
 
+def _role_problems(branch: Branch, tree: str, is_root: bool, area: ProblemArea) -> list[Problem]:
+    """A branch in the wrong tree, a root that is not shaped as one, an inner branch not marked internal."""
+    found: list[Problem] = []
+    if branch.tree != tree:
+        found.append(Problem(area, branch.id, f"branch {branch.id} belongs to the {branch.tree} tree"))
+    if is_root:
+        if branch.parent is not None or branch.depth != 0 or branch.kind != "root":
+            message = f"the root {branch.id} must have no parent, depth 0 and kind root"
+            found.append(Problem(area, branch.id, message))
+    elif branch.kind != "internal":
+        found.append(Problem(area, branch.id, f"branch {branch.id} is a {branch.kind}, not internal"))
+    return found
+
+
 def semantic_problems(tree: SemanticTree, *, tolerance: float = VECTOR_TOLERANCE) -> list[Problem]:
     """Everything wrong with a semantic tree (empty when it is sound)."""
     area: ProblemArea = "semantic"
@@ -275,20 +289,9 @@ def semantic_problems(tree: SemanticTree, *, tolerance: float = VECTOR_TOLERANCE
     shape = _shape(tree, area, problems)
     height = 0
     for branch in tree.branches.values():
-        if branch.tree != "semantic":
-            problems.append(Problem(area, branch.id, f"branch {branch.id} belongs to the {branch.tree} tree"))
-        if branch.id == ROOT_ID or branch is tree.root:
-            if branch.parent is not None or branch.depth != 0 or branch.kind != "root":
-                problems.append(
-                    Problem(
-                        area, branch.id, f"the root {branch.id} must have no parent, depth 0 and kind root"
-                    )
-                )
-        else:
-            if branch.kind != "internal":
-                problems.append(
-                    Problem(area, branch.id, f"branch {branch.id} is a {branch.kind}, not internal")
-                )
+        is_root = branch.id == ROOT_ID or branch is tree.root
+        problems += _role_problems(branch, "semantic", is_root, area)
+        if not is_root:
             if len(branch.children) < 2:
                 problems.append(
                     Problem(
@@ -394,20 +397,9 @@ def temporal_problems(
     frontier = {b.id for b in _safe_frontier(tree)}
     last_seq = seqs[-1] if seqs else None
     for branch in tree.branches.values():
-        if branch.tree != "temporal":
-            problems.append(Problem(area, branch.id, f"branch {branch.id} belongs to the {branch.tree} tree"))
-        if branch.id == TEMPORAL_ROOT_ID or branch is root:
-            if branch.parent is not None or branch.depth != 0 or branch.kind != "root":
-                problems.append(
-                    Problem(
-                        area, branch.id, f"the root {branch.id} must have no parent, depth 0 and kind root"
-                    )
-                )
-        else:
-            if branch.kind != "internal":
-                problems.append(
-                    Problem(area, branch.id, f"branch {branch.id} is a {branch.kind}, not internal")
-                )
+        is_root = branch.id == TEMPORAL_ROOT_ID or branch is root
+        problems += _role_problems(branch, "temporal", is_root, area)
+        if not is_root:
             if not branch.children:
                 problems.append(Problem(area, branch.id, f"internal node {branch.id} has no child"))
             _check_parent(tree, branch, area, problems)

@@ -21,7 +21,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.llm import call_litellm
+from memtree_mcp.providers.llm import LiteLLMEndpoint
 
 __all__ = ["BATCH_SIZE", "PROBE_TEXT", "LiteLLMEmbedder"]
 
@@ -47,29 +47,28 @@ class LiteLLMEmbedder:
         batch_size: int = BATCH_SIZE,
         retries: int = 1,
     ) -> None:
-        if not model or not model.strip():
-            raise ProviderError(
-                "no embedding model configured; use litellm:<model>, "
-                "e.g. litellm:openai/text-embedding-3-small"
-            )
-        if timeout <= 0:
-            raise ProviderError(f"the embedding timeout must be positive, got {timeout}")
         if dimension is not None and dimension <= 0:
             raise ProviderError(f"the embedding dimension must be positive, got {dimension}")
         if batch_size <= 0:
             raise ProviderError(f"the embedding batch size must be positive, got {batch_size}")
+        self.endpoint = LiteLLMEndpoint(
+            model,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout,
+            retries=retries,
+            kind="embedding",
+            example="openai/text-embedding-3-small",
+        )
         self.model = model
-        self.api_base = api_base
-        self._api_key = api_key
-        self.timeout = float(timeout)
         self.batch_size = int(batch_size)
-        self.retries = int(retries)
         self._dimension = dimension
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return (
-            f"LiteLLMEmbedder(model={self.model!r}, api_base={self.api_base!r}, dimension={self._dimension})"
+            f"LiteLLMEmbedder(model={self.model!r}, api_base={self.endpoint.api_base!r}, "
+            f"dimension={self._dimension})"
         )
 
     @property
@@ -87,16 +86,7 @@ class LiteLLMEmbedder:
 
     def _call(self, texts: list[str]) -> Matrix:
         """One embedding request; returns the raw (unnormalised, unchecked-dimension) float32 matrix."""
-        response = call_litellm(
-            "embedding",
-            "the embedding call",
-            model=self.model,
-            api_base=self.api_base,
-            api_key=self._api_key,
-            timeout=self.timeout,
-            retries=self.retries,
-            input=texts,
-        )
+        response = self.endpoint.call("embedding", input=texts)
         try:
             items = list(_field(response, "data"))
             if len(items) != len(texts):
