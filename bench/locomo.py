@@ -39,8 +39,9 @@ from locomo_data import CATEGORIES, K_MAX, KS, Conversation, Scores, load_conver
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.memory import STRATEGIES as RECALL_STRATEGIES
 from memtree_mcp.providers.local import IDENTITY, MiniLMEmbedder
-from memtree_mcp.service import RECALL_STRATEGIES, MemoryService
+from memtree_mcp.service import MemoryService
 
 RRF_K = 60
 

@@ -614,8 +614,9 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     """
     import memtree_mcp.core.memory as memory_module
     from memtree_mcp.core.model import Leaf
+    from memtree_mcp.inputs import parse_timestamp
     from memtree_mcp.providers.local import IDENTITY
-    from memtree_mcp.service import content_hash, new_leaf_id, parse_timestamp
+    from memtree_mcp.service import content_hash, new_leaf_id
     from memtree_mcp.store.lance import LanceStore
 
     turns, speakers, all_questions = load_locomo(data)

@@ -16,7 +16,6 @@ import logging
 import math
 import threading
 import time
-import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import platformdirs
 from filelock import FileLock
 
-from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE, Settings
+from memtree_mcp.config import Settings
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder
@@ -41,6 +40,26 @@ from memtree_mcp.core.navigation import view as view_node
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound, ProviderError
+from memtree_mcp.inputs import (
+    KINDS,
+    MAX_AGENT_STEPS,
+    MAX_CHILD_INDEX,
+    MAX_K,
+    MAX_OUTLINE_DEPTH,
+    MAX_QUERY_CHARS,
+    MAX_TOKENS,
+    MIN_SUMMARY_TOKENS,
+    check_namespace,
+    check_node,
+    check_range,
+    check_role,
+    check_session,
+    check_tags,
+    check_text,
+    check_tree,
+    format_timestamp,
+    parse_timestamp,
+)
 from memtree_mcp.results import (
     ContextLine,
     ForgetResult,
@@ -61,22 +80,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("memtree_mcp")
 T = TypeVar("T")
 
-RECALL_STRATEGIES = STRATEGIES
-KINDS = ("any", "leaf", "summary")
-MAX_QUERY_CHARS = 4_000
-MIN_SUMMARY_TOKENS = 16
-MAX_AGENT_STEPS = 50
 # Summaries a summarize call writes with the client's model (MCP sampling) before it answers.
 MAX_INLINE_SUMMARIES = 6
 # A query given to forget reaches at most this many memories at once.
 FORGET_CANDIDATES = 10
-MAX_K = 100
-MAX_TOKENS = 100_000
-MAX_TAGS = 32
-MAX_TAG_CHARS = 64
-MAX_ROLE_CHARS = 32
-MAX_SESSION_CHARS = 128
-_ALLOWED_CONTROLS = {"\n", "\r", "\t"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,13 +549,12 @@ class MemoryService:
         arguments, NotFound for an unknown node.
         """
         name = self._namespace(namespace)
-        if tree not in ("semantic", "temporal"):
-            raise InvalidInput(f"unknown tree {tree!r}; use 'semantic' (by subject) or 'temporal' (by time).")
+        check_tree(tree)
         if move not in MOVES:
             raise InvalidInput(f"unknown move {move!r}; use one of: {', '.join(MOVES)}.")
         check_range(max_steps, "max_steps", 1, MAX_AGENT_STEPS)
         if index is not None:
-            check_range(index, "index", 0, 1_000_000)
+            check_range(index, "index", 0, MAX_CHILD_INDEX)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
         if agent and text is None:
             raise InvalidInput("agent=true needs a query: what the agent should look for.")
@@ -731,9 +737,8 @@ class MemoryService:
 
     def outline(self, tree: str = "semantic", depth: int = 3, namespace: str | None = None) -> str:
         """A tree as indented lines down to ``depth``: each branch's label, memories and time span."""
-        if tree not in ("semantic", "temporal"):
-            raise InvalidInput(f"unknown tree {tree!r}; use 'semantic' or 'temporal'.")
-        check_range(depth, "depth", 1, 20)
+        check_tree(tree)
+        check_range(depth, "depth", 1, MAX_OUTLINE_DEPTH)
         memory = self.memory(namespace)
         if memory is None:
             return "(no memories yet)"
@@ -1025,13 +1030,7 @@ class MemoryService:
             return space.memory
 
     def _namespace(self, namespace: str | None) -> str:
-        if namespace is None or namespace == "":
-            # 'auto' names the client's workspace; without one (the CLI, clients without roots)
-            # the memory is the default one.
-            return "default" if self.settings.namespace == AUTO_NAMESPACE else self.settings.namespace
-        if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
-            raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
-        return namespace
+        return check_namespace(namespace, self.settings.namespace)
 
     def _open_space(self, name: str) -> _Space:
         space = self._space(name, create=True)
@@ -1132,110 +1131,6 @@ def pending_branches(memory: Memory) -> list[tuple[int, str]]:
         if branch.pending
     ]
     return sorted(found, key=lambda item: (-item[0], item[1]))
-
-
-# -- input checks ---------------------------------------------------------------------------------
-
-
-def check_text(value: object, what: str, limit: int) -> str:
-    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text, not {type(value).__name__}.")
-    text = value.strip()
-    if not text:
-        raise InvalidInput(
-            f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}."
-        )
-    if len(text) > limit:
-        raise InvalidInput(
-            f"{what} has {len(text):,} characters; the limit is {limit:,}. Split it into smaller parts."
-        )
-    for position, char in enumerate(text):
-        if char not in _ALLOWED_CONTROLS and unicodedata.category(char) in ("Cc", "Cs"):
-            raise InvalidInput(
-                f"{what} contains the control character U+{ord(char):04X} at position {position}; "
-                "remove it (newlines and tabs are fine)."
-            )
-    return text
-
-
-def check_node(memory: Memory, node_id: object) -> str:
-    """``node_id`` if it names a node of ``memory``; NotFound otherwise."""
-    if not isinstance(node_id, str) or len(node_id) > 64:
-        raise InvalidInput("node_id must be the id of a memory or summary, as recall or navigate return it.")
-    try:
-        memory.node(node_id)
-    except KeyError:
-        raise NotFound(f"no node {node_id!r}; recall or navigate give the ids of existing nodes.") from None
-    return node_id
-
-
-def check_range(value: object, what: str, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {value!r}.")
-    return value
-
-
-def check_role(role: object) -> str:
-    if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
-        raise InvalidInput(
-            f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS})."
-        )
-    return role.strip()
-
-
-def check_tags(tags: object) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Sequence):
-        raise InvalidInput("tags must be a list of short strings.")
-    if len(tags) > MAX_TAGS:
-        raise InvalidInput(f"at most {MAX_TAGS} tags per memory; got {len(tags)}.")
-    cleaned: list[str] = []
-    for tag in tags:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
-            raise InvalidInput(
-                f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}."
-            )
-        if tag.strip() not in cleaned:
-            cleaned.append(tag.strip())
-    return tuple(cleaned)
-
-
-def check_session(session: object) -> str | None:
-    if session is None:
-        return None
-    if not isinstance(session, str) or not session.strip() or len(session) > MAX_SESSION_CHARS:
-        raise InvalidInput(f"session must be text of 1 to {MAX_SESSION_CHARS} characters, or left out.")
-    if not session.isprintable():
-        raise InvalidInput("session contains control characters; use plain text.")
-    return session.strip()
-
-
-def parse_timestamp(value: object) -> float:
-    """Seconds since the epoch from an ISO 8601 date or date-time; a time without zone is taken as UTC."""
-    if not isinstance(value, str):
-        raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InvalidInput(
-            f"timestamp {value[:40]!r} is not ISO 8601; use a form such as '2024-05-08' or "
-            "'2024-05-08T13:56:00+02:00'."
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    seconds = moment.timestamp()
-    try:
-        datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
-    except (ValueError, OverflowError, OSError):
-        raise InvalidInput(
-            f"timestamp {value[:40]!r} falls outside the years 1 to 9999 in UTC; give a real date."
-        ) from None
-    return seconds
-
-
-def format_timestamp(seconds: float) -> str:
-    """ISO 8601 in UTC, to the second."""
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def content_hash(text: str) -> str:

@@ -43,7 +43,8 @@ from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
-from memtree_mcp.service import MemoryService, format_timestamp
+from memtree_mcp.inputs import format_timestamp
+from memtree_mcp.service import MemoryService
 
 __all__ = ["TREES", "ui_app"]
 

@@ -17,7 +17,7 @@ from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.errors import InvalidInput
-from memtree_mcp.service import check_range, format_timestamp
+from memtree_mcp.inputs import check_range, format_timestamp
 
 __all__ = ["outline_tree", "print_outline"]
 

@@ -9,7 +9,8 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp
 
-from memtree_mcp.service import MemoryService, check_range
+from memtree_mcp.inputs import check_range
+from memtree_mcp.service import MemoryService
 from memtree_mcp.ui.api import ui_app
 
 __all__ = ["UI_HOST", "guarded_ui_app", "serve_ui"]
