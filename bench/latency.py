@@ -233,10 +233,10 @@ PROFILE_PARTS = (
     ("remember (total)", "memtree_mcp/service.py", "remember"),
     ("embedding (embed_batch)", "memtree_mcp/providers/local.py", "embed_batch"),
     ("tree insertion (Memory.add_leaf)", "memtree_mcp/core/memory.py", "add_leaf"),
-    ("row building (_rows)", "memtree_mcp/service.py", "_rows"),
+    ("row building (_node_rows)", "memtree_mcp/store/lance.py", "_node_rows"),
     ("LanceDB commit (append + maintenance)", "memtree_mcp/store/lance.py", "commit"),
     ("  of which maintenance (_maintain)", "memtree_mcp/store/lance.py", "_maintain"),
-    ("version check (_follow_table)", "memtree_mcp/service.py", "_follow_table"),
+    ("version check (Spaces.follow)", "memtree_mcp/spaces.py", "follow"),
     ("file lock (FileLock.acquire)", "filelock/_api.py", "acquire"),
     ("path for the result (ancestors)", "memtree_mcp/core/semantic.py", "ancestors"),
 )

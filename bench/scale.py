@@ -81,6 +81,8 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.spaces import Spaces
+from memtree_mcp.store import lance
 from memtree_mcp.store.lance import NamespaceTable
 
 NAMESPACE = "scale"
@@ -268,9 +270,9 @@ def write_probe() -> Probe:
     return Probe(
         {
             "tree insertion (Memory.add_leaf)": (Memory, "add_leaf"),
-            "row building (MemoryService._rows)": (MemoryService, "_rows"),
+            "row building (lance._node_rows)": (lance, "_node_rows"),
             "LanceDB commit (NamespaceTable.commit)": (NamespaceTable, "commit"),
-            "version check (MemoryService._follow_table)": (MemoryService, "_follow_table"),
+            "version check (Spaces.follow)": (Spaces, "follow"),
         }
     )
 
@@ -434,7 +436,7 @@ def bench_size(
                 service, records[size + remember_calls :][:profile_calls]
             )
             out["recall_profile"] = profile_recall(memory, questions[:profile_calls], vectors)
-        table = service._spaces[NAMESPACE].table
+        table = service.spaces[NAMESPACE].table
         assert table is not None
         out["table_rows"] = int(table._table.count_rows())
     finally:
@@ -447,7 +449,7 @@ def bench_size(
 
 def lance_flat_search(service: MemoryService, vectors: np.ndarray) -> dict[str, Any]:
     """LanceDB's own exact (index-less) vector search over the namespace table, for comparison."""
-    table = service._spaces[NAMESPACE].table
+    table = service.spaces[NAMESPACE].table
     assert table is not None
     durations: list[float] = []
     for vector in vectors:
@@ -616,8 +618,8 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     from memtree_mcp.core.model import Leaf
     from memtree_mcp.inputs import parse_timestamp
     from memtree_mcp.providers.local import IDENTITY
-    from memtree_mcp.service import content_hash, new_leaf_id
     from memtree_mcp.store.lance import LanceStore
+    from memtree_mcp.writing import content_hash, new_leaf_id
 
     turns, speakers, all_questions = load_locomo(data)
     store = LanceStore(home, IDENTITY, 384)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import EmbeddingPolicy, NodeView, Policy, ScoredNode
+from memtree_mcp.core.navigation import CursorView, EmbeddingPolicy, Policy, ScoredNode
 from memtree_mcp.core.temporal import COSINE_FAN_OUT, Candidate, CompatibilityPolicy, CosinePolicy
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.prompts import (
@@ -145,7 +145,7 @@ class LLMNavigationPolicy:
     def decide(
         self,
         query_vector: Vector,
-        current: NodeView,
+        current: CursorView,
         children_scores: Sequence[ScoredNode],
         neighbour_scores: Mapping[str, ScoredNode],
         history: Sequence[str],

@@ -11,8 +11,8 @@ small revision.
   before its turn; a branch touched again while its summary is being written gets a summary of the
   old contents, which the commit notices (the inputs changed) and drops, and it is done again.
 - **Bounded.** At most ``capacity`` branches wait; beyond that, touched branches are only marked
-  pending in the store, and the worker collects them when the queue runs dry (:meth:`sweep`). A
-  restart collects them the same way, so no pending branch is ever forgotten.
+  pending in the store, and the worker collects them when the queue runs dry. A restart collects
+  them as it loads each namespace, so no pending branch is ever forgotten.
 - **Failures.** A provider error (bad key, endpoint down, timeout) is logged once, clearly; the
   branch keeps its extractive text and stays pending, and the worker waits (5 s, doubling to
   5 minutes) before trying again. An error is never stored as a summary.
@@ -29,17 +29,19 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memtree_mcp.config import Settings
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.errors import ProviderError
+from memtree_mcp.errors import InvalidInput, ProviderError
 from memtree_mcp.prompts import aggregation_prompt, annotation_prompt, strip_reasoning
 from memtree_mcp.providers.llm import TextGenerator
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
+    from memtree_mcp.spaces import Space, Spaces
 
 log = logging.getLogger("memtree_mcp")
 
@@ -50,6 +52,8 @@ MAX_CHILDREN = 16
 MAX_ENTRY_CHARS = 1_200
 MAX_SUMMARY_CHARS = 2_000
 SUMMARY_TOKENS = 300
+# Summaries a summarize call writes with the client's model (MCP sampling) before it answers.
+MAX_INLINE_SUMMARIES = 6
 FIRST_BACKOFF = 5.0
 MAX_BACKOFF = 300.0
 SWEEP_SECONDS = 30.0
@@ -136,10 +140,10 @@ def write_summary(generator: TextGenerator, request: SummaryRequest) -> str:
 
 
 class Refiner:
-    """One worker thread writing LLM summaries for pending branches, in the background.
+    """Worker threads writing LLM summaries for pending branches, in the background.
 
-    ``refine(namespace, node_id, generator)`` does one branch (the service's
-    :meth:`~memtree_mcp.service.MemoryService.refine_branch`) and returns whether it committed;
+    ``refine(namespace, node_id, generator)`` does one branch (:meth:`Refinement.refine_branch`)
+    and returns whether it committed;
     ``pending(namespace)`` lists a namespace's pending branches; ``generator()`` gives the model
     to use now, or None when there is none (a sampling client not connected yet).
     """
@@ -197,10 +201,6 @@ class Refiner:
             self._start()
             if idle:
                 self._cond.notify_all()
-
-    def sweep(self, namespace: str) -> None:
-        """Queue every branch of ``namespace`` that the store marks pending (after a load or overflow)."""
-        self.submit(namespace, self._pending(namespace))
 
     # -- observing -------------------------------------------------------------------------------
 
@@ -332,3 +332,219 @@ class Refiner:
                 "MEMTREE_LLM=sampling, but no connected client offers sampling: summaries stay "
                 "extractive until one does"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryQuestion:
+    """A summary to ask the client's model for: which branch, of which inputs, and the prompt."""
+
+    node_id: str
+    fingerprint: str
+    system: str
+    user: str
+
+
+def pending_branches(memory: Memory) -> list[tuple[int, str]]:
+    """(depth, id) of every branch awaiting an LLM summary, deepest first."""
+    found = [
+        (branch.depth, branch.id)
+        for tree in (memory.semantic, memory.temporal)
+        for branch in tree.branches.values()
+        if branch.pending
+    ]
+    return sorted(found, key=lambda item: (-item[0], item[1]))
+
+
+class Refinement:
+    """The LLM side of the memory: which branches await a summary, who writes it, and its commit.
+
+    Writers tell it what they changed (:meth:`mark`, then :meth:`submit` once committed); the
+    spaces tell it what they loaded (:meth:`loaded`, registered as their ``on_load``). With
+    ``litellm:<model>`` a :class:`Refiner` writes summaries in the background (only in a process
+    built with ``background``: one-shot commands leave them pending); with ``sampling`` the
+    client's model writes them per request (:meth:`questions` and :meth:`apply`).
+    """
+
+    def __init__(self, settings: Settings, spaces: Spaces, *, background: bool = True) -> None:
+        self.settings = settings
+        self._spaces = spaces
+        self._background = background
+        self._lock = threading.RLock()
+        self._llm: TextGenerator | None = None
+        self._refiner: Refiner | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether an LLM is configured to write summaries (MEMTREE_LLM other than 'none')."""
+        return self.settings.llm != "none"
+
+    @property
+    def in_background(self) -> bool:
+        """Whether summaries are written by the background worker (litellm; sampling works per request)."""
+        return self._background and self.settings.llm.startswith("litellm:")
+
+    def llm(self) -> TextGenerator | None:
+        """The model that writes summaries and walks for the agent now, or None (extractive only).
+
+        For ``litellm:<model>`` it is built on first use. With ``sampling`` there is no model outside
+        a client's request: the MCP tools pass the client's model to ``summarize`` and ``navigate``.
+        """
+        spec = self.settings.llm
+        if not spec.startswith("litellm:"):
+            return None
+        with self._lock:
+            if self._llm is None:
+                from memtree_mcp.providers.llm import LiteLLMChat
+
+                self._llm = LiteLLMChat(
+                    spec.removeprefix("litellm:"),
+                    api_base=self.settings.llm_api_base,
+                    api_key=self.settings.llm_api_key,
+                    timeout=self.settings.llm_timeout,
+                    retries=self.settings.llm_retries,
+                )
+            return self._llm
+
+    @property
+    def worker(self) -> Refiner:
+        """The background worker writing LLM summaries (created on first use)."""
+        with self._lock:
+            if self._refiner is None:
+                self._refiner = Refiner(
+                    self.refine_branch,
+                    self.pending,
+                    self.llm,
+                    capacity=self.settings.refine_queue,
+                    workers=self.settings.llm_workers,
+                )
+            return self._refiner
+
+    def close(self) -> None:
+        """Stop the worker; branches still awaiting a summary stay marked in the store."""
+        with self._lock:
+            refiner, self._refiner = self._refiner, None
+        if refiner is not None:
+            refiner.close()
+
+    # -- fed by the writers and the spaces ---------------------------------------------------------
+
+    def mark(self, memory: Memory, changed: Iterable[str], *, forgotten: bool) -> list[tuple[int, str]]:
+        """Mark changed branches as awaiting an LLM summary; returns them as (depth, id).
+
+        A branch keeps showing its last LLM summary until the new one is written, unless memories
+        under it were forgotten (the summary may mention them) or no LLM is configured any more.
+        """
+        nodes: list[tuple[int, str]] = []
+        for node_id in changed:
+            branch = memory.branch(node_id)
+            if branch is None:
+                continue
+            if forgotten or not self.enabled:
+                branch.summary, branch.summary_seq = "", -1
+            elif branch.summary:
+                branch.text = branch.summary
+            branch.pending = self.enabled
+            if self.enabled:
+                nodes.append((branch.depth, node_id))
+        return nodes
+
+    def submit(self, name: str, nodes: list[tuple[int, str]]) -> None:
+        """Hand branches marked by :meth:`mark` (and committed) to the background worker, if any."""
+        if nodes and self.in_background:
+            self.worker.submit(name, nodes)
+
+    def loaded(self, space: Space) -> None:
+        """A namespace was (re)loaded: the branches it still marks pending go to the worker."""
+        if self.in_background:
+            self.submit(space.name, pending_branches(space.memory))
+
+    def pending(self, name: str) -> list[tuple[int, str]]:
+        """(depth, id) of the branches of namespace ``name`` awaiting a summary, deepest first."""
+        with self._spaces.reading(name) as space:
+            return pending_branches(space.memory) if space is not None else []
+
+    # -- writing summaries -------------------------------------------------------------------------
+
+    def refine_pending(self, name: str, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Write the LLM summaries namespace ``name`` still waits for, now; (written, still pending).
+
+        Raises InvalidInput when no LLM is configured and ProviderError when the LLM fails.
+        """
+        generator = self.llm()
+        if generator is None:
+            raise InvalidInput(
+                "no LLM is configured to write summaries; set MEMTREE_LLM=litellm:<model> "
+                "(sampling works only inside a client session)."
+            )
+        written = 0
+        deadline = time.monotonic() + timeout
+        for _depth, node_id in self.pending(name):
+            if time.monotonic() > deadline:
+                break
+            written += int(self.refine_branch(name, node_id, generator))
+        return written, len(self.pending(name))
+
+    def refine_branch(self, name: str, node_id: str, generator: TextGenerator) -> bool:
+        """Write one pending branch's LLM summary and commit it; False when nothing was committed.
+
+        The model is asked without holding any lock; the summary is committed only if the branch's
+        inputs are still those it was written from. Raises ProviderError when the model fails.
+        """
+        with self._spaces.reading(name) as space:
+            branch = space.memory.branch(node_id) if space is not None else None
+            if space is None or branch is None or not branch.pending:
+                return False
+            request = summary_inputs(space.memory, branch)
+        worker = self._refiner
+        text = write_summary(generator, request)
+        if worker is not self._refiner:
+            return False  # closed while the model wrote: leave the branch pending
+        return self._commit(name, [(node_id, request.fingerprint, text)]) == 1
+
+    def questions(self, space: Space, node_ids: Iterable[str]) -> list[SummaryQuestion]:
+        """One question for the client's model per branch of ``node_ids`` awaiting a summary, at
+        most MAX_INLINE_SUMMARIES; empty without MEMTREE_LLM. Call it holding the space's lock."""
+        if not self.enabled:
+            return []
+        asked: list[SummaryQuestion] = []
+        for node_id in node_ids:
+            branch = space.memory.branch(node_id)
+            if branch is None or not branch.pending:
+                continue
+            request = summary_inputs(space.memory, branch)
+            system, user = summary_prompt(request)
+            asked.append(SummaryQuestion(node_id, request.fingerprint, system, user))
+            if len(asked) == MAX_INLINE_SUMMARIES:
+                break
+        return asked
+
+    def apply(self, name: str, answers: Sequence[tuple[SummaryQuestion, str]]) -> int:
+        """Store the client model's answers to :meth:`questions`; returns how many were stored.
+
+        An answer is stored only if its branch still has the inputs the question was asked about;
+        an empty answer is skipped (the extractive text stays).
+        """
+        done: list[tuple[str, str, str]] = []
+        for question, answer in answers:
+            try:
+                done.append((question.node_id, question.fingerprint, clean_summary(answer)))
+            except ProviderError as exc:
+                log.warning("the client's model gave no usable summary: %s", exc)
+        return self._commit(name, done) if done else 0
+
+    def _commit(self, name: str, done: Sequence[tuple[str, str, str]]) -> int:
+        """Commit (branch id, input fingerprint, summary) triples still current, in one commit."""
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                return 0
+            with self._spaces.change(space) as change:
+                for node_id, fingerprint, text in done:
+                    branch = space.memory.branch(node_id)
+                    if branch is None or not branch.pending:
+                        continue
+                    if summary_inputs(space.memory, branch).fingerprint != fingerprint:
+                        continue  # changed since it was asked; it is pending again
+                    branch.summary, branch.summary_seq, branch.pending = text, branch.last_seq, False
+                    branch.text = text
+                    change.changed.add(node_id)
+        return len(change.changed)

@@ -28,9 +28,9 @@ from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_RULE
 from memtree_mcp.errors import MemtreeError, NotFound
 from memtree_mcp.inputs import MAX_K, MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TOKENS
 from memtree_mcp.providers.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
-from memtree_mcp.refine import SUMMARY_TOKENS
+from memtree_mcp.refine import MAX_INLINE_SUMMARIES, SUMMARY_TOKENS, SummaryQuestion
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
-from memtree_mcp.service import MAX_INLINE_SUMMARIES, MemoryService, SummaryQuestion
+from memtree_mcp.service import MemoryService
 
 log = logging.getLogger("memtree_mcp")
 

@@ -404,7 +404,7 @@ def test_the_column_wise_read_equals_the_rows_read_one_by_one(
         service.remember(note, session=f"s{i // 6}", tags=["t"] if i % 4 == 0 else [])
         if i % 7 == 6:
             service.forget(query=notes[i - 3], confirm=True)  # deletion rows, dissolved branches
-        table = service._spaces["default"].table
+        table = service.spaces["default"].table
         assert table is not None
         snapshot = table.read()
         leaves, branches = reference_read(table._table.to_arrow())

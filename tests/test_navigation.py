@@ -12,9 +12,9 @@ from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import (
+    CursorView,
     EmbeddingPolicy,
     NavigationError,
-    NodeView,
     ScoredNode,
     move,
     parse_action,
@@ -59,7 +59,7 @@ def binary_temporal_memory(n: int = 8) -> Memory:
     return memory
 
 
-def leaves_of(memory: Memory, node: NodeView) -> set[str]:
+def leaves_of(memory: Memory, node: CursorView) -> set[str]:
     tree = memory.semantic if node.tree == "semantic" else memory.temporal
     return set(tree.leaves_under(node.id))
 
@@ -253,7 +253,7 @@ class Scripted:
     def decide(
         self,
         query_vector: Vector,
-        current: NodeView,
+        current: CursorView,
         children_scores: Sequence[ScoredNode],
         neighbour_scores: Mapping[str, ScoredNode],
         history: Sequence[str],

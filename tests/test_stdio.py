@@ -160,8 +160,8 @@ def test_the_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
 
 def test_doctor_finds_a_corrupted_tree_and_repair_rebuilds_it(tmp_path: Path) -> None:
     from memtree_mcp.config import Settings
+    from memtree_mcp.core.memory import Memory
     from memtree_mcp.service import MemoryService
-    from memtree_mcp.store.lance import branch_row
 
     home = tmp_path / "store"
     env = {**os.environ, "MEMTREE_HOME": str(home)}
@@ -177,7 +177,9 @@ def test_doctor_finds_a_corrupted_tree_and_repair_rebuilds_it(tmp_path: Path) ->
     snapshot = table.read()
     broken = next(b for b in snapshot.branches if b.kind == "internal")
     broken.leaf_count += 5  # a stored summary that no longer matches its memories
-    table.commit([branch_row(broken, 384)])
+    damaged = Memory(384)
+    damaged.load(snapshot.leaves, snapshot.branches)
+    table.commit(damaged, {broken.id})
 
     found = subprocess.run([COMMAND, "doctor"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert found.returncode == 1 and broken.id in found.stdout

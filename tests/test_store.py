@@ -59,7 +59,7 @@ def test_a_failed_commit_leaves_the_previous_state(
     memory = service.memory()
     assert memory is not None
     expected = memory_state(memory)
-    space = service._spaces["default"]
+    space = service.spaces["default"]
     assert space.table is not None
     version = space.table.latest_version()
 
@@ -104,7 +104,7 @@ def test_a_second_process_sees_what_the_first_wrote(settings: Settings, embedder
 def test_rows_hold_the_vectors_bit_for_bit(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
     service = MemoryService(settings, embedder=embedder)
     stored = service.remember("Exact float32 round trip.")
-    table = service._spaces["default"].table
+    table = service.spaces["default"].table
     assert table is not None
     snapshot = table.read()
     (leaf,) = [leaf for leaf in snapshot.leaves if leaf.id == stored.ids[0]]
@@ -126,7 +126,7 @@ def test_compaction_and_squashing_keep_every_memory_identical(
     memory = service.memory()
     assert memory is not None
     expected = memory_state(memory)
-    table = service._spaces["default"].table
+    table = service.spaces["default"].table
     assert table is not None
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
     # Every remember appended a revision of each row it changed; squashing dropped the superseded ones.

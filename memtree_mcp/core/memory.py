@@ -295,7 +295,7 @@ class Memory:
             return  # not built since the load; it will be built from the trees as they are then
         # A root stands for everything at once and would answer every query; it is not a hit.
         if branch.kind == "internal" and branch.vector is not None:
-            index.upsert(branch.id, self._tree(branch).match_vector_of(branch.id))
+            index.upsert(branch.id, self.tree(branch.tree).match_vector_of(branch.id))
         else:
             index.remove(branch.id)
 
@@ -326,13 +326,17 @@ class Memory:
             raise KeyError(node_id)
         return found
 
-    def _tree(self, branch: Branch) -> SemanticTree | TemporalTree:
-        return self.semantic if branch.tree == "semantic" else self.temporal
+    def tree(self, name: str) -> SemanticTree | TemporalTree:
+        """The tree called ``name`` ('semantic' or 'temporal'); raises ValueError for another name."""
+        if name == "semantic":
+            return self.semantic
+        if name == "temporal":
+            return self.temporal
+        raise ValueError(f"unknown tree {name!r}; use 'semantic' (by subject) or 'temporal' (by time)")
 
     def breadcrumb(self, node_id: str, tree: str = "semantic") -> list[str]:
         """Short labels of the ancestors of ``node_id`` in ``tree``, the root left out."""
-        chosen = self.semantic if tree == "semantic" else self.temporal
-        return [b.label for b in chosen.ancestors(node_id) if b.kind != "root"]
+        return [b.label for b in self.tree(tree).ancestors(node_id) if b.kind != "root"]
 
     def recall(
         self,
@@ -508,7 +512,7 @@ class Memory:
                     taken.add(node_id)
                     out.append((node_id, score))
                 continue
-            tree = self._tree(branch)
+            tree = self.tree(branch.tree)
             members = [n for n in tree.leaves_under(branch.id) if n not in taken]
             members = [n for n in members if where.admits_leaf(self.leaves[n])]
             member_scores = {n: score_of(n) for n in members}
@@ -924,10 +928,6 @@ class _TreeStructure:
             total += decay**hop * moved
             step = moved
         return total
-
-
-def _best_first(item: tuple[str, float]) -> tuple[float, str]:
-    return (-item[1], item[0])
 
 
 def _headroom(size: int) -> int:

@@ -5,7 +5,7 @@ the next, so a client (or the server) only has to remember the id it was shown. 
 
 - ``stay``: the node itself; ``reset``: the root of the tree;
 - ``up``: the parent; ``down``: a child by its 0-based ``index`` among the node's children (the
-  order of ``NodeView.children``), or without an index the child that best matches the query vector
+  order of ``CursorView.children``), or without an index the child that best matches the query vector
   (average linkage, ``Hierarchy.match_vector_of``), or the first child when there is no query;
 - ``left`` / ``right``: in the semantic tree the previous / next sibling; in the temporal tree the
   previous / next node of the same depth in time order, across parents (the neighbouring segment at
@@ -66,7 +66,7 @@ class ChildPreview(NamedTuple):
 
 
 @dataclass(slots=True)
-class NodeView:
+class CursorView:
     """What the cursor shows of one node of one tree.
 
     ``breadcrumb`` holds the labels of the node's ancestors from the top down, the root left out.
@@ -112,11 +112,10 @@ class NodeView:
 
 
 def _hierarchy(memory: Memory, tree: str) -> Hierarchy:
-    if tree == "semantic":
-        return memory.semantic
-    if tree == "temporal":
-        return memory.temporal
-    raise NavigationError(f"unknown tree {tree!r}; use 'semantic' (by subject) or 'temporal' (by time)")
+    try:
+        return memory.tree(tree)
+    except ValueError as exc:
+        raise NavigationError(str(exc)) from None
 
 
 def _other(tree: str) -> str:
@@ -250,7 +249,7 @@ def _score(hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
         return None
 
 
-def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = None) -> NodeView:
+def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = None) -> CursorView:
     """The cursor's view of ``node_id`` in ``tree`` ('semantic' or 'temporal').
 
     Raises ``NavigationError`` for an unknown tree or node, or a branch of the other tree.
@@ -277,7 +276,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
         kind, text, label, count = "leaf", leaf.text, gist(leaf.text, LEAF_LABEL_CHARS), 1
         first_seq = last_seq = leaf.seq
         first_ts = last_ts = leaf.timestamp
-    return NodeView(
+    return CursorView(
         id=node_id,
         tree=tree,
         kind=kind,
@@ -337,7 +336,7 @@ def move(
     tree: str,
     index: int | None = None,
     query_vector: Vector | None = None,
-) -> NodeView:
+) -> CursorView:
     """Apply ``move`` to the cursor at ``node_id`` in ``tree`` (None: the root) and view where it lands.
 
     Moves: ``stay``, ``reset``, ``up``, ``down`` (child ``index``, 0-based; default the child best
@@ -431,7 +430,7 @@ class Policy(Protocol):
     def decide(
         self,
         query_vector: Vector,
-        current: NodeView,
+        current: CursorView,
         children_scores: Sequence[ScoredNode],
         neighbour_scores: Mapping[str, ScoredNode],
         history: Sequence[str],
@@ -453,7 +452,7 @@ class EmbeddingPolicy:
     def decide(
         self,
         query_vector: Vector,
-        current: NodeView,
+        current: CursorView,
         children_scores: Sequence[ScoredNode],
         neighbour_scores: Mapping[str, ScoredNode],
         history: Sequence[str],
@@ -494,7 +493,7 @@ class AgentRun:
     ``notes`` the policy answers that were replaced by a safe action.
     """
 
-    node: NodeView
+    node: CursorView
     moves: list[str]
     sufficient: bool
     outcome: Outcome
@@ -535,7 +534,7 @@ def _scored(hierarchy: Hierarchy, node_id: str, query: Vector) -> ScoredNode:
 
 
 def _context(
-    memory: Memory, hierarchy: Hierarchy, node: NodeView, query: Vector, size: int
+    memory: Memory, hierarchy: Hierarchy, node: CursorView, query: Vector, size: int
 ) -> list[ContextItem]:
     own = ContextItem(node.id, node.text, node.score if node.score is not None else -1.0)
     pool_root = node.id
@@ -608,7 +607,7 @@ def run_agent(
     )
 
 
-def _impossible(parsed: tuple[str, int | None], current: NodeView) -> str | None:
+def _impossible(parsed: tuple[str, int | None], current: CursorView) -> str | None:
     """Why ``parsed`` cannot be taken from ``current``, or None when it can."""
     action, index = parsed
     if action == "up" and not current.has_up:
@@ -625,7 +624,7 @@ def _impossible(parsed: tuple[str, int | None], current: NodeView) -> str | None
     return None
 
 
-def _safe_action(current: NodeView) -> tuple[str, int | None]:
+def _safe_action(current: CursorView) -> tuple[str, int | None]:
     if current.kind == "leaf":
         return ("sufficient", None)
     if current.has_down:

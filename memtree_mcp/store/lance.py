@@ -19,7 +19,7 @@ import ipaddress
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 
@@ -143,13 +144,21 @@ class NamespaceTable:
         pa.default_memory_pool().release_unused()
         return Snapshot(version=version, leaves=leaves, branches=branches)
 
-    def commit(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Append ``rows`` as the next revision of their nodes, in one atomic commit.
+    def commit(
+        self,
+        memory: Memory,
+        changed: Iterable[str],
+        removed: Iterable[str] = (),
+        now: float | None = None,
+    ) -> int:
+        """Write the nodes ``changed`` (as ``memory`` holds them now) and the deletion of ``removed``
+        as the next revision, in one atomic commit.
 
         The caller must hold the namespace's write lock and have read the latest version, so that
         revision numbers only grow. Returns the new table version. Raises StoreError when Lance
         refuses the write; the table then still holds its previous version.
         """
+        rows = _node_rows(memory, changed, removed, time.time() if now is None else now)
         if not rows:
             return self.latest_version()
         rev = self._rev + 1
@@ -267,13 +276,16 @@ class LanceStore:
         snapshot = NamespaceTable(table, embedder, dimension, self._db, namespace).read()
         return snapshot, embedder, dimension
 
-    def replace(self, namespace: str, rows: Sequence[dict[str, Any]]) -> int:
-        """Make ``rows`` (built for this store's embedder) the whole content of ``namespace``.
+    def replace(self, namespace: str, memory: Memory) -> int:
+        """Make every node of ``memory`` (built for this store's embedder) the whole content of
+        ``namespace``.
 
         Written as a new version of the table with this store's schema and embedder; the earlier
         versions stay in the history. Returns the new version. Raises StoreError when Lance refuses.
         """
         schema = node_schema(self.embedder, self.dimension)
+        nodes = [*memory.leaves, *memory.semantic.branches, *memory.temporal.branches]
+        rows = _node_rows(memory, nodes, (), time.time())
         data = pa.Table.from_pylist([{**row, "rev": 0} for row in rows], schema=schema)
         try:
             table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
@@ -297,11 +309,6 @@ class LanceStore:
                 f"but the configured embedder is {self.embedder} ({self.dimension} dimensions). "
                 f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
             )
-
-
-def is_object_store(home: str) -> bool:
-    """Whether ``home`` is an object-store URI (s3://…) rather than a directory on this machine."""
-    return "://" in home
 
 
 def object_store_options(
@@ -381,11 +388,6 @@ def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return keep[alive], is_leaf[alive]
 
 
-def _latest_rows(arrow: pa.Table) -> pa.Table:
-    """Each id's highest revision, without the ids whose highest revision deletes them; by id."""
-    return arrow.take(pa.array(_live_positions(arrow)[0]))
-
-
 # The columns _leaf_from_row and _branch_from_row read (besides the vector): a reload converts only
 # these to Python.
 LEAF_COLUMNS = ("id", "text", "first_seq", "first_ts", "role", "tags", "session", "content_hash", "created")
@@ -437,10 +439,33 @@ def _rows(
         yield record
 
 
-# -- rows --------------------------------------------------------------------------------------
+# -- rows: the table's format, private to this module -----------------------------------------
 
 
-def deletion_row(node_id: str, dimension: int, now: float | None = None) -> dict[str, Any]:
+def _node_rows(
+    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float
+) -> list[dict[str, Any]]:
+    """The rows of the nodes ``changed`` as ``memory`` holds them, then one deletion row per id of
+    ``removed``, each in id order."""
+    gone = set(removed)
+    rows: list[dict[str, Any]] = []
+    for node_id in sorted(set(changed) - gone):
+        leaf = memory.leaves.get(node_id)
+        if leaf is not None:
+            semantic_parent = memory.semantic.parent_of.get(node_id)
+            temporal_parent = memory.temporal.parent_of.get(node_id)
+            depth = memory.semantic.depth_of(node_id)
+            rows.append(_leaf_row(leaf, semantic_parent, temporal_parent, depth, now))
+        else:
+            branch = memory.branch(node_id)
+            if branch is None:
+                raise KeyError(node_id)
+            rows.append(_branch_row(branch, memory.dimension, now))
+    rows += [_deletion_row(node_id, memory.dimension, now) for node_id in sorted(gone)]
+    return rows
+
+
+def _deletion_row(node_id: str, dimension: int, now: float) -> dict[str, Any]:
     """The revision that deletes a node; squashing the table drops it with the node's history."""
     return {
         "id": node_id,
@@ -465,12 +490,12 @@ def deletion_row(node_id: str, dimension: int, now: float | None = None) -> dict
         "metadata": json.dumps({}),
         "content_hash": None,
         "created": None,
-        "updated": now if now is not None else time.time(),
+        "updated": now,
     }
 
 
-def leaf_row(
-    leaf: Leaf, semantic_parent: str | None, temporal_parent: str | None, depth: int, now: float | None = None
+def _leaf_row(
+    leaf: Leaf, semantic_parent: str | None, temporal_parent: str | None, depth: int, now: float
 ) -> dict[str, Any]:
     """The table row of a leaf; ``depth`` is its depth in the semantic tree."""
     return {
@@ -496,11 +521,11 @@ def leaf_row(
         "metadata": json.dumps({}),
         "content_hash": leaf.content_hash,
         "created": leaf.created,
-        "updated": now if now is not None else time.time(),
+        "updated": now,
     }
 
 
-def branch_row(branch: Branch, dimension: int, now: float | None = None) -> dict[str, Any]:
+def _branch_row(branch: Branch, dimension: int, now: float) -> dict[str, Any]:
     """The table row of a root or internal node."""
     vector = branch.vector if branch.vector is not None else np.zeros(dimension, dtype=np.float32)
     return {
@@ -526,7 +551,7 @@ def branch_row(branch: Branch, dimension: int, now: float | None = None) -> dict
         "metadata": json.dumps(_refinement(branch)),
         "content_hash": None,
         "created": None,
-        "updated": now if now is not None else time.time(),
+        "updated": now,
     }
 
 

@@ -1,0 +1,201 @@
+"""Looking after a store: versions (history, restore, the memory as it was), checks and repair,
+re-embedding, and moving memories in and out (import, export, the list of namespaces).
+
+None of it is on the path of a tool call an agent makes after every turn; all of it is what a
+person runs from the CLI, so it may read a whole table and rebuild whole trees.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memtree_mcp.core.checks import Problem, memory_problems
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.temporal import CompatibilityPolicy
+from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.inputs import format_timestamp, parse_timestamp
+from memtree_mcp.refine import Refinement
+from memtree_mcp.spaces import Spaces
+from memtree_mcp.writing import Writer
+
+if TYPE_CHECKING:
+    from memtree_mcp.store.lance import NamespaceTable
+
+log = logging.getLogger("memtree_mcp")
+
+
+def resolve_version(table: NamespaceTable, when: str) -> int:
+    """The table version ``when`` names: a version number, or the last version written by then
+    (an ISO 8601 time). Raises InvalidInput for a version the table does not keep."""
+    versions = table.versions()
+    if isinstance(when, str) and when.strip().isdigit():
+        wanted = int(when)
+        if wanted not in {v for v, _ in versions}:
+            known = f"{versions[0][0]} to {versions[-1][0]}" if versions else "none"
+            raise InvalidInput(f"no version {wanted}; the versions kept are {known}.")
+        return wanted
+    moment = parse_timestamp(when)
+    # Times are shown to the second (`history`), so a version counts from the second it was written.
+    earlier = [v for v, at in versions if math.floor(at) <= moment]
+    if not earlier:
+        raise InvalidInput(f"the memory has no version as old as {when}; `memtree-mcp history` lists them.")
+    return earlier[-1]
+
+
+def memory_as_of(table: NamespaceTable, when: str, dimension: int) -> Memory:
+    """The memory of ``table`` as it was at version or time ``when`` (see :func:`resolve_version`)."""
+    snapshot = table.read(resolve_version(table, when))
+    memory = Memory(dimension)
+    memory.load(snapshot.leaves, snapshot.branches)
+    return memory
+
+
+class Maintenance:
+    """History, restore, doctor, reindex, import and export over the namespaces of one store."""
+
+    def __init__(
+        self,
+        spaces: Spaces,
+        embedder: Callable[[], Embedder],
+        refinement: Refinement,
+        writer: Writer,
+    ) -> None:
+        self._spaces = spaces
+        self._embedder = embedder
+        self._refinement = refinement
+        self._writer = writer
+
+    def namespaces(self) -> list[tuple[str, int]]:
+        """Every namespace with the number of memories it holds."""
+        counts: list[tuple[str, int]] = []
+        for name in self._spaces.store.namespaces():
+            with self._spaces.reading(name) as space:
+                counts.append((name, len(space.memory.leaves) if space is not None else 0))
+        return counts
+
+    def history(self, name: str) -> list[tuple[int, str]]:
+        """The versions namespace ``name``'s table keeps, oldest first: (version, ISO 8601 time)."""
+        space = self._spaces.get(name, create=False)
+        if space is None:
+            return []
+        return [(version, format_timestamp(at)) for version, at in space.table.versions()]
+
+    def restore(self, name: str, to: str) -> tuple[int, int]:
+        """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.
+
+        Returns (the version restored, the new latest version). Nothing is destroyed: restoring
+        again to the version before undoes it. Raises InvalidInput or StoreError for an unknown
+        version, NotFound for an empty namespace.
+        """
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to restore.")
+            version = resolve_version(space.table, to)
+            latest = self._spaces.restore(space, version)
+        log.info("restored namespace %s to version %d", name, version)
+        return version, latest
+
+    def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
+        """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
+
+        With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
+        ids, same texts, same vectors, same order), written as one commit; the problems found
+        before the repair are returned either way. Raises NotFound for an empty namespace.
+        """
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to check.")
+            snapshot = space.table.read()
+            dimension = self._embedder().dimension
+            checked = Memory(dimension)
+            try:
+                checked.load(snapshot.leaves, snapshot.branches)
+                problems = memory_problems(checked)
+            except Exception as exc:  # a store too broken to load is one problem, and repairable
+                problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
+            if problems and repair:
+                rebuilt = Memory(dimension)
+                for leaf in sorted(snapshot.leaves, key=lambda leaf: leaf.seq):
+                    rebuilt.add_leaf(leaf)
+                nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+                stale = {b.id for b in snapshot.branches} - nodes
+                self._refinement.mark(rebuilt, nodes, forgotten=True)
+                space.memory = rebuilt
+                with self._spaces.change(space) as change:
+                    change.changed, change.removed = nodes, stale
+                self._spaces.reload(space)
+                log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
+        return problems
+
+    def reindex(
+        self, name: str, *, temporal_policy: str = "cosine", batch: int = 256
+    ) -> tuple[int, str, int]:
+        """Re-embed every memory of namespace ``name`` with the configured embedder and rebuild both
+        trees.
+
+        For moving a store to a new embedder (the store refuses to be opened with another one
+        until then), or for rebuilding the temporal tree with ``temporal_policy="llm"``: the
+        configured LLM decides each segment boundary (SegTreeMem's batch-LLM compatibility), one
+        call per memory. Memories keep their ids, texts, times and order. Written as one new
+        version; earlier versions stay in ``history``. Stop servers using the namespace first.
+        Returns (memories, the embedder the store was built with, the new version).
+        """
+        if temporal_policy not in ("cosine", "llm"):
+            raise InvalidInput(f"unknown temporal policy {temporal_policy!r}; use 'cosine' or 'llm'.")
+        policy: CompatibilityPolicy | None = None
+        if temporal_policy == "llm":
+            generator = self._refinement.llm()
+            if generator is None:
+                raise InvalidInput(
+                    "temporal_policy 'llm' needs an LLM: set MEMTREE_LLM=litellm:<model> "
+                    "(and MEMTREE_LLM_API_BASE for a local server)."
+                )
+            from memtree_mcp.llm_policies import BatchLLMPolicy
+
+            policy = BatchLLMPolicy(generator)
+        embedder = self._embedder()
+        with self._spaces.file_lock(name):
+            found = self._spaces.store.read_any(name)
+            if found is None:
+                raise NotFound(f"namespace '{name}' holds nothing to re-index.")
+            snapshot, old_embedder, _old_dimension = found
+            leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
+            rebuilt = Memory(embedder.dimension, temporal_policy=policy)
+            for start in range(0, len(leaves), batch):
+                part = leaves[start : start + batch]
+                vectors = embedder.embed_batch([leaf.text for leaf in part])
+                for leaf, vector in zip(part, vectors, strict=True):
+                    leaf.vector = vector
+                    rebuilt.add_leaf(leaf)
+            nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+            refine = self._refinement.mark(rebuilt, nodes, forgotten=True)
+            version = self._spaces.store.replace(name, rebuilt)
+            self._spaces.drop(name)
+        self._refinement.submit(name, refine)
+        log.info("re-indexed %d memories of namespace %s (was %s)", len(leaves), name, old_embedder)
+        return len(leaves), old_embedder, version
+
+    def import_memories(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
+        """See :meth:`memtree_mcp.writing.Writer.import_records`."""
+        return self._writer.import_records(name, records, batch=batch)
+
+    def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
+        """Every memory of namespace ``name`` in the order it was remembered, as records import reads."""
+        with self._spaces.reading(name) as space:
+            leaves = sorted(space.memory.leaves.values(), key=lambda leaf: leaf.seq) if space else []
+        for leaf in leaves:
+            record: dict[str, Any] = {
+                "content": leaf.text,
+                "role": leaf.role,
+                "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
+            }
+            if leaf.session is not None:
+                record["session"] = leaf.session
+            if leaf.tags:
+                record["tags"] = list(leaf.tags)
+            yield record

@@ -1,0 +1,322 @@
+"""The read path: recall, summaries, navigation and views of the trees.
+
+Every read follows other processes first (:meth:`Spaces.reading`) and holds the namespace's lock
+only while it walks the trees: queries are embedded before, results are turned into the models
+the tools return after.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.hierarchy import Hierarchy
+from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
+from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.navigation import (
+    MOVES,
+    CursorView,
+    EmbeddingPolicy,
+    NavigationError,
+    Policy,
+    run_agent,
+)
+from memtree_mcp.core.navigation import move as move_cursor
+from memtree_mcp.core.navigation import view as view_node
+from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
+from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.inputs import (
+    KINDS,
+    MAX_AGENT_STEPS,
+    MAX_CHILD_INDEX,
+    MAX_K,
+    MAX_OUTLINE_DEPTH,
+    MAX_QUERY_CHARS,
+    MAX_TOKENS,
+    MIN_SUMMARY_TOKENS,
+    check_node,
+    check_range,
+    check_session,
+    check_tags,
+    check_text,
+    check_tree,
+    format_timestamp,
+    parse_timestamp,
+)
+from memtree_mcp.maintenance import memory_as_of
+from memtree_mcp.providers.llm import TextGenerator
+from memtree_mcp.refine import Refinement, SummaryQuestion
+from memtree_mcp.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
+from memtree_mcp.spaces import Space, Spaces
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPlan:
+    """Where a summary starts (the nodes asked about) and what it says."""
+
+    space: Space
+    start: list[str]
+    found: Summary
+
+
+class Reader:
+    """Answers every question about the memory; never writes (LLM summaries go to Refinement)."""
+
+    def __init__(self, spaces: Spaces, embedder: Callable[[], Embedder], refinement: Refinement) -> None:
+        self._spaces = spaces
+        self._embedder = embedder
+        self._refinement = refinement
+
+    def _embed(self, text: str) -> Any:
+        return self._embedder().embed_batch([text])[0]
+
+    def read(self, reader: Callable[[Memory], T], name: str) -> T | None:
+        """``reader`` applied to namespace ``name``'s up-to-date memory while no writer can change
+        it; None when the namespace holds nothing yet."""
+        with self._spaces.reading(name) as space:
+            return reader(space.memory) if space is not None else None
+
+    def memory(self, name: str) -> Memory | None:
+        """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
+        return self.read(lambda memory: memory, name)
+
+    def recall(
+        self,
+        name: str,
+        query: str,
+        k: int,
+        max_tokens: int | None,
+        *,
+        strategy: str,
+        kind: str,
+        time_from: str | None,
+        time_to: str | None,
+        tags: Sequence[str],
+        session: str | None,
+        expand: bool,
+        as_of: str | None,
+    ) -> RecallResult:
+        """See :meth:`memtree_mcp.service.MemoryService.recall`."""
+        text = check_text(query, "query", MAX_QUERY_CHARS)
+        check_range(k, "k", 1, MAX_K)
+        if max_tokens is not None:
+            check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
+        if strategy not in STRATEGIES:
+            raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+        where = RecallFilter(
+            kind=kind,  # type: ignore[arg-type]
+            time_from=parse_timestamp(time_from) if time_from is not None else None,
+            time_to=parse_timestamp(time_to) if time_to is not None else None,
+            tags=check_tags(tags),
+            session=check_session(session),
+        )
+        if self._spaces.get(name, create=False) is None:
+            return RecallResult(hits=[], namespace=name)
+        vector = self._embed(text)
+        with self._spaces.reading(name) as space:
+            assert space is not None
+            memory = (
+                space.memory if as_of is None else memory_as_of(space.table, as_of, space.memory.dimension)
+            )
+            hits = memory.recall(
+                vector,
+                k,
+                query_text=text,
+                strategy=strategy,
+                where=where,
+                max_tokens=max_tokens,
+                expand=bool(expand),
+            )
+        return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+
+    def summary_plan(
+        self,
+        name: str,
+        node_id: str | None,
+        time_from: str | None,
+        time_to: str | None,
+        query: str | None,
+        max_tokens: int,
+    ) -> SummaryPlan | None:
+        """The nodes a summary starts from and the summary composed from them; None for an empty
+        namespace. Raises InvalidInput for bad arguments and NotFound for an unknown node."""
+        check_range(max_tokens, "max_tokens", MIN_SUMMARY_TOKENS, MAX_TOKENS)
+        period = time_from is not None or time_to is not None
+        if sum([node_id is not None, period, query is not None]) > 1:
+            raise InvalidInput("give one of node_id, a period (time_from/time_to) or query, not several.")
+        low = parse_timestamp(time_from) if time_from is not None else None
+        high = parse_timestamp(time_to) if time_to is not None else None
+        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        vector = self._embed(text) if text is not None else None
+        with self._spaces.reading(name) as space:
+            if space is None:
+                return None
+            memory = space.memory
+            tree: Hierarchy = memory.semantic
+            if node_id is not None:
+                start = [check_node(memory, node_id)]
+                branch = memory.branch(node_id)
+                if branch is not None:
+                    tree = memory.tree(branch.tree)
+            elif period:
+                tree = memory.temporal
+                start = period_nodes(memory, low, high)
+            elif vector is not None:
+                assert text is not None
+                picked = memory.recall(
+                    vector, 5, query_text=text, strategy="collapsed", where=RecallFilter(kind="summary")
+                )
+                start = [h.id for h in picked if h.tree == "semantic"]
+                if not start:
+                    start = [
+                        h.id
+                        for h in memory.recall(vector, 5, query_text=text, where=RecallFilter(kind="leaf"))
+                    ]
+            else:
+                start = list(memory.semantic.root.children)
+            found = summarize_nodes(memory, tree, start, max_tokens)
+        return SummaryPlan(space, start, found)
+
+    def summary_questions(self, plan: SummaryPlan) -> list[SummaryQuestion]:
+        """What to ask the client's model before ``plan``'s summary is shown (MCP sampling)."""
+        shown = list(dict.fromkeys([*plan.found.node_ids, *plan.start]))
+        with plan.space.lock:
+            return self._refinement.questions(plan.space, shown)
+
+    def navigate(
+        self,
+        name: str,
+        node_id: str | None,
+        move: str,
+        index: int | None,
+        tree: str,
+        query: str | None,
+        agent: bool,
+        max_steps: int,
+        generator: TextGenerator | None,
+    ) -> NavigateResult:
+        """See :meth:`memtree_mcp.service.MemoryService.navigate`."""
+        check_tree(tree)
+        if move not in MOVES:
+            raise InvalidInput(f"unknown move {move!r}; use one of: {', '.join(MOVES)}.")
+        check_range(max_steps, "max_steps", 1, MAX_AGENT_STEPS)
+        if index is not None:
+            check_range(index, "index", 0, MAX_CHILD_INDEX)
+        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        if agent and text is None:
+            raise InvalidInput("agent=true needs a query: what the agent should look for.")
+        vector = self._embed(text) if text is not None else None
+        with self._spaces.reading(name) as space:
+            memory = space.memory if space is not None else Memory(self._embedder().dimension)
+            # Nobody else can change an empty memory made up for the walk: no lock to let go of.
+            lock = space.lock if space is not None else None
+            if node_id is not None:
+                check_node(memory, node_id)
+            try:
+                if agent:
+                    assert vector is not None and text is not None
+                    model = generator or self._refinement.llm()
+                    policy = EmbeddingPolicy() if model is None else _agent_policy(model, text, lock)
+                    run = run_agent(memory, vector, tree, policy, max_steps)
+                    return NavigateResult(
+                        node=node_view(run.node),
+                        moves=run.moves,
+                        sufficient=run.sufficient,
+                        context=[
+                            ContextLine(id=c.id, text=c.text, score=round(c.score, 4)) for c in run.context
+                        ],
+                        namespace=name,
+                    )
+                shown = move_cursor(memory, node_id, move, tree, index=index, query_vector=vector)
+            except NavigationError as exc:
+                raise InvalidInput(str(exc)) from None
+        return NavigateResult(node=node_view(shown), moves=[], sufficient=None, context=[], namespace=name)
+
+    def outline(self, name: str, tree: str, depth: int) -> str:
+        """A tree as indented lines down to ``depth``: each branch's label, memories and time span."""
+        check_tree(tree)
+        check_range(depth, "depth", 1, MAX_OUTLINE_DEPTH)
+        memory = self.memory(name)
+        if memory is None:
+            return "(no memories yet)"
+        hierarchy: Hierarchy = memory.tree(tree)
+        lines: list[str] = [f"{tree} tree: {len(memory.leaves)} memories"]
+        stack = [(child, 1) for child in reversed(hierarchy.root.children)]
+        while stack:
+            node_id, level = stack.pop()
+            node = memory.node(node_id)
+            pad = "  " * (level - 1)
+            if isinstance(node, Leaf):
+                lines.append(f"{pad}- {node.text[:80]} [{node_id}]")
+                continue
+            span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
+            lines.append(
+                f"{pad}+ {node.label or '(untitled)'}: {node.leaf_count} memories, {span} [{node_id}]"
+            )
+            if level < depth:
+                stack.extend((child, level + 1) for child in reversed(node.children))
+        return "\n".join(lines)
+
+    def node_view(self, name: str, node_id: str) -> NodeView:
+        """One node (a memory or a summary) as navigate shows it, in the tree it belongs to."""
+        memory = self.memory(name)
+        if memory is None:
+            raise NotFound(f"no node {node_id!r}: the namespace holds nothing yet.")
+        check_node(memory, node_id)
+        branch = memory.branch(node_id)
+        tree = branch.tree if branch is not None else "semantic"
+        return node_view(view_node(memory, node_id, tree))
+
+
+def _agent_policy(model: TextGenerator, query: str, lock: threading.RLock | None) -> Policy:
+    from memtree_mcp.llm_policies import LLMNavigationPolicy
+
+    policy = LLMNavigationPolicy(model, query)
+    return policy if lock is None else _Unlocked(policy, lock)
+
+
+class _Unlocked:
+    """A navigation policy that lets writers in while it thinks: an LLM step takes seconds, and
+    ``remember`` must never wait on an LLM. The walk then continues on the memory as it is."""
+
+    def __init__(self, policy: Policy, lock: threading.RLock) -> None:
+        self._policy = policy
+        self._lock = lock
+
+    def decide(self, *args: Any) -> str:
+        self._lock.release()
+        try:
+            return self._policy.decide(*args)
+        finally:
+            self._lock.acquire()
+
+
+def node_view(shown: CursorView) -> NodeView:
+    """The tool result for what the cursor shows."""
+    data = shown.as_dict()
+    empty = shown.leaf_count == 0
+    data["time_from"] = None if empty else format_timestamp(shown.first_ts)
+    data["time_to"] = None if empty else format_timestamp(shown.last_ts)
+    data["score"] = None if shown.score is None else round(shown.score, 4)
+    return NodeView.model_validate(data)
+
+
+def _recall_hit(hit: Hit) -> RecallHit:
+    return RecallHit(
+        id=hit.id,
+        text=hit.text,
+        kind=hit.kind,
+        tree=hit.tree,
+        depth=hit.depth,
+        score=round(hit.score, 4),
+        time_from=format_timestamp(hit.first_ts),
+        time_to=format_timestamp(hit.last_ts),
+        breadcrumb=hit.breadcrumb,
+    )
