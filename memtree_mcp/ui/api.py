@@ -43,6 +43,7 @@ from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
+from memtree_mcp.http_guards import BearerTokenMiddleware
 from memtree_mcp.inputs import format_timestamp
 from memtree_mcp.service import MemoryService
 
@@ -503,8 +504,6 @@ def ui_app(service: MemoryService, *, allow_edit: bool = False, token: str | Non
     handlers: dict[Any, Any] = {404: _not_found, 405: _not_found}
     api: ASGIApp = Starlette(routes=api_routes, exception_handlers=handlers)
     if token is not None:
-        from memtree_mcp.transport import BearerTokenMiddleware
-
         api = BearerTokenMiddleware(api, token)
     page_routes = [
         Route("/", lambda _r: RedirectResponse("/ui/")),
