@@ -1,12 +1,14 @@
 """The layers of DESIGN §3 are real: core is pure, and the server starts without the heavy libraries.
 
-Every module of ``memtree_mcp.core`` is checked, found with pkgutil so a new one cannot slip by,
-each imported alone in a fresh interpreter so a failure names the modules that load a library.
-The interpreters run side by side: one after another they would cost seconds.
+Every module of ``memtree_mcp.core`` is checked, found with pkgutil so a new one cannot slip by.
+One fresh interpreter imports them one after another (one interpreter each would cost seconds)
+and notes what each import loaded and which of our modules asked for it, so a failure names the
+module under test and the one whose import statement pulled the library in.
 """
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import subprocess
 import sys
@@ -27,40 +29,67 @@ NOT_IN_CORE = ("mcp", "lancedb", "onnxruntime", "litellm", "pyarrow", "tokenizer
 # What the server must not load before a client's handshake is answered.
 AFTER_THE_HANDSHAKE = ("lancedb", "onnxruntime", "litellm", "pyarrow")
 
+# argv: the libraries watched, the modules to import in turn. Prints, for each module, the watched
+# libraries its import loaded, each with the memtree_mcp module whose code imported it.
+IMPORT_IN_TURN = """
+import importlib, json, sys
 
-def libraries_loaded_by(modules: list[str], libraries: tuple[str, ...]) -> dict[str, list[str]]:
-    """For each of ``modules``, the ``libraries`` a fresh interpreter holds once it imported that module."""
-    running = {
-        module: subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                f"import sys, {module}; print(*(m for m in {libraries!r} if m in sys.modules))",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for module in modules
-    }
-    answers = {module: process.communicate(timeout=TIMEOUT) for module, process in running.items()}
-    for module, process in running.items():
-        assert process.returncode == 0, f"importing {module} failed:\n{answers[module][1]}"
-    return {module: out.split() for module, (out, _err) in answers.items()}
+libraries, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+importer = {}
+
+
+class NoteImporter:
+    # Finds nothing: notes which memtree_mcp module first asks for each library watched.
+    def find_spec(self, name, path=None, target=None):
+        if name in libraries and name not in importer:
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_globals.get("__name__", "").startswith("memtree_mcp"):
+                frame = frame.f_back
+            importer[name] = frame.f_globals["__name__"] if frame is not None else "?"
+        return None
+
+
+sys.meta_path.insert(0, NoteImporter())
+report = {}
+for module in modules:
+    before = set(sys.modules)
+    importlib.import_module(module)
+    report[module] = {lib: importer.get(lib, "?") for lib in libraries if lib in set(sys.modules) - before}
+print(json.dumps(report))
+"""
+
+
+def import_in_turn(modules: list[str], libraries: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """For each of ``modules``, imported in turn in a fresh interpreter: library loaded -> importer."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_IN_TURN, json.dumps(libraries), json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=TIMEOUT,
+    )
+    report: dict[str, dict[str, str]] = json.loads(done.stdout)
+    return report
+
+
+def shown(loaded: dict[str, str]) -> str:
+    return ", ".join(f"{library} (imported by {importer})" for library, importer in loaded.items())
 
 
 @pytest.fixture(scope="module")
-def loaded_by_core_module() -> dict[str, list[str]]:
-    return libraries_loaded_by(CORE_MODULES, NOT_IN_CORE)
+def loaded_by_core() -> dict[str, dict[str, str]]:
+    return import_in_turn(CORE_MODULES, NOT_IN_CORE)
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)
 def test_a_core_module_imports_no_io_or_heavy_library(
-    module: str, loaded_by_core_module: dict[str, list[str]]
+    module: str, loaded_by_core: dict[str, dict[str, str]]
 ) -> None:
-    assert loaded_by_core_module[module] == [], f"importing {module} loads them"
+    loaded = loaded_by_core[module]
+    assert not loaded, f"importing {module} loads {shown(loaded)}"
 
 
 def test_the_server_and_the_cli_leave_heavy_libraries_for_after_the_handshake() -> None:
-    loaded = libraries_loaded_by(["memtree_mcp.server", "memtree_mcp.cli"], AFTER_THE_HANDSHAKE)
-    assert loaded == {"memtree_mcp.server": [], "memtree_mcp.cli": []}
+    entry_points = ["memtree_mcp.server", "memtree_mcp.cli"]
+    for module, loaded in import_in_turn(entry_points, AFTER_THE_HANDSHAKE).items():
+        assert not loaded, f"importing {module} loads {shown(loaded)}"
