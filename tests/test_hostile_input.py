@@ -321,11 +321,13 @@ def unchanged(arguments: dict[str, Any], _known_id: str) -> dict[str, Any]:
     return arguments
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["remember", "recall", "navigate", "summarize"])
 def test_hostile_arguments_never_crash_a_tool_or_break_the_store(tool: str, embedder: MiniLMEmbedder) -> None:
     run_hostile(tool, embedder, unchanged)
 
 
+@pytest.mark.slow
 def test_hostile_arguments_never_crash_forget_or_break_the_store(embedder: MiniLMEmbedder) -> None:
     run_hostile("forget", embedder, protect_known_memory)
 

@@ -127,6 +127,7 @@ def test_a_bad_depth_is_refused_with_a_message(home: Path, capsys: pytest.Captur
     assert "depth must be a whole number from 1 to 20" in err
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_plain_text_into_a_pipe(home: Path) -> None:
     done = subprocess.run(
         [
