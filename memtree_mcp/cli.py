@@ -1,7 +1,9 @@
 """The ``memtree-mcp`` command: serve the memory over MCP, or use it from a shell.
 
 A thin skin over MemoryService: every command reads the same settings (MEMTREE_* variables,
-overridden by flags) and works on the same store as a running server.
+overridden by flags) and works on the same store as a running server. Each subcommand is one
+function in :data:`COMMANDS`; the ones that serve import their machinery only when they run, so
+nothing heavy loads before a client's MCP handshake.
 """
 
 from __future__ import annotations
@@ -11,13 +13,17 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from memtree_mcp import __version__
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import InvalidInput, MemtreeError
+
+if TYPE_CHECKING:
+    from memtree_mcp.service import MemoryService
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -158,6 +164,202 @@ def _jsonl(path: str) -> Iterator[object]:
                     raise InvalidInput(f"{path}, line {number}: not JSON ({exc.msg}).") from None
 
 
+# -- the commands: each gets the parsed flags, the settings and the service, and returns the exit status
+
+
+def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.server import build_server
+
+    server = build_server(service)
+    if args.transport == "stdio":
+        server.run("stdio")
+        return 0
+    from memtree_mcp.transport import serve_http
+
+    serve_http(
+        server,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=settings.auth_token or None,
+        max_body_bytes=settings.max_body_bytes,
+        allowed_hosts=args.allow_host,
+        ui_service=service,
+        ui_allow_edit=args.allow_edit,
+    )
+    return 0
+
+
+def install(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.install import config_path, default_command, render, write_config
+
+    env = {"MEMTREE_NAMESPACE": settings.namespace}
+    if args.write and args.client != "claude-code":
+        target = config_path(args.client)
+        backup = write_config(args.client, default_command(), env, path=target)
+        print(f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else ""))
+    else:
+        print(render(args.client, default_command(), env), end="")
+    return 0
+
+
+def remember(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    stored = service.remember(
+        content, role=args.role, tags=args.tags, timestamp=args.timestamp, session=args.session
+    )
+    if args.json:
+        print(stored.model_dump_json(indent=2))
+    else:
+        state = "already remembered" if stored.deduplicated else "remembered"
+        where = " > ".join(step.label for step in stored.path) or "top level"
+        print(f"{state}: {', '.join(stored.ids)} (under: {where})")
+    return 0
+
+
+def recall(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    found = service.recall(
+        args.query,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        strategy=args.strategy,
+        kind=args.kind,
+        as_of=args.as_of,
+    )
+    if args.json:
+        print(found.model_dump_json(indent=2))
+        return 0
+    if not found.hits:
+        print("no memories match.")
+    for hit in found.hits:
+        print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
+        print(f"    {hit.text}")
+    return 0
+
+
+def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+    failed = False
+    for name in names:
+        report = service.doctor(name, repair=args.repair)
+        if not report:
+            print(f"{name}: ok")
+            continue
+        print(f"{name}: {len(report)} problem(s)")
+        for problem in report[:50]:
+            print(f"  {problem}")
+        if args.repair:
+            left = service.doctor(name)
+            print(f"{name}: repaired" if not left else f"{name}: {len(left)} problem(s) after repair")
+            failed = failed or bool(left)
+        else:
+            failed = True
+    return 1 if failed else 0
+
+
+def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    added, skipped = service.import_memories(_jsonl(args.file))
+    print(f"imported {added} memories ({skipped} already there)")
+    return 0
+
+
+def export_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    out = open(args.file, "w", encoding="utf-8") if args.file else sys.stdout  # noqa: SIM115
+    try:
+        for record in service.export_memories():
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def namespaces(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    for name, count in service.namespaces():
+        print(f"{name}\t{count}")
+    return 0
+
+
+def tree(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.ui.outline import print_outline
+
+    name = service.resolve_namespace()
+    print_outline(
+        service.memory(name), args.which, args.depth, namespace=name, max_children=args.max_children
+    )
+    return 0
+
+
+def ui(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.ui.server import serve_ui
+
+    def announce(url: str) -> None:
+        print(f"memtree explorer: {url}", flush=True)
+        mode = "editing on" if args.allow_edit else "read-only"
+        print(f"({mode}; Ctrl-C to stop)", flush=True)
+
+    try:
+        serve_ui(
+            service,
+            port=args.port,
+            allow_edit=args.allow_edit,
+            token=settings.auth_token or None,
+            on_ready=announce,
+        )
+    except OSError as exc:
+        print(f"memtree-mcp: cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    for version, written in service.history():
+        print(f"{version}\t{written}")
+    return 0
+
+
+def restore(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    restored, latest = service.restore(args.to)
+    print(f"restored version {restored} as the new version {latest}")
+    return 0
+
+
+def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
+    print(
+        f"re-indexed {count} memories with {service.embedder.identity} "
+        f"(built with {previous}); new version {version}"
+    )
+    return 0
+
+
+def refine(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    summaries, waiting = service.refine_pending()
+    print(f"wrote {summaries} summaries; {waiting} still waiting")
+    return 0 if waiting == 0 else 1
+
+
+Command = Callable[[argparse.Namespace, Settings, "MemoryService"], int]
+
+COMMANDS: dict[str, Command] = {
+    "serve": serve,
+    "install": install,
+    "remember": remember,
+    "recall": recall,
+    "doctor": doctor,
+    "import": import_jsonl,
+    "export": export_jsonl,
+    "namespaces": namespaces,
+    "tree": tree,
+    "ui": ui,
+    "history": history,
+    "restore": restore,
+    "reindex": reindex,
+    "refine": refine,
+}
+"""What each subcommand of :func:`build_parser` runs."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memtree-mcp`` command; returns the exit status."""
     # One BLAS thread: scoring a query is one small matrix-vector product, and waking a second
@@ -181,154 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Only a server writes LLM summaries in the background; a one-shot command leaves them pending.
     service = MemoryService(settings, background=args.command == "serve")
     try:
-        if args.command == "serve":
-            from memtree_mcp.server import build_server
-
-            server = build_server(service)
-            if args.transport == "stdio":
-                server.run("stdio")
-                return 0
-            from memtree_mcp.transport import serve_http
-
-            serve_http(
-                server,
-                transport=args.transport,
-                host=args.host,
-                port=args.port,
-                token=settings.auth_token or None,
-                max_body_bytes=settings.max_body_bytes,
-                allowed_hosts=args.allow_host,
-                ui_service=service,
-                ui_allow_edit=args.allow_edit,
-            )
-            return 0
-        if args.command == "install":
-            from memtree_mcp.install import config_path, default_command, render, write_config
-
-            env = {"MEMTREE_NAMESPACE": settings.namespace}
-            if args.write and args.client != "claude-code":
-                target = config_path(args.client)
-                backup = write_config(args.client, default_command(), env, path=target)
-                print(
-                    f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else "")
-                )
-            else:
-                print(render(args.client, default_command(), env), end="")
-            return 0
-        if args.command == "remember":
-            content = sys.stdin.read() if args.content == "-" else args.content
-            stored = service.remember(
-                content, role=args.role, tags=args.tags, timestamp=args.timestamp, session=args.session
-            )
-            if args.json:
-                print(stored.model_dump_json(indent=2))
-            else:
-                state = "already remembered" if stored.deduplicated else "remembered"
-                where = " > ".join(step.label for step in stored.path) or "top level"
-                print(f"{state}: {', '.join(stored.ids)} (under: {where})")
-            return 0
-        if args.command == "recall":
-            found = service.recall(
-                args.query,
-                k=args.k,
-                max_tokens=args.max_tokens,
-                strategy=args.strategy,
-                kind=args.kind,
-                as_of=args.as_of,
-            )
-            if args.json:
-                print(found.model_dump_json(indent=2))
-            elif not found.hits:
-                print("no memories match.")
-            for hit in [] if args.json else found.hits:
-                print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
-                print(f"    {hit.text}")
-            return 0
-        if args.command == "doctor":
-            names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
-            failed = False
-            for name in names:
-                report = service.doctor(name, repair=args.repair)
-                if not report:
-                    print(f"{name}: ok")
-                    continue
-                print(f"{name}: {len(report)} problem(s)")
-                for problem in report[:50]:
-                    print(f"  {problem}")
-                if args.repair:
-                    left = service.doctor(name)
-                    print(f"{name}: repaired" if not left else f"{name}: {len(left)} problem(s) after repair")
-                    failed = failed or bool(left)
-                else:
-                    failed = True
-            return 1 if failed else 0
-        if args.command == "import":
-            added, skipped = service.import_memories(_jsonl(args.file))
-            print(f"imported {added} memories ({skipped} already there)")
-            return 0
-        if args.command == "export":
-            out = open(args.file, "w", encoding="utf-8") if args.file else sys.stdout  # noqa: SIM115
-            try:
-                for record in service.export_memories():
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            finally:
-                if out is not sys.stdout:
-                    out.close()
-            return 0
-        if args.command == "namespaces":
-            for name, count in service.namespaces():
-                print(f"{name}\t{count}")
-            return 0
-        if args.command == "tree":
-            from memtree_mcp.ui.outline import print_outline
-
-            name = service.resolve_namespace()
-            print_outline(
-                service.memory(name), args.which, args.depth, namespace=name, max_children=args.max_children
-            )
-            return 0
-        if args.command == "ui":
-            from memtree_mcp.ui.server import serve_ui
-
-            def announce(url: str) -> None:
-                print(f"memtree explorer: {url}", flush=True)
-                mode = "editing on" if args.allow_edit else "read-only"
-                print(f"({mode}; Ctrl-C to stop)", flush=True)
-
-            try:
-                serve_ui(
-                    service,
-                    port=args.port,
-                    allow_edit=args.allow_edit,
-                    token=settings.auth_token or None,
-                    on_ready=announce,
-                )
-            except OSError as exc:
-                print(
-                    f"memtree-mcp: cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}",
-                    file=sys.stderr,
-                )
-                return 2
-            return 0
-        if args.command == "history":
-            for version, written in service.history():
-                print(f"{version}\t{written}")
-            return 0
-        if args.command == "reindex":
-            count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
-            print(
-                f"re-indexed {count} memories with {service.embedder.identity} "
-                f"(built with {previous}); new version {version}"
-            )
-            return 0
-        if args.command == "refine":
-            summaries, waiting = service.refine_pending()
-            print(f"wrote {summaries} summaries; {waiting} still waiting")
-            return 0 if waiting == 0 else 1
-        if args.command == "restore":
-            restored, latest = service.restore(args.to)
-            print(f"restored version {restored} as the new version {latest}")
-            return 0
+        return COMMANDS[args.command](args, settings, service)
     except MemtreeError as exc:
         print(f"memtree-mcp: {exc}", file=sys.stderr)
         return 2
@@ -336,7 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         service.close()
-    return 2
 
 
 if __name__ == "__main__":

@@ -5,12 +5,9 @@ locked down by default rather than by configuration:
 
 * **Loopback unless authenticated.** Binding to anything but ``127.0.0.0/8``, ``::1`` or
   ``localhost`` requires a bearer token; otherwise :func:`http_app` refuses to build the app.
-* **Bearer token.** With a token every HTTP request must carry ``Authorization: Bearer <token>``,
-  compared in constant time. The check is a pure-ASGI middleware around the SDK's app, so the
-  SSE and streamable-HTTP response streams pass through untouched.
-* **DNS-rebinding protection.** The SDK's :class:`TransportSecuritySettings` only accepts ``Host``
-  (and ``Origin``) headers naming the bound address or a loopback name, so a web page on a
-  foreign domain that resolves to 127.0.0.1 cannot talk to the server (the SDK answers 421/403).
+* **Bearer token and DNS-rebinding protection**, from :mod:`memtree_mcp.http_guards` (shared with
+  the explorer): every request must carry the token when there is one, and ``Host``/``Origin``
+  headers must name the bound address or a loopback name.
 * **Bounded bodies.** The SDK's ``max_request_body_size`` answers oversized POSTs with 413 before
   they are parsed.
 
@@ -22,30 +19,26 @@ lifespan :func:`memtree_mcp.server.build_server` installs.
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.requests import Request
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memtree_mcp.addresses import is_loopback
 from memtree_mcp.errors import InvalidInput
+from memtree_mcp.http_guards import BearerTokenMiddleware, HostGuardMiddleware, security_settings
+from memtree_mcp.ui.api import ui_app
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_SECONDS",
-    "BearerTokenMiddleware",
-    "HostGuardMiddleware",
     "HttpTransport",
     "UiMount",
     "http_app",
-    "is_loopback",
     "serve_http",
 ]
 
@@ -53,111 +46,6 @@ HttpTransport = Literal["sse", "streamable-http"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long shutdown waits for open connections; SSE streams never end on their own."""
-
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine (127.0.0.0/8, ::1, localhost)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_header(host: str, port: int) -> str:
-    """The ``Host`` header a client sends for ``host:port`` (IPv6 literals in brackets)."""
-    name = host.strip().strip("[]")
-    if ":" in name:
-        name = f"[{name}]"
-    return f"{name}:{port}"
-
-
-def security_settings(host: str, port: int, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
-    """Accept only Host/Origin headers that name the bound address, a loopback name or an extra name.
-
-    Wildcard addresses (0.0.0.0, ::) are never a legitimate ``Host``; callers serving a LAN name
-    pass it in ``allowed_hosts`` (``name`` or ``name:port``; a bare name gets the bound port).
-    """
-    hosts = [_host_header(name, port) for name in _LOOPBACK_NAMES]
-    hosts.append(_host_header(host, port))
-    for extra in allowed_hosts:
-        extra = extra.strip()
-        if not extra:
-            continue
-        has_port = "]:" in extra if extra.startswith("[") else extra.count(":") == 1
-        hosts.append(extra if has_port else _host_header(extra, port))
-    hosts = list(dict.fromkeys(hosts))
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
-
-
-class BearerTokenMiddleware:
-    """Pure-ASGI gate requiring ``Authorization: Bearer <token>`` on every HTTP request.
-
-    Pure ASGI (not Starlette's ``BaseHTTPMiddleware``) so streaming responses are not buffered;
-    lifespan events pass through so the service is still opened and closed.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self._expected = token.strip().encode("utf-8")
-
-    def _authorized(self, scope: Scope) -> bool:
-        for name, value in scope.get("headers", ()):
-            if name.lower() == b"authorization":
-                scheme, _, credentials = bytes(value).strip().partition(b" ")
-                if scheme.lower() == b"bearer":
-                    return hmac.compare_digest(credentials.strip(), self._expected)
-                return False
-        return False
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        body = json.dumps({"error": "unauthorized", "detail": "missing or invalid bearer token"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="memtree-mcp"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-
-class HostGuardMiddleware:
-    """Answer foreign ``Host``/``Origin`` headers with the SDK's 421/403 before the SDK app runs.
-
-    The SDK checks the same settings itself, but on the SSE stream endpoint it raises after
-    sending the refusal, so the client sees a dropped connection instead of a status; checking
-    here first gives every transport a clean answer (the SDK's check stays as a second layer).
-    """
-
-    def __init__(self, app: ASGIApp, settings: TransportSecuritySettings) -> None:
-        self.app = app
-        self._security = TransportSecurityMiddleware(settings)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = await self._security.validate_request(Request(scope), is_post=False)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 class UiMount:
@@ -231,8 +119,6 @@ def http_app(
     if token is not None:
         app = BearerTokenMiddleware(app, token)
     if ui_service is not None:
-        from memtree_mcp.ui.api import ui_app
-
         app = UiMount(app, ui_app(ui_service, allow_edit=ui_allow_edit, token=token), security)
     return app
 

@@ -1,4 +1,10 @@
-"""Shared fixtures: the real default embedder (loaded once) and services on temporary stores."""
+"""Shared fixtures: the real default embedder (loaded once) and services on temporary stores.
+
+Also the two tiers of the suite. ``pytest`` runs everything (CI, and before a commit);
+``pytest -m "not slow"`` leaves out the tests marked ``slow`` (pyproject.toml says which) and
+runs in well under a minute. The modules in :data:`SLOW_MODULES` are slow throughout and are
+marked here; in the other modules the slow tests carry ``@pytest.mark.slow`` themselves.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,21 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+
+SLOW_MODULES = (
+    "test_stdio.py",  # the real command in subprocesses: restarts, kills, the CLI beside the server
+    "test_concurrent_servers.py",  # servers in subprocesses writing one store
+    "test_s3.py",  # S3 and DynamoDB on moto
+    "test_ui_browser.py",  # the explorer page in Chromium
+    "test_litellm_providers.py",  # litellm against the loopback fake OpenAI, timeouts and retries
+    "test_refinement.py",  # summaries from slow fake models in the background, closing mid-answer
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -321,11 +321,13 @@ def unchanged(arguments: dict[str, Any], _known_id: str) -> dict[str, Any]:
     return arguments
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["remember", "recall", "navigate", "summarize"])
 def test_hostile_arguments_never_crash_a_tool_or_break_the_store(tool: str, embedder: MiniLMEmbedder) -> None:
     run_hostile(tool, embedder, unchanged)
 
 
+@pytest.mark.slow
 def test_hostile_arguments_never_crash_forget_or_break_the_store(embedder: MiniLMEmbedder) -> None:
     run_hostile("forget", embedder, protect_known_memory)
 
@@ -353,23 +355,34 @@ async def test_a_namespace_with_a_trailing_newline_is_a_tool_error_not_a_crash(
     assert "namespace" in result.content[0].text  # type: ignore[union-attr]
 
 
-@pytest.mark.anyio
-async def test_a_timestamp_before_year_one_in_utc_is_refused_or_recallable(service: MemoryService) -> None:
+async def assert_refused_as_out_of_range(
+    service: MemoryService, content: str, timestamp: str, query: str
+) -> None:
+    """``remember`` at ``timestamp`` is a tool error naming the years allowed, and nothing is stored."""
     with crash_log() as crashes:
-        stored = await call_once(
-            service, "remember", {"content": "An ancient memory.", "timestamp": "0001-01-01T00:00:00+14:00"}
-        )
-        found = await call_once(service, "recall", {"query": "ancient memory"})
+        stored = await call_once(service, "remember", {"content": content, "timestamp": timestamp})
+        found = await call_once(service, "recall", {"query": query})
     assert not crashes.records
-    assert stored.is_error or not found.is_error
+    assert stored.is_error
+    assert "falls outside the years 1 to 9999 in UTC" in stored.content[0].text  # type: ignore[union-attr]
+    assert not found.is_error and found.structured_content is not None
+    assert found.structured_content["hits"] == []
+    assert service.memory() is None
 
 
 @pytest.mark.anyio
-async def test_a_timestamp_after_year_9999_in_utc_is_refused_or_recallable(service: MemoryService) -> None:
-    with crash_log() as crashes:
-        stored = await call_once(
-            service, "remember", {"content": "A far-future memory.", "timestamp": "9999-12-31T23:59:59-14:00"}
-        )
-        found = await call_once(service, "recall", {"query": "far-future memory"})
-    assert not crashes.records
-    assert stored.is_error or not found.is_error
+async def test_a_timestamp_before_year_one_in_utc_is_refused_and_nothing_is_stored(
+    service: MemoryService,
+) -> None:
+    await assert_refused_as_out_of_range(
+        service, "An ancient memory.", "0001-01-01T00:00:00+14:00", "ancient memory"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_timestamp_after_year_9999_in_utc_is_refused_and_nothing_is_stored(
+    service: MemoryService,
+) -> None:
+    await assert_refused_as_out_of_range(
+        service, "A far-future memory.", "9999-12-31T23:59:59-14:00", "far-future memory"
+    )

@@ -1,33 +1,95 @@
-"""The layers of DESIGN §3 are real: core is pure, and the server starts without the heavy libraries."""
+"""The layers of DESIGN §3 are real: core is pure, and the server starts without the heavy libraries.
+
+Every module of ``memtree_mcp.core`` is checked, found with pkgutil so a new one cannot slip by.
+One fresh interpreter imports them one after another (one interpreter each would cost seconds)
+and notes what each import loaded and which of our modules asked for it, so a failure names the
+module under test and the one whose import statement pulled the library in.
+"""
 
 from __future__ import annotations
 
+import json
+import pkgutil
 import subprocess
 import sys
 
 import pytest
 
+import memtree_mcp.core
+
 TIMEOUT = 60.0
+CORE_MODULES = [
+    "memtree_mcp.core",
+    *sorted(
+        module.name for module in pkgutil.walk_packages(memtree_mcp.core.__path__, prefix="memtree_mcp.core.")
+    ),
+]
+# I/O, the MCP SDK and the models stay out of core; pydantic too (its models are the server's).
+NOT_IN_CORE = ("mcp", "lancedb", "onnxruntime", "litellm", "pyarrow", "tokenizers", "pydantic")
+# What the server must not load before a client's handshake is answered.
+AFTER_THE_HANDSHAKE = ("lancedb", "onnxruntime", "litellm", "pyarrow")
+
+# argv: the libraries watched, the modules to import in turn. Prints, for each module, the watched
+# libraries its import loaded, each with the memtree_mcp module whose code imported it.
+IMPORT_IN_TURN = """
+import importlib, json, sys
+
+libraries, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+importer = {}
 
 
-@pytest.mark.parametrize(
-    "module", ["memtree_mcp.core.memory", "memtree_mcp.core.semantic", "memtree_mcp.core"]
-)
-def test_core_imports_no_io_or_heavy_library(module: str) -> None:
-    heavy = ["mcp", "lancedb", "onnxruntime", "litellm", "pyarrow", "tokenizers", "pydantic"]
-    code = f"import sys, {module}; print([m for m in {heavy!r} if m in sys.modules])"
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=TIMEOUT
+class NoteImporter:
+    # Finds nothing: notes which memtree_mcp module first asks for each library watched.
+    def find_spec(self, name, path=None, target=None):
+        if name in libraries and name not in importer:
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_globals.get("__name__", "").startswith("memtree_mcp"):
+                frame = frame.f_back
+            importer[name] = frame.f_globals["__name__"] if frame is not None else "?"
+        return None
+
+
+sys.meta_path.insert(0, NoteImporter())
+report = {}
+for module in modules:
+    before = set(sys.modules)
+    importlib.import_module(module)
+    report[module] = {lib: importer.get(lib, "?") for lib in libraries if lib in set(sys.modules) - before}
+print(json.dumps(report))
+"""
+
+
+def import_in_turn(modules: list[str], libraries: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """For each of ``modules``, imported in turn in a fresh interpreter: library loaded -> importer."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_IN_TURN, json.dumps(libraries), json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=TIMEOUT,
     )
-    assert loaded.stdout.strip() == "[]"
+    report: dict[str, dict[str, str]] = json.loads(done.stdout)
+    return report
 
 
-def test_the_server_module_leaves_heavy_libraries_for_after_the_handshake() -> None:
-    code = (
-        "import sys, memtree_mcp.server, memtree_mcp.cli; "
-        "print([m for m in ['lancedb', 'onnxruntime', 'litellm', 'pyarrow'] if m in sys.modules])"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=TIMEOUT
-    )
-    assert loaded.stdout.strip() == "[]"
+def shown(loaded: dict[str, str]) -> str:
+    return ", ".join(f"{library} (imported by {importer})" for library, importer in loaded.items())
+
+
+@pytest.fixture(scope="module")
+def loaded_by_core() -> dict[str, dict[str, str]]:
+    return import_in_turn(CORE_MODULES, NOT_IN_CORE)
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_a_core_module_imports_no_io_or_heavy_library(
+    module: str, loaded_by_core: dict[str, dict[str, str]]
+) -> None:
+    loaded = loaded_by_core[module]
+    assert not loaded, f"importing {module} loads {shown(loaded)}"
+
+
+def test_the_server_and_the_cli_leave_heavy_libraries_for_after_the_handshake() -> None:
+    entry_points = ["memtree_mcp.server", "memtree_mcp.cli"]
+    for module, loaded in import_in_turn(entry_points, AFTER_THE_HANDSHAKE).items():
+        assert not loaded, f"importing {module} loads {shown(loaded)}"

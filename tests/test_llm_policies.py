@@ -367,6 +367,7 @@ def test_a_stored_injection_stays_fenced_and_does_not_change_the_decision() -> N
     assert built.tree.height == 1 and built.tree.root.children == ["m0", "m1", "m2", "m3"]
 
 
+@pytest.mark.slow
 def test_through_litellm_merge_1_from_the_fake_server_joins_candidate_one(server: FakeOpenAI) -> None:
     server.reply = "MERGE_1"
     policy = BatchLLMPolicy(chat(server), fan_out=None)
@@ -382,6 +383,7 @@ def test_through_litellm_merge_1_from_the_fake_server_joins_candidate_one(server
     assert body["max_tokens"] == 16 and "MERGE_1" in body["messages"][0]["content"]
 
 
+@pytest.mark.slow
 def test_through_litellm_a_server_error_falls_back_without_raising(server: FakeOpenAI) -> None:
     server.mode = "500"
     policy = BatchLLMPolicy(chat(server))
@@ -496,6 +498,7 @@ def test_the_navigation_prompt_offers_only_possible_moves() -> None:
     assert "CHILDREN" not in user and "down <i>" in system
 
 
+@pytest.mark.slow
 def test_through_litellm_the_agent_stops_where_the_model_says(server: FakeOpenAI) -> None:
     memory = binary_memory()
     answers = iter(["down 1", "sufficient"])
@@ -508,6 +511,7 @@ def test_through_litellm_the_agent_stops_where_the_model_says(server: FakeOpenAI
     assert fenced_blocks(first, "QUESTION") == ["What happened in the second half?"]
 
 
+@pytest.mark.slow
 def test_through_litellm_an_unreachable_model_does_not_break_the_walk(server: FakeOpenAI) -> None:
     server.mode = "401"
     policy = LLMNavigationPolicy(chat(server), "turn 6?")
@@ -550,6 +554,7 @@ def test_annotation_errors() -> None:
         annotation_prompt([])
 
 
+@pytest.mark.slow
 def test_through_litellm_annotation_returns_the_models_description(server: FakeOpenAI) -> None:
     server.reply = "The team planned the Lisbon trip."
     generator: TextGenerator = chat(server)

@@ -147,6 +147,7 @@ for i in range(15):
 """
 
 
+@pytest.mark.slow
 def test_three_processes_writing_one_store_lose_nothing(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
     import subprocess
     import sys

@@ -1,4 +1,7 @@
-"""``memtree-mcp tree``: an outline a person can read in a terminal and a program can read from a pipe."""
+"""``memtree-mcp tree``: an outline a person can read in a terminal and a program can read from a pipe.
+
+The plain outline MCP clients read (the ``outline`` resource) comes from the same walk of the tree.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from memtree_mcp import service as service_module
 from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
-from memtree_mcp.ui.outline import outline_tree
+from memtree_mcp.ui.outline import outline_tree, plain_outline
 
 ANSI = re.compile(r"\x1b\[")
 NOTES = [
@@ -124,6 +127,7 @@ def test_a_bad_depth_is_refused_with_a_message(home: Path, capsys: pytest.Captur
     assert "depth must be a whole number from 1 to 20" in err
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_plain_text_into_a_pipe(home: Path) -> None:
     done = subprocess.run(
         [
@@ -149,3 +153,13 @@ def test_the_installed_command_prints_plain_text_into_a_pipe(home: Path) -> None
     assert not ANSI.search(done.stdout)
     # COLUMNS=40 does not wrap the lines: each memory stays on one line.
     assert sum(1 for line in done.stdout.splitlines() if "[m" in line) == len(NOTES)
+
+
+def test_the_plain_outline_is_the_text_the_outline_resource_serves(service: MemoryService) -> None:
+    assert plain_outline(service.memory(), "semantic", 3) == service.outline("semantic", 3)
+    service.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
+    memory = service.memory()
+    assert memory is not None and memory.semantic.branches and memory.temporal.branches
+    for tree in ("semantic", "temporal"):
+        for depth in (1, 2, 3, 20):
+            assert plain_outline(memory, tree, depth) == service.outline(tree, depth)

@@ -325,6 +325,7 @@ def test_without_a_service_the_transports_do_not_serve_the_explorer(
     assert client.get("/ui/api/children").status_code == 404
 
 
+@pytest.mark.slow
 def test_the_ui_command_serves_the_explorer_on_loopback_and_prints_its_url(explored: MemoryService) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "memtree_mcp", "ui", "--home", explored.settings.home],

@@ -15,7 +15,6 @@ dimension, so a store is never read with vectors from another model.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import time
@@ -30,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memtree_mcp.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
@@ -349,22 +349,13 @@ def object_store_options(
             options["dynamodb_endpoint"] = ddb
     if endpoint and endpoint.lower().startswith("http://"):
         host = urlsplit(endpoint).hostname or ""
-        if not (allow_http or _is_loopback(host)):
+        if not (allow_http or is_loopback(host)):
             raise StoreError(
                 f"the S3 endpoint {endpoint} is plain http and not on this machine; use https, or set "
                 "MEMTREE_S3_ALLOW_HTTP=true if the network between you and it is trusted."
             )
         options["allow_http"] = "true"
     return options
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -43,12 +43,12 @@ from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
-from memtree_mcp.inputs import format_timestamp
+from memtree_mcp.http_guards import BearerTokenMiddleware
+from memtree_mcp.inputs import TREES, TreeName, check_tree, format_timestamp
 from memtree_mcp.service import MemoryService
 
-__all__ = ["TREES", "ui_app"]
+__all__ = ["ui_app"]
 
-TREES = ("semantic", "temporal")
 PAGE_LIMIT = 100
 MAX_PAGE_LIMIT = 500
 NODE_CHILDREN = 200
@@ -285,11 +285,9 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
-def _tree_param(request: Request) -> str:
-    tree = request.query_params.get("tree") or "semantic"
-    if tree not in TREES:
-        raise ApiError(400, "bad_request", f"unknown tree {tree[:40]!r}; use 'semantic' or 'temporal'.")
-    return tree
+def _tree_param(request: Request) -> TreeName:
+    """The tree a request names (semantic by default); an unknown one is InvalidInput, answered 400."""
+    return check_tree(request.query_params.get("tree") or "semantic")
 
 
 class ExplorerApi:
@@ -503,8 +501,6 @@ def ui_app(service: MemoryService, *, allow_edit: bool = False, token: str | Non
     handlers: dict[Any, Any] = {404: _not_found, 405: _not_found}
     api: ASGIApp = Starlette(routes=api_routes, exception_handlers=handlers)
     if token is not None:
-        from memtree_mcp.transport import BearerTokenMiddleware
-
         api = BearerTokenMiddleware(api, token)
     page_routes = [
         Route("/", lambda _r: RedirectResponse("/ui/")),

@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp
 
+from memtree_mcp.http_guards import HostGuardMiddleware, security_settings
 from memtree_mcp.inputs import check_range
 from memtree_mcp.service import MemoryService
 from memtree_mcp.ui.api import ui_app
@@ -22,8 +23,6 @@ def guarded_ui_app(
     service: MemoryService, *, port: int, allow_edit: bool = False, token: str | None = None
 ) -> ASGIApp:
     """The explorer for ``127.0.0.1:port``; a foreign Host or Origin (DNS rebinding) is refused."""
-    from memtree_mcp.transport import HostGuardMiddleware, security_settings
-
     return HostGuardMiddleware(
         ui_app(service, allow_edit=allow_edit, token=token), security_settings(UI_HOST, port, ())
     )
