@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
-from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import (
     MOVES,
     CursorView,
@@ -33,7 +32,6 @@ from memtree_mcp.inputs import (
     MAX_AGENT_STEPS,
     MAX_CHILD_INDEX,
     MAX_K,
-    MAX_OUTLINE_DEPTH,
     MAX_QUERY_CHARS,
     MAX_TOKENS,
     MIN_SUMMARY_TOKENS,
@@ -47,6 +45,7 @@ from memtree_mcp.inputs import (
     parse_timestamp,
 )
 from memtree_mcp.maintenance import memory_as_of
+from memtree_mcp.outline import plain_outline
 from memtree_mcp.providers.llm import TextGenerator
 from memtree_mcp.refine import Refinement, SummaryQuestion
 from memtree_mcp.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
@@ -241,28 +240,8 @@ class Reader:
 
     def outline(self, name: str, tree: str, depth: int) -> str:
         """A tree as indented lines down to ``depth``: each branch's label, memories and time span."""
-        check_tree(tree)
-        check_range(depth, "depth", 1, MAX_OUTLINE_DEPTH)
-        memory = self.memory(name)
-        if memory is None:
-            return "(no memories yet)"
-        hierarchy: Hierarchy = memory.tree(tree)
-        lines: list[str] = [f"{tree} tree: {len(memory.leaves)} memories"]
-        stack = [(child, 1) for child in reversed(hierarchy.root.children)]
-        while stack:
-            node_id, level = stack.pop()
-            node = memory.node(node_id)
-            pad = "  " * (level - 1)
-            if isinstance(node, Leaf):
-                lines.append(f"{pad}- {node.text[:80]} [{node_id}]")
-                continue
-            span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
-            lines.append(
-                f"{pad}+ {node.label or '(untitled)'}: {node.leaf_count} memories, {span} [{node_id}]"
-            )
-            if level < depth:
-                stack.extend((child, level + 1) for child in reversed(node.children))
-        return "\n".join(lines)
+        text = self.read(lambda memory: plain_outline(memory, tree, depth), name)
+        return plain_outline(None, tree, depth) if text is None else text
 
     def node_view(self, name: str, node_id: str) -> NodeView:
         """One node (a memory or a summary) as navigate shows it, in the tree it belongs to."""
