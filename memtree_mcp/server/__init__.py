@@ -7,34 +7,28 @@ first tool call, after the handshake.
 """
 
 import functools
-import inspect
-import logging
-import re
 import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CreateMessageResult, ListRootsResult, ToolAnnotations
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from memtree_mcp import __version__
-from memtree_mcp.config import AUTO_NAMESPACE
 from memtree_mcp.errors import MemtreeError, NotFound
-from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS, MAX_NAMESPACE_CHARS
-from memtree_mcp.providers.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
-from memtree_mcp.refine import SUMMARY_TOKENS
+from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
+from memtree_mcp.providers.sampling import ReplayChat, answer_text
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
     Content,
     HitCount,
+    MemoryContext,
     Namespace,
     NodeId,
     OptionalQuery,
@@ -47,23 +41,18 @@ from memtree_mcp.server.fields import (
     TokenBudget,
 )
 from memtree_mcp.server.instructions import INSTRUCTIONS, USE_MEMORY_PROMPT
-from memtree_mcp.service import MAX_INLINE_SUMMARIES, MemoryService, SummaryQuestion
-
-log = logging.getLogger("memtree_mcp")
+from memtree_mcp.server.resolvers import (
+    SAMPLED_AGENT_STEPS,
+    Roots,
+    agent_resolvers,
+    namespace_from_roots,
+    summary_answers,
+    summary_resolvers,
+    with_answers,
+)
+from memtree_mcp.service import MemoryService
 
 T = TypeVar("T")
-
-# How many steps of the memory agent the client's model takes (MEMTREE_LLM=sampling); the
-# embedding policy finishes a longer walk.
-SAMPLED_AGENT_STEPS = 6
-SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "namespace")
-NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
-
-
-def Sampled(fn: Callable[..., Any]) -> Any:
-    """The type of a parameter the SDK fills with the client model's answer to resolver ``fn``."""
-    return Annotated[CreateMessageResult | None, Resolve(fn)]
-
 
 HANDSHAKE_METHODS = frozenset({"initialize", "notifications/initialized", "server/discover"})
 
@@ -87,16 +76,6 @@ def build_server(service: MemoryService) -> MCPServer:
         log_level=service.settings.log_level,
     )
 
-    def ask_roots(namespace: str | None, ctx: Context) -> ListRoots | None:
-        # With MEMTREE_NAMESPACE=auto, a call that names no namespace uses the client's workspace
-        # folder; clients without roots fall back to 'default'.
-        if namespace or service.settings.namespace != AUTO_NAMESPACE:
-            return None
-        capabilities = ctx.client_capabilities
-        return ListRoots() if capabilities is not None and capabilities.roots is not None else None
-
-    Roots = Annotated[ListRootsResult | None, Resolve(ask_roots)]
-
     warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
 
     async def warm_up_after_handshake(ctx: Any, call_next: Any) -> Any:
@@ -109,130 +88,6 @@ def build_server(service: MemoryService) -> MCPServer:
         return result
 
     mcp.middleware.append(warm_up_after_handshake)
-
-    # MEMTREE_LLM=sampling: the client's model is asked through resolvers (see providers/sampling.py).
-    said_no_sampling = threading.Event()
-
-    def can_sample(ctx: Context) -> bool:
-        if service.settings.llm != "sampling":
-            return False
-        if client_can_sample(ctx.session):
-            return True
-        if not said_no_sampling.is_set():  # said once per server, not on every call
-            said_no_sampling.set()
-            log.warning(
-                "MEMTREE_LLM=sampling, but a client did not declare the sampling capability: "
-                "its summaries stay extractive and its agent walks by embeddings"
-            )
-        return False
-
-    summary_plans: OrderedDict[Hashable, list[SummaryQuestion]] = OrderedDict()
-
-    def plan_key(ctx: Context, args: dict[str, Any]) -> Hashable:
-        return (ctx.request_id, *(args.get(name) for name in SUMMARY_ARGS))
-
-    def summary_plan(ctx: Context, args: dict[str, Any]) -> list[SummaryQuestion]:
-        # Every resolver of one call, and the call itself, work from the same questions.
-        key = plan_key(ctx, args)
-        if key not in summary_plans:
-            try:
-                summary_plans[key] = service.summary_questions(
-                    node_id=args.get("node_id"),
-                    time_from=args.get("time_from"),
-                    time_to=args.get("time_to"),
-                    query=args.get("query"),
-                    max_tokens=args.get("max_tokens") or DEFAULT_SUMMARY_TOKENS,
-                    namespace=call_namespace(args),
-                )
-            except MemtreeError:
-                summary_plans[key] = []  # the call itself reports the problem
-            while len(summary_plans) > 64:
-                summary_plans.popitem(last=False)
-        return summary_plans[key]
-
-    def summary_answers(ctx: Context | None, args: dict[str, Any]) -> list[tuple[SummaryQuestion, str]]:
-        texts = [answer_text(args.get(f"summary_{k}")) for k in range(MAX_INLINE_SUMMARIES)]
-        if ctx is None or all(text is None for text in texts):
-            return []  # the client's model was not asked: nothing to plan again
-        questions = summary_plan(ctx, args)
-        summary_plans.pop(plan_key(ctx, args), None)
-        return [(q, text) for q, text in zip(questions, texts, strict=False) if text is not None]
-
-    def ask_summary(k: int) -> Callable[..., Any]:
-        def ask(**args: Any) -> Any:
-            if not can_sample(args["ctx"]):
-                return None
-            questions = summary_plan(args["ctx"], args)
-            if k >= len(questions):
-                return None
-            return sample(questions[k].system, questions[k].user, SUMMARY_TOKENS)
-
-        return resolver(ask, f"ask_summary_{k}", SUMMARY_ARGS, {})
-
-    def ask_agent_step(k: int, previous: list[Callable[..., Any]]) -> Callable[..., Any]:
-        def ask(**args: Any) -> Any:
-            if not args.get("agent") or not can_sample(args["ctx"]):
-                return None
-            answers = [answer_text(args.get(f"step_{i}")) for i in range(k)]
-            if any(a is None for a in answers):
-                return None  # the walk ended before this step
-            try:
-                service.navigate(
-                    node_id=args.get("node_id"),
-                    tree=args.get("tree") or "semantic",
-                    query=args.get("query"),
-                    agent=True,
-                    max_steps=args.get("max_steps") or DEFAULT_AGENT_STEPS,
-                    namespace=call_namespace(args),
-                    generator=ReplayChat([a for a in answers if a is not None], ask=True),
-                )
-            except AskClient as question:
-                return sample(question.system, question.user, question.max_tokens)
-            except MemtreeError:
-                return None  # the call itself reports the problem
-            return None
-
-        deps = {f"step_{i}": fn for i, fn in enumerate(previous)}
-        return resolver(ask, f"ask_agent_step_{k}", NAVIGATE_ARGS, deps)
-
-    def resolver(
-        body: Callable[..., Any], name: str, by_name: Sequence[str], deps: dict[str, Callable[..., Any]]
-    ) -> Callable[..., Any]:
-        # A resolver takes the call's arguments by name, its roots, the context and earlier answers.
-        params = [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in by_name]
-        hints: dict[str, Any] = {"roots": Roots, "ctx": Context}
-        hints |= {dep: Sampled(fn) for dep, fn in deps.items()}
-        params += [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in hints]
-        body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        body.__annotations__ = hints
-        body.__name__ = body.__qualname__ = name
-        return body
-
-    def call_namespace(args: dict[str, Any]) -> str | None:
-        return args.get("namespace") or namespace_from_roots(args.get("roots"))
-
-    summary_resolvers = [ask_summary(k) for k in range(MAX_INLINE_SUMMARIES)]
-    agent_resolvers: list[Callable[..., Any]] = []
-    for k in range(SAMPLED_AGENT_STEPS):
-        agent_resolvers.append(ask_agent_step(k, list(agent_resolvers)))
-
-    def with_answers(
-        prefix: str, resolvers: Sequence[Callable[..., Any]]
-    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        # Adds one keyword parameter per resolver to a tool; the SDK fills them, never the caller.
-        def extend(tool: Callable[..., T]) -> Callable[..., T]:
-            signature = inspect.signature(tool)
-            kept = [p for p in signature.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
-            added = {f"{prefix}_{k}": Sampled(fn) for k, fn in enumerate(resolvers)}
-            kept += [
-                inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
-                for arg, hint in added.items()
-            ]
-            tool.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
-            tool.__annotations__ = {**tool.__annotations__, **added}
-            return tool
-
-        return extend
 
     @mcp.tool(
         annotations=ToolAnnotations(
@@ -328,6 +183,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @mcp.tool(annotations=ToolAnnotations(title="Navigate", read_only_hint=True, open_world_hint=False))
     @with_answers("step", agent_resolvers)
     async def navigate(
+        ctx: MemoryContext,
         node_id: Annotated[
             NodeId,
             Field(description="Where the cursor is (an id from recall or navigate); the root if left out."),
@@ -355,7 +211,6 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = DEFAULT_AGENT_STEPS,
         namespace: Namespace = None,
         roots: Roots = None,
-        ctx: Context | None = None,
         **steps: Any,
     ) -> NavigateResult:
         """Browse memory like a file system: look at a node, its children and neighbours, and move.
@@ -383,6 +238,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @mcp.tool(annotations=ToolAnnotations(title="Summarize", read_only_hint=True, open_world_hint=False))
     @with_answers("summary", summary_resolvers)
     async def summarize(
+        ctx: MemoryContext,
         node_id: Annotated[
             NodeId, Field(description="Summarize the subtree under this node (an id from recall).")
         ] = None,
@@ -396,7 +252,6 @@ def build_server(service: MemoryService) -> MCPServer:
         ] = DEFAULT_SUMMARY_TOKENS,
         namespace: Namespace = None,
         roots: Roots = None,
-        ctx: Context | None = None,
         **summaries: Any,
     ) -> SummaryResult:
         """Summarize what memory holds: everything (no argument), a subtree, a period or a subject.
@@ -475,15 +330,6 @@ def build_server(service: MemoryService) -> MCPServer:
         return USE_MEMORY_PROMPT
 
     return mcp
-
-
-def namespace_from_roots(roots: ListRootsResult | None) -> str | None:
-    """The namespace of a client's first workspace folder: its name, reduced to a valid namespace."""
-    if roots is None or not roots.roots:
-        return None
-    path = unquote(urlparse(str(roots.roots[0].uri)).path).rstrip("/")
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.rsplit("/", 1)[-1]).strip("-_")[:MAX_NAMESPACE_CHARS]
-    return name if name else None
 
 
 async def _read(operation: Callable[..., T], *args: object) -> T:

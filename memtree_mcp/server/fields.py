@@ -7,8 +7,9 @@ things to different tools, so each tool adds its own description to a declaratio
 (``Annotated[NodeId, Field(description=...)]``): pydantic merges the two into one field.
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from memtree_mcp.config import NAMESPACE_RULE
@@ -26,6 +27,11 @@ from memtree_mcp.inputs import (
     MAX_TOKENS,
     MIN_SUMMARY_TOKENS,
 )
+from memtree_mcp.service import MemoryService
+
+# The one argument the SDK fills rather than the caller (it is left out of the schema): the context
+# of the request, whose lifespan context is the service build_server was given.
+MemoryContext = Context[MemoryService, Any]
 
 Namespace = Annotated[
     str | None,
