@@ -41,10 +41,10 @@ Namespace = Annotated[
     ),
 ]
 
-# remember's content has no limit here: it is a setting (MEMTREE_MAX_CONTENT_CHARS), so each
-# server adds its own service's ``settings.max_content_chars`` as max_length. Reading the Settings
-# default here instead would make a server configured otherwise advertise a limit its service
-# does not enforce.
+# remember's content has no maximum here: it is a setting (MEMTREE_MAX_CONTENT_CHARS), so
+# build_server registers remember through tools.remember_tool, which adds the service's
+# ``settings.max_content_chars`` as max_length. The Settings default read here instead would make
+# a server configured otherwise advertise a limit its service does not enforce.
 Content = Annotated[str, Field(min_length=1)]
 Role = Annotated[str, Field(min_length=1, max_length=MAX_ROLE_CHARS)]
 Tags = Annotated[

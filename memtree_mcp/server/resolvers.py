@@ -10,11 +10,12 @@ the questions travel inside the tool's result and the client calls again with th
 - with MEMTREE_LLM=sampling, ``summarize`` asks the client's model for the summaries it is about
   to show, and ``navigate``'s memory agent asks it one step at a time (see providers/sampling.py).
 
-A resolver reads the call's arguments by name, so its signature is generated (``resolver``): the
-arguments it reads, the client's roots, the context and the answers it depends on. The resolvers
-are built once, at import, and read the service from the context; what they remember between runs
-(the questions of a summarize call, whether a client without sampling was reported) is kept per
-server, so servers built in one process (the tests build many) share nothing.
+The SDK finds a resolver's inputs by parameter name, so the signatures of the sampling resolvers
+are generated (``_resolver``: the tool arguments they read, the client's roots, the context and the
+answers they depend on), and ``with_answers`` gives a tool one parameter per answer. All of it is
+built once, at import; the resolvers read the service from the context, and what they remember
+between runs (the questions of a summarize call, whether a client without sampling was reported)
+is kept per server, so servers built in one process (the tests build many) share nothing.
 """
 
 import inspect
@@ -47,7 +48,7 @@ T = TypeVar("T")
 SAMPLED_AGENT_STEPS = 6
 SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "namespace")
 NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
-# Summary plans kept per server; a plan is dropped when its call has read the answers.
+# Summary plans kept per server, the oldest dropped first; a call drops its own once it has its answers.
 MAX_SUMMARY_PLANS = 64
 
 
