@@ -1,0 +1,110 @@
+"""The MCP face of the memory: one MCPServer over one MemoryService.
+
+Laid out like the SDK's own ``mcpserver`` package, one concern per module: ``fields`` (the
+arguments' types and limits), ``tools`` (the five tools), ``resolvers`` (what a tool asks the
+client before it runs: its workspace folder, its model's answers), ``resources`` (resources and
+the ``use-memory`` prompt) and ``instructions`` (the text the model reads). Tools, resolvers and
+resources find the service as the lifespan context of the request, so they are written once;
+``build_server`` ties one service to them. Nothing heavy is imported here: lancedb and onnxruntime
+load on the first tool call, after the handshake.
+"""
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.types import ToolAnnotations
+
+from memtree_mcp import __version__
+from memtree_mcp.server import resources, tools
+from memtree_mcp.server.instructions import INSTRUCTIONS
+from memtree_mcp.service import MemoryService
+
+HANDSHAKE_METHODS = frozenset({"initialize", "notifications/initialized", "server/discover"})
+
+
+def build_server(service: MemoryService) -> MCPServer:
+    """An MCP server exposing ``service``. The caller owns the service and closes it.
+
+    The lifespan does not close it: over SSE the SDK runs the lifespan once per connection, so a
+    client leaving would close the store under the clients still connected.
+    """
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[MemoryService]:
+        yield service
+
+    mcp = MCPServer(
+        name="memtree-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=service.settings.log_level,
+    )
+    mcp.middleware.append(_warm_up_after_handshake(service))
+
+    _add_tool(
+        mcp,
+        tools.remember_tool(service.settings.max_content_chars),
+        ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    _add_tool(mcp, tools.recall, ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False))
+    _add_tool(
+        mcp, tools.navigate, ToolAnnotations(title="Navigate", read_only_hint=True, open_world_hint=False)
+    )
+    _add_tool(
+        mcp, tools.summarize, ToolAnnotations(title="Summarize", read_only_hint=True, open_world_hint=False)
+    )
+    _add_tool(
+        mcp,
+        tools.forget,
+        ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=False),
+    )
+
+    mcp.resource(
+        "memtree://{namespace}/outline/{tree}",
+        name="outline",
+        description="The semantic (by subject) or temporal (by time) tree of a namespace, three levels deep.",
+        mime_type="text/plain",
+    )(resources.outline)
+    mcp.resource(
+        "memtree://{namespace}/node/{node_id}",
+        name="node",
+        description="One memory or summary, with its children and neighbours, as JSON.",
+        mime_type="application/json",
+    )(resources.node)
+    mcp.add_prompt(
+        Prompt.from_function(
+            resources.use_memory,
+            name="use-memory",
+            description="How to use this long-term memory in a conversation.",
+        )
+    )
+    return mcp
+
+
+def _add_tool(mcp: MCPServer, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
+    # The SDK sends a tool's docstring verbatim as its description. The docstrings were indented
+    # one level deeper when the tools were closures in build_server, and clients have seen them
+    # so: re-indenting keeps every description byte for byte what it was.
+    description = (tool.__doc__ or "").replace("\n    ", "\n        ")
+    mcp.add_tool(tool, description=description, annotations=annotations)
+
+
+def _warm_up_after_handshake(service: MemoryService) -> ServerMiddleware[Any]:
+    warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # The heavy imports and the model load start in the background once the first request after
+        # the handshake (usually tools/list) has been answered: starting them earlier slowed that
+        # answer by competing for the interpreter; starting them later makes the first recall wait.
+        result = await call_next(ctx)
+        if ctx.method not in HANDSHAKE_METHODS and warm_up.ident is None:
+            warm_up.start()
+        return result
+
+    return middleware
