@@ -27,7 +27,8 @@ async def main() -> None:
                 continue
             recalled = await memory.call_tool("recall", {"query": question, "k": 5, "max_tokens": 600})
             hits = (recalled.structured_content or {}).get("hits", [])
-            context = "\n".join(f"- {hit['text']}" for hit in hits)
+            # The text is written for a model: one line per hit (rank, relevance, date, text, id).
+            context = "\n".join(block.text for block in recalled.content if block.type == "text")
             # Replace this with a call to your model, giving it `context` and `question`.
             if hits:
                 answer = f"(memory had {len(hits)} related item(s))\n{context}"

@@ -34,10 +34,10 @@ async def main(line: str) -> None:
         Client(streamable_http_client(URL, http_client=http)) as memory,
     ):
         stored = await memory.call_tool("remember", {"content": line, "role": "user"})
-        print("remember:", stored.structured_content or stored.content)
+        print("remember:", *(block.text for block in stored.content if block.type == "text"))
         recalled = await memory.call_tool("recall", {"query": line, "k": 3})
-        for hit in (recalled.structured_content or {}).get("hits", []):
-            print(f"- {hit['text']}")
+        # What the model reads: one line per hit (rank, relevance, date, text, id).
+        print(*(block.text for block in recalled.content if block.type == "text"), sep="\n")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--strategy", default="hybrid", help="hybrid (default), collapsed, propagate-down, …")
     recall.add_argument("--kind", default="any", choices=["any", "leaf", "summary"])
     recall.add_argument("--as-of", help="recall from memory as it was at this version or ISO 8601 time")
+    recall.add_argument(
+        "--min-relevance", type=float, help="leave out hits below this relevance, 0 to 1 (0: every hit)"
+    )
     recall.add_argument("--json", action="store_true", help="print the result as JSON")
 
     doctor = commands.add_parser(
@@ -218,6 +221,9 @@ def remember(args: argparse.Namespace, settings: Settings, service: MemoryServic
 
 
 def recall(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.rendering import recall_text
+
+    cut = {} if args.min_relevance is None else {"min_relevance": args.min_relevance}
     found = service.recall(
         args.query,
         k=args.k,
@@ -225,15 +231,12 @@ def recall(args: argparse.Namespace, settings: Settings, service: MemoryService)
         strategy=args.strategy,
         kind=args.kind,
         as_of=args.as_of,
+        **cut,
     )
     if args.json:
         print(found.model_dump_json(indent=2))
         return 0
-    if not found.hits:
-        print("no memories match.")
-    for hit in found.hits:
-        print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
-        print(f"    {hit.text}")
+    print(recall_text(found))  # what an agent reads, so a person sees the same
     return 0
 
 

@@ -105,6 +105,13 @@ def check_range(value: object, what: str, low: int, high: int) -> int:
     return value
 
 
+def check_share(value: object, what: str) -> float:
+    """``value`` if it is a number from 0 to 1 (a relevance cut-off); InvalidInput otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"{what} must be a number from 0 to 1; got {value!r}.")
+    return float(value)
+
+
 def check_role(role: object) -> str:
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
         raise InvalidInput(

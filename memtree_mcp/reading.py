@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.memory import STRATEGIES, Hit, Memory, RecallFilter
+from memtree_mcp.core.memory import STRATEGIES, UPDATES_RANKED, Hit, Memory, RecallFilter
 from memtree_mcp.core.navigation import (
     MOVES,
     CursorView,
@@ -38,6 +38,7 @@ from memtree_mcp.inputs import (
     check_node,
     check_range,
     check_session,
+    check_share,
     check_tags,
     check_text,
     check_tree,
@@ -48,6 +49,7 @@ from memtree_mcp.maintenance import memory_as_of
 from memtree_mcp.outline import plain_outline
 from memtree_mcp.providers.llm import TextGenerator
 from memtree_mcp.refine import Refinement, SummaryQuestion
+from memtree_mcp.rendering import recall_cost
 from memtree_mcp.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
 from memtree_mcp.spaces import Space, Spaces
 
@@ -99,10 +101,12 @@ class Reader:
         session: str | None,
         expand: bool,
         as_of: str | None,
+        min_relevance: float,
     ) -> RecallResult:
         """See :meth:`memtree_mcp.service.MemoryService.recall`."""
         text = check_text(query, "query", MAX_QUERY_CHARS)
         check_range(k, "k", 1, MAX_K)
+        check_share(min_relevance, "min_relevance")
         if max_tokens is not None:
             check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
         if strategy not in STRATEGIES:
@@ -132,6 +136,9 @@ class Reader:
                 where=where,
                 max_tokens=max_tokens,
                 expand=bool(expand),
+                min_relevance=min_relevance,
+                supersede=True,
+                cost=recall_cost,
             )
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
@@ -159,6 +166,7 @@ class Reader:
                 return None
             memory = space.memory
             tree: Hierarchy = memory.semantic
+            related: list[str] = []
             if node_id is not None:
                 start = [check_node(memory, node_id)]
                 branch = memory.branch(node_id)
@@ -169,18 +177,17 @@ class Reader:
                 start = period_nodes(memory, low, high)
             elif vector is not None:
                 assert text is not None
+                leaves = memory.recall(
+                    vector, UPDATES_RANKED, query_text=text, where=RecallFilter(kind="leaf")
+                )
+                related = [h.id for h in leaves]
                 picked = memory.recall(
                     vector, 5, query_text=text, strategy="collapsed", where=RecallFilter(kind="summary")
                 )
-                start = [h.id for h in picked if h.tree == "semantic"]
-                if not start:
-                    start = [
-                        h.id
-                        for h in memory.recall(vector, 5, query_text=text, where=RecallFilter(kind="leaf"))
-                    ]
+                start = [h.id for h in picked if h.tree == "semantic"] or related[:5]
             else:
                 start = list(memory.semantic.root.children)
-            found = summarize_nodes(memory, tree, start, max_tokens)
+            found = summarize_nodes(memory, tree, start, max_tokens, related)
         return SummaryPlan(space, start, found)
 
     def summary_questions(self, plan: SummaryPlan) -> list[SummaryQuestion]:
@@ -295,7 +302,10 @@ def _recall_hit(hit: Hit) -> RecallHit:
         tree=hit.tree,
         depth=hit.depth,
         score=round(hit.score, 4),
+        relevance=round(hit.relevance, 2),
         time_from=format_timestamp(hit.first_ts),
         time_to=format_timestamp(hit.last_ts),
         breadcrumb=hit.breadcrumb,
+        covers=hit.covers,
+        superseded_by=hit.superseded_by,
     )

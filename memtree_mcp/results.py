@@ -34,13 +34,19 @@ class RecallHit(BaseModel):
     )
     depth: int
     score: float = Field(
-        description="Relevance, higher is better. Strategy 'collapsed': cosine similarity to the query "
-        "(for a summary, the mean over its memories). Strategy 'hybrid': a standardised score, 0 being "
-        "an average memory."
+        description="The ranking score, higher first; its scale depends on the strategy and the store."
+    )
+    relevance: float = Field(
+        description="How strongly it matches the query, from 0 (unrelated) to 1 (says what was asked, in "
+        "its words); the same scale in every call."
     )
     time_from: str = Field(description="Timestamp of the earliest memory covered (ISO 8601, UTC).")
     time_to: str = Field(description="Timestamp of the latest memory covered (ISO 8601, UTC).")
     breadcrumb: list[str] = Field(description="Labels of the branches above, from the top down.")
+    covers: int = Field(default=1, description="How many memories it stands for (1 for a memory).")
+    superseded_by: str | None = Field(
+        default=None, description="The id of a later memory that updates this one, if any."
+    )
 
 
 class RecallResult(BaseModel):

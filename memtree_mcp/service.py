@@ -26,6 +26,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.inputs import MAX_QUERY_CHARS, check_namespace, check_text
 from memtree_mcp.maintenance import Maintenance
@@ -110,6 +111,7 @@ class MemoryService:
         session: str | None = None,
         expand: bool = False,
         as_of: str | None = None,
+        min_relevance: float = DEFAULT_MIN_RELEVANCE,
     ) -> RecallResult:
         """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
@@ -117,7 +119,10 @@ class MemoryService:
         ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
         filters are ISO 8601; ``tags`` keeps memories with any of them; ``expand`` replaces summaries
         by their best memories; ``as_of`` (a version number or an ISO 8601 time) recalls from the
-        memory as it was then. Raises InvalidInput for bad arguments.
+        memory as it was then. Hits below ``min_relevance`` (0 to 1) are left out, so ``k`` is a
+        most, not a quota; no text appears twice; a memory a later one updates comes after the
+        update and names it (``superseded_by``). ``max_tokens`` bounds the text the model reads
+        (``rendering.recall_text``). Raises InvalidInput for bad arguments.
         """
         return self.reader.recall(
             self.resolve_namespace(namespace),
@@ -132,6 +137,7 @@ class MemoryService:
             session=session,
             expand=expand,
             as_of=as_of,
+            min_relevance=min_relevance,
         )
 
     def summarize(

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult, TextContent
 
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
@@ -18,6 +19,11 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def text_of(result: CallToolResult) -> str:
+    """What the model reads of a tool result."""
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 @pytest.fixture
@@ -52,9 +58,10 @@ async def test_remember_then_recall_gives_structured_results(client: Client) -> 
     found = await client.call_tool("recall", {"query": "which text editor does the user like?", "k": 3})
     assert not found.is_error and found.structured_content is not None
     top = found.structured_content["hits"][0]
-    assert top["id"] == leaf_id and top["kind"] == "leaf"
-    assert top["text"] == "The user's favourite editor is Helix."
-    assert set(top) >= {"score", "depth", "time_from", "time_to", "breadcrumb", "tree"}
+    assert top["id"] == leaf_id and top["kind"] == "leaf" and 0.0 <= top["relevance"] <= 1.0
+    assert set(top) >= {"relevance", "time_from", "time_to"} and "text" not in top
+    first_line = text_of(found).splitlines()[0]
+    assert "The user's favourite editor is Helix." in first_line and leaf_id in first_line
 
     again = await client.call_tool("remember", {"content": "The user's favourite editor is Helix."})
     assert again.structured_content is not None
@@ -131,7 +138,7 @@ async def test_a_question_about_an_early_session_is_answered_from_it(client: Cli
     )
     assert not found.is_error and found.structured_content is not None
     hits = found.structured_content["hits"]
-    assert "Melanie: This Saturday, 10k along the river." in [h["text"] for h in hits]
+    assert "Melanie: This Saturday, 10k along the river." in text_of(found)
     assert all(h["time_from"].startswith("2023-05-08") for h in hits)
 
 
@@ -146,26 +153,28 @@ async def test_navigate_summarize_and_forget_through_the_client(client: Client) 
         await client.call_tool("remember", {"content": text, "timestamp": f"2024-03-0{i + 1}T10:00:00Z"})
     root = await client.call_tool("navigate", {"tree": "temporal"})
     assert not root.is_error and root.structured_content is not None
-    node = root.structured_content["node"]
-    assert node["kind"] == "root" and node["children"] and not node["has_up"]
+    node = root.structured_content
+    assert node["kind"] == "root" and node["children"] and "parent" not in node
     down = await client.call_tool("navigate", {"tree": "temporal", "move": "down", "index": 0})
-    assert down.structured_content is not None and down.structured_content["node"]["has_up"]
+    assert down.structured_content is not None and down.structured_content["parent"] == node["node_id"]
     refused = await client.call_tool("navigate", {"tree": "temporal", "move": "up"})
     assert refused.is_error and "root" in refused.content[0].text  # type: ignore[union-attr]
     walked = await client.call_tool("navigate", {"query": "what ends the release checklist?", "agent": True})
     assert walked.structured_content is not None
-    assert walked.structured_content["context"] and walked.structured_content["sufficient"] is not None
+    assert walked.structured_content["found"] and walked.structured_content["moves"] is not None
 
     summary = await client.call_tool("summarize", {"max_tokens": 500})
-    assert summary.structured_content is not None and "checklist" in summary.structured_content["summary"]
+    assert summary.structured_content is not None and "checklist" in text_of(summary)
 
     candidates = await client.call_tool("forget", {"query": "Thai lunch"})
     assert candidates.structured_content is not None and candidates.structured_content["deleted"] == []
-    lunch = next(h for h in candidates.structured_content["candidates"] if "Thai" in h["text"])
-    gone = await client.call_tool("forget", {"node_id": lunch["id"]})
-    assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch["id"]]
+    lunch = next(line for line in text_of(candidates).splitlines() if "Thai" in line)
+    lunch_id = lunch.rsplit("{", 1)[1].rstrip("}")
+    assert lunch_id in [c["id"] for c in candidates.structured_content["candidates"]]
+    gone = await client.call_tool("forget", {"node_id": lunch_id})
+    assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch_id]
     after = await client.call_tool("summarize", {"max_tokens": 2000})
-    assert after.structured_content is not None and "Thai" not in after.structured_content["summary"]
+    assert after.structured_content is not None and "Thai" not in text_of(after)
 
 
 async def test_resources_show_a_tree_outline_and_one_node(client: Client) -> None:

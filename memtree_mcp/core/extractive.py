@@ -27,6 +27,8 @@ STOPWORDS = frozenset(
 )
 
 SUMMARY_CHARS = 400
+# Between the gists a summary joins; recall splits a summary on it to leave out parts already shown.
+PART_SEPARATOR = " · "
 GIST_CHARS = 160
 LABEL_WORDS = 3
 
@@ -55,7 +57,7 @@ def summarize_children(texts_by_centrality: Sequence[str], limit: int = SUMMARY_
             break
         parts.append(piece)
         used += len(piece) + 3
-    return " · ".join(parts)
+    return PART_SEPARATOR.join(parts)
 
 
 def label_for(texts_by_centrality: Sequence[str], words: int = LABEL_WORDS) -> str:

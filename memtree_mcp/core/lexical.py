@@ -290,6 +290,38 @@ class LexicalIndex:
             scores[slots] += (qtf * idf) * tfs * (self.k1 + 1.0) / (tfs + norm)
         return scores
 
+    def coverage(self, query: str, doc_id: str) -> float:
+        """The share of ``query``'s distinct terms that ``doc_id`` contains, each weighted by its idf.
+
+        In [0, 1]: 1 when the document has every term of the query, 0 when it shares none (or the
+        query has no term). A term no document has weighs the most, so a query about something
+        never stored stays low however many of its common words match. Unlike a BM25 score it
+        means the same in any index, which is what recall's relevance needs. KeyError for an
+        unknown ``doc_id``.
+        """
+        terms = set(self._tokenize(query))
+        if not terms:
+            return 0.0
+        present = self._terms_of[self._slot_of[doc_id]]
+        total = found = 0.0
+        for term in terms:
+            weight = self.idf(term)
+            total += weight
+            if term in present:
+                found += weight
+        return found / total if total > 0 else 0.0
+
+    def terms(self, doc_id: str) -> dict[str, int]:
+        """The terms of ``doc_id`` and how often each occurs; KeyError for an unknown id."""
+        return self._terms_of[self._slot_of[doc_id]]
+
+    def idf(self, term: str) -> float:
+        """The inverse document frequency of ``term`` (highest for a term no document has)."""
+        postings = self._postings.get(term)
+        df = postings.size if postings is not None else 0
+        n = len(self._slot_of)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
     def scores(self, query: str) -> dict[str, float]:
         """BM25 score of every document sharing a term with ``query`` (all others score zero)."""
         array = self.score_array(query)

@@ -35,10 +35,12 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
+from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.hierarchy import Linkage
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.relevance import CONFIDENT, relevance, supersedes
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
 
@@ -61,6 +63,13 @@ PROPAGATION_DECAY = 0.1
 PROPAGATION_HORIZON = 2
 # Top-down refinement keeps this many branches per level of the semantic tree.
 BEAM_WIDTH = 8
+# Updates of a recalled memory are looked for among this many of its semantic siblings, and
+# among this many memories ranked first for the query.
+SIBLINGS_CHECKED = 64
+UPDATES_RANKED = 64
+# A summary is a hit only when it gathers at least this many memories (2 when only summaries are
+# asked for): below that it repeats memories that recall ranks on their own anyway.
+SUMMARY_MIN_COVERS = 3
 
 
 def estimate_tokens(text: str) -> int:
@@ -81,6 +90,9 @@ class Hit:
     first_ts: float
     last_ts: float
     breadcrumb: list[str] = field(default_factory=list)
+    relevance: float = 0.0
+    covers: int = 1
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,8 +347,10 @@ class Memory:
         raise ValueError(f"unknown tree {name!r}; use 'semantic' (by subject) or 'temporal' (by time)")
 
     def breadcrumb(self, node_id: str, tree: str = "semantic") -> list[str]:
-        """Short labels of the ancestors of ``node_id`` in ``tree``, the root left out."""
-        return [b.label for b in self.tree(tree).ancestors(node_id) if b.kind != "root"]
+        """Short labels of the ancestors of ``node_id`` in ``tree``, top down, the root left out;
+        a label shared by several ancestors (a deep chain of similar branches) is given once."""
+        labels = [b.label for b in self.tree(tree).ancestors(node_id) if b.kind != "root" and b.label]
+        return list(dict.fromkeys(labels))
 
     def recall(
         self,
@@ -349,13 +363,22 @@ class Memory:
         max_tokens: int | None = None,
         min_score: float = MIN_SCORE,
         expand: bool = False,
+        min_relevance: float = 0.0,
+        supersede: bool = False,
+        cost: Callable[[Hit], float] | None = None,
     ) -> list[Hit]:
         """The best ``k`` nodes for a query (its vector and text) that pass ``where`` and fit the budget.
 
-        Hits are taken in score order; one that does not fit in what is left of ``max_tokens`` is
-        skipped, so a long summary never crowds out the short memories that follow it. With
-        ``expand``, only memories are returned: a summary in the ranking stands for its memories,
-        which take its place, best first, those already taken or filtered out left aside.
+        Hits are taken in score order. A hit below ``min_relevance`` (see ``core/relevance.py``)
+        is left out, and so is one that would repeat what an earlier hit shows: a summary of a
+        single memory, a memory an earlier summary already quotes whole, the parts of a summary
+        already shown (the rest of it stays). With ``supersede``, a memory that a later one
+        updates (an earlier hit, or a sibling in the semantic tree) is marked ``superseded_by``
+        that memory, which is shown just before it. Then one that does not fit in what is left of
+        ``max_tokens`` (``cost`` of each hit, by default its text's tokens) is skipped, so a long
+        summary never crowds out the short memories that follow it. With ``expand``, only
+        memories are returned: a summary in the ranking stands for its memories, which take its
+        place, best first, those already taken or filtered out left aside.
         """
         where = where or RecallFilter()
         # Ask for more than k when a budget may make some hits be skipped.
@@ -379,19 +402,96 @@ class Memory:
             ranked = self._ranked(ids, scores, where, want, min_score)
         if expand:
             ranked = self._expanded(ranked, ids, scores, query, final_where)
-        hits: list[Hit] = []
-        budget = max_tokens
+        judge = _Relevance(self, query, query_text, lend=strategy == "hybrid")
+        shown = _Shown(min_covers=2 if final_where.kind == "summary" else SUMMARY_MIN_COVERS)
+        chosen: list[Hit] = []
+        first: Hit | None = None  # the best-ranked hit, whatever its relevance
         for node_id, score in ranked:
             node = self.node(node_id)
+            relevance = judge.of(node)
+            if relevance < min_relevance and first is not None:
+                continue
+            text = shown.fresh_text(node)
+            if text is None:
+                continue
+            hit = self._hit(node, score, relevance, text)
+            first = first or hit
+            if relevance >= min_relevance:
+                chosen.append(hit)
+            if len(chosen) == want:
+                break
+        weak = min_relevance > 0 and first is not None and all(h.relevance < CONFIDENT for h in chosen)
+        if weak:
+            chosen = [first]  # type: ignore[list-item]
+        if supersede:
+            related = [node_id for node_id, _ in ranked[:UPDATES_RANKED] if node_id in self.leaves]
+            chosen = self._superseded(chosen, judge, shown, related, room=k - len(chosen))
+        if weak:
+            # Only weak matches, the signature of a question about something never stored (or
+            # asked in other words than the memory's): the best-ranked hit alone, or its update.
+            chosen = chosen[:1]
+        hits: list[Hit] = []
+        budget: float | None = max_tokens
+        for hit in chosen:
             if budget is not None:
-                cost = estimate_tokens(node.text)
-                if cost > budget:
+                price = cost(hit) if cost is not None else estimate_tokens(hit.text)
+                if price > budget:
                     continue
-                budget -= cost
-            hits.append(self._hit(node, score))
+                budget -= price
+            hits.append(hit)
             if len(hits) == k:
                 break
         return hits
+
+    def newest_update(self, older: Leaf, candidates: Iterable[str] = ()) -> Leaf | None:
+        """The latest memory that updates ``older`` (``core/relevance.py``), or None.
+
+        Looked for among ``candidates`` and ``older``'s siblings in the semantic tree, where
+        MemTree files what is said about the same subject.
+        """
+        parent = self.semantic.parent_of.get(older.id)
+        siblings = self.semantic.branches[parent].children[:SIBLINGS_CHECKED] if parent is not None else []
+        newest: Leaf | None = None
+        for candidate in dict.fromkeys([*candidates, *siblings]):
+            newer = self.leaves.get(candidate)
+            if newer is None or newer.id == older.id or not supersedes(newer, older, self.lexical):
+                continue
+            if newest is None or (newer.timestamp, newer.seq) > (newest.timestamp, newest.seq):
+                newest = newer
+        return newest
+
+    def _superseded(
+        self, chosen: list[Hit], judge: _Relevance, shown: _Shown, related: Sequence[str], *, room: int
+    ) -> list[Hit]:
+        """``chosen`` with each memory a later one updates marked, and the update just before it.
+
+        Updates are looked for among the other hits, the memories ranked first for the query
+        (``related``) and each hit's semantic siblings (:meth:`newest_update`). An update found
+        outside the hits joins them while there is ``room`` (fewer hits than asked for): it is the
+        current version of something relevant, but it never pushes a ranked hit out.
+        """
+        order = list(chosen)
+        by_id = {hit.id: hit for hit in order}
+        candidates = [*(h.id for h in chosen), *related]
+        for hit in chosen:
+            older = self.leaves.get(hit.id)
+            newest = self.newest_update(older, candidates) if older is not None else None
+            if newest is None:
+                continue
+            hit.superseded_by = newest.id
+            update = by_id.get(newest.id)
+            if update is None:
+                text = shown.fresh_text(newest) if room > 0 else None
+                if text is None:
+                    continue
+                room -= 1
+                update = by_id[newest.id] = self._hit(newest, hit.score, judge.of(newest), text)
+            elif order.index(update) < order.index(hit):
+                continue
+            else:
+                order.remove(update)
+            order.insert(order.index(hit), update)
+        return order
 
     def _branch_scores(
         self, query: Vector, leaf_scores: np.ndarray
@@ -568,11 +668,11 @@ class Memory:
             self._timeline = _Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
         return self._timeline
 
-    def _hit(self, node: Leaf | Branch, score: float) -> Hit:
+    def _hit(self, node: Leaf | Branch, score: float, relevance: float, text: str | None = None) -> Hit:
         if isinstance(node, Leaf):
             return Hit(
                 id=node.id,
-                text=node.text,
+                text=node.text if text is None else text,
                 kind="leaf",
                 tree="semantic",
                 depth=self.semantic.depth_of(node.id),
@@ -580,10 +680,11 @@ class Memory:
                 first_ts=node.timestamp,
                 last_ts=node.timestamp,
                 breadcrumb=self.breadcrumb(node.id),
+                relevance=relevance,
             )
         return Hit(
             id=node.id,
-            text=node.text,
+            text=node.text if text is None else text,
             kind="summary",
             tree=node.tree,
             depth=node.depth,
@@ -591,7 +692,78 @@ class Memory:
             first_ts=node.first_ts,
             last_ts=node.last_ts,
             breadcrumb=self.breadcrumb(node.id, node.tree),
+            relevance=relevance,
+            covers=node.leaf_count,
         )
+
+
+class _Relevance:
+    """The relevance of recalled nodes to one query (``core/relevance.py``), computed on demand."""
+
+    def __init__(self, memory: Memory, query: Vector, query_text: str, *, lend: bool) -> None:
+        self._memory = memory
+        self._query = query
+        self._text = query_text
+        self._lend = lend
+        self._own: dict[str, float] = {}
+
+    def of(self, node: Leaf | Branch) -> float:
+        """``node``'s relevance: its own, or for a memory what its neighbours in time lend it."""
+        if isinstance(node, Branch):
+            tree = self._memory.tree(node.tree)
+            return relevance(float(tree.match_vector_of(node.id) @ self._query))
+        found = self.own(node)
+        if self._lend:
+            index = self._memory.leaf_index
+            for row, distance in self._memory.timeline().neighbours(index.row(node.id)):
+                neighbour = self._memory.leaves[index.id_at(row)]
+                if neighbour.role != node.role:  # a reply, or what it replies to
+                    found = max(found, NEIGHBOUR_DECAY**distance * self.own(neighbour))
+        return found
+
+    def own(self, leaf: Leaf) -> float:
+        """What ``leaf`` itself shares with the query: meaning and words."""
+        known = self._own.get(leaf.id)
+        if known is None:
+            words = self._memory.lexical.coverage(self._text, leaf.id) if self._text else 0.0
+            known = self._own[leaf.id] = relevance(float(leaf.vector @ self._query), words)
+        return known
+
+
+class _Shown:
+    """What a recall result already shows, so that no text appears in it twice."""
+
+    def __init__(self, min_covers: int) -> None:
+        self._min_covers = min_covers
+        self._whole: set[str] = set()  # memories' texts and summaries' parts, as shown
+        self._gists: set[str] = set()  # what a summary quotes of each memory shown
+
+    def fresh_text(self, node: Leaf | Branch) -> str | None:
+        """The text ``node`` adds to what is shown (and now shown too), or None when it adds nothing.
+
+        A summary of fewer than ``min_covers`` memories only repeats what recall ranks on its own
+        (every memory is ranked); a summary's parts (the gists of its children, joined by
+        ``PART_SEPARATOR``) already shown are left out of it; a memory a summary already quoted
+        whole is not shown again.
+        """
+        if isinstance(node, Leaf):
+            text = node.text.strip()
+            if text in self._whole:
+                return None
+            self._whole.add(text)
+            self._gists.add(gist(text))
+            return node.text
+        if node.leaf_count < self._min_covers:
+            return None
+        parts = [
+            part
+            for part in node.text.split(PART_SEPARATOR)
+            if part.strip() not in self._whole and part.strip() not in self._gists
+        ]
+        if not parts:
+            return None
+        self._whole.update(part.strip() for part in parts)
+        return PART_SEPARATOR.join(parts)
 
 
 def _branch_index(dimension: int, trees: Sequence[SemanticTree | TemporalTree]) -> VectorIndex:
@@ -869,6 +1041,21 @@ class _Timeline:
         self._rows[self.size] = row
         self._segment[self.size] = segment
         self.size += 1
+
+    def neighbours(self, row: int) -> list[tuple[int, int]]:
+        """The leaf-index rows within ``NEIGHBOUR_RADIUS`` of leaf ``row`` in time and in its
+        segment, with their distance: the leaves :meth:`propagate` lends score to it."""
+        rows, segment = self.rows, self.segment
+        where = np.flatnonzero(rows == row)
+        if not len(where):
+            return []
+        at = int(where[0])
+        found: list[tuple[int, int]] = []
+        for distance in range(1, NEIGHBOUR_RADIUS + 1):
+            for other in (at - distance, at + distance):
+                if 0 <= other < len(rows) and segment[other] == segment[at]:
+                    found.append((int(rows[other]), distance))
+        return found
 
     def propagate(self, scores: np.ndarray) -> np.ndarray:
         """Add to each leaf's score the decayed scores of its neighbours in time within its segment."""

@@ -288,7 +288,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
         last_seq=last_seq,
         first_ts=first_ts,
         last_ts=last_ts,
-        breadcrumb=[b.label for b in hierarchy.ancestors(node_id) if b.kind != "root"],
+        breadcrumb=memory.breadcrumb(node_id, tree),
         children=children,
         has_up=parent is not None,
         has_left=left is not None,

@@ -3,7 +3,9 @@
 Without an LLM a summary is composed from the representatives the trees already keep: it starts
 from the nodes that cover what was asked and opens the largest of them into their children for as
 long as the result stays within the token budget, so a larger budget reads the memory at a finer
-level. Every line cites the node it comes from.
+level. Every line cites the node it comes from. A memory that a later one updates
+(``core/relevance.py``) gives way to the update, in the lines and in the summaries' texts, so a
+summary states how things are now.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory, estimate_tokens
 from memtree_mcp.core.model import Branch, Leaf
+
+# How many memories under a summarised branch are looked at for updates of what its text quotes.
+CURRENT_SCAN = 256
 
 
 @dataclass(slots=True)
@@ -25,11 +31,15 @@ class Summary:
     node_ids: list[str]
 
 
-def summarize_nodes(memory: Memory, tree: Hierarchy, start: Sequence[str], max_tokens: int) -> Summary:
+def summarize_nodes(
+    memory: Memory, tree: Hierarchy, start: Sequence[str], max_tokens: int, related: Sequence[str] = ()
+) -> Summary:
     """Compose a summary of the subtrees under ``start`` (ids of ``tree``), as deep as ``max_tokens`` allows.
 
     The nodes are refined greedily: the branch covering the most memories is replaced by its
     children while the whole still fits. Past the budget, the least covering lines are dropped.
+    Updates of the memories shown are looked for among the lines, each memory's semantic siblings
+    and ``related`` (for a subject, the memories recall ranks first for it).
     """
     frontier = [node_id for node_id in start if _covers_something(memory, tree, node_id)]
     while True:
@@ -49,7 +59,9 @@ def summarize_nodes(memory: Memory, tree: Hierarchy, start: Sequence[str], max_t
     while len(frontier) > 1 and _cost(memory, frontier) > max_tokens:
         smallest = min(frontier, key=lambda n: (_leaf_count(memory, n), n))
         frontier.remove(smallest)
-    lines = [_line(memory.node(node_id)) for node_id in frontier]
+    candidates = [*frontier, *related]
+    frontier = _current(memory, frontier, candidates)
+    lines = [_line(memory.node(n), _current_text(memory, tree, n, candidates)) for n in frontier]
     text = "\n".join(lines)
     if lines and estimate_tokens(text) > max_tokens:
         text = text[: max(1, max_tokens * 4 - 1)] + "…"
@@ -101,12 +113,66 @@ def _cost(memory: Memory, node_ids: Sequence[str]) -> int:
     return sum(estimate_tokens(_line(memory.node(n))) + 1 for n in node_ids)
 
 
-def _line(node: Leaf | Branch) -> str:
+def _current(memory: Memory, frontier: list[str], candidates: Sequence[str]) -> list[str]:
+    """``frontier`` with each memory a later one updates replaced by that update (or left out
+    when the update is shown already), so the summary states the current state."""
+    out: list[str] = []
+    for node_id in frontier:
+        leaf = memory.leaves.get(node_id)
+        newest = memory.newest_update(leaf, candidates) if leaf is not None else None
+        chosen = node_id if newest is None else newest.id
+        if chosen not in out:
+            out.append(chosen)
+    return out
+
+
+def _current_text(memory: Memory, tree: Hierarchy, node_id: str, candidates: Sequence[str]) -> str | None:
+    """An extractive summary's text with the gist of each memory a later one updates replaced by
+    the update's gist; None for a memory or an LLM summary (its text is shown as it is).
+
+    The gists come from memories anywhere below the branch (a parent quotes its children's first
+    sentences); the first ``CURRENT_SCAN`` memories below it, breadth first, are looked at.
+    """
+    branch = tree.branches.get(node_id)
+    if branch is None or branch.summary or PART_SEPARATOR not in branch.text:
+        return None
+    parts = branch.text.split(PART_SEPARATOR)
+    quoted = set(parts)
+    for leaf in _leaves_below(memory, tree, node_id, CURRENT_SCAN):
+        if gist(leaf.text) not in quoted:
+            continue
+        newest = memory.newest_update(leaf, candidates)
+        if newest is None or gist(leaf.text) not in parts:
+            continue
+        at = parts.index(gist(leaf.text))
+        if gist(newest.text) in parts:
+            del parts[at]
+        else:
+            parts[at] = gist(newest.text)
+    return PART_SEPARATOR.join(parts)
+
+
+def _leaves_below(memory: Memory, tree: Hierarchy, node_id: str, limit: int) -> list[Leaf]:
+    """Up to ``limit`` memories under ``node_id``, breadth first."""
+    found: list[Leaf] = []
+    queue = [node_id]
+    while queue and len(found) < limit:
+        current = queue.pop(0)
+        leaf = memory.leaves.get(current)
+        if leaf is not None:
+            found.append(leaf)
+        elif current in tree.branches:
+            queue.extend(tree.branches[current].children)
+    return found
+
+
+def _line(node: Leaf | Branch, text: str | None = None) -> str:
     if isinstance(node, Leaf):
         return f"- {node.text} ({_day(node.timestamp)}) [{node.id}]"
     first, last = _day(node.first_ts), _day(node.last_ts)
     span = first if first == last else f"{first} to {last}"
-    return f"- {node.label}: {node.text} ({node.leaf_count} memories, {span}) [{node.id}]"
+    shown = node.text if text is None else text
+    return f"- {node.label}: {shown} ({node.leaf_count} memories, {span}) [{node.id}]"
 
 
 def _day(seconds: float) -> str:

@@ -9,6 +9,7 @@ resources find the service as the lifespan context of the request, so they are w
 load on the first tool call, after the handshake.
 """
 
+import inspect
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -88,11 +89,44 @@ def build_server(service: MemoryService) -> MCPServer:
 
 
 def _add_tool(mcp: MCPServer, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
-    # The SDK sends a tool's docstring verbatim as its description. The docstrings were indented
-    # one level deeper when the tools were closures in build_server, and clients have seen them
-    # so: re-indenting keeps every description byte for byte what it was.
-    description = (tool.__doc__ or "").replace("\n    ", "\n        ")
+    # The SDK sends a tool's docstring verbatim as its description: without its indentation, and
+    # on one line, it costs every conversation fewer tokens.
+    description = " ".join(inspect.cleandoc(tool.__doc__ or "").split())
     mcp.add_tool(tool, description=description, annotations=annotations)
+    # Every client sends every tool's schemas to the model in every conversation; pydantic's
+    # generated titles and null branches say nothing a model needs (arguments are validated
+    # against the functions' own types, not these schemas). The SDK has no hook for this, so the
+    # registered tool's schemas are trimmed in place.
+    registered = mcp._tool_manager.get_tool(tool.__name__)
+    assert registered is not None
+    registered.parameters = lean_schema(registered.parameters)
+    output = registered.fn_metadata.output_schema
+    if output is not None:
+        registered.fn_metadata.output_schema = lean_schema(output, descriptions=False)
+
+
+def lean_schema(schema: Any, *, descriptions: bool = True) -> Any:
+    """``schema`` without titles, with ``X | None`` written as ``X`` (leaving an argument out is
+    how a caller says None), and without descriptions unless ``descriptions``."""
+    if isinstance(schema, list):
+        return [lean_schema(item, descriptions=descriptions) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "description" and not descriptions and isinstance(value, str):
+            continue
+        out[key] = lean_schema(value, descriptions=descriptions)
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        (kept,) = [branch for branch in branches if branch != {"type": "null"}]
+        del out["anyOf"]
+        out = {**kept, **out}
+        if out.get("default", 0) is None:
+            del out["default"]
+    return out
 
 
 def _warm_up_after_handshake(service: MemoryService) -> ServerMiddleware[Any]:

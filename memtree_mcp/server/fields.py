@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from memtree_mcp.config import NAMESPACE_RULE
 from memtree_mcp.inputs import (
     MAX_AGENT_STEPS,
     MAX_K,
@@ -33,13 +32,8 @@ from memtree_mcp.service import MemoryService
 # of the request, whose lifespan context is the service build_server was given.
 MemoryContext = Context[MemoryService, Any]
 
-Namespace = Annotated[
-    str | None,
-    Field(
-        description=f"Memory namespace ({NAMESPACE_RULE}); the server's default when left out.",
-        max_length=MAX_NAMESPACE_CHARS,
-    ),
-]
+# Self-explanatory to a model, and repeated in every tool: no description.
+Namespace = Annotated[str | None, Field(max_length=MAX_NAMESPACE_CHARS)]
 
 # remember's content has no maximum here: it is a setting (MEMTREE_MAX_CONTENT_CHARS), so
 # build_server registers remember through tools.remember_tool, which adds the service's
@@ -62,3 +56,4 @@ TokenBudget = Annotated[int | None, Field(ge=1, le=MAX_TOKENS)]
 SummaryTokens = Annotated[int, Field(ge=MIN_SUMMARY_TOKENS, le=MAX_TOKENS)]
 AgentSteps = Annotated[int, Field(ge=1, le=MAX_AGENT_STEPS)]
 ChildIndex = Annotated[int | None, Field(ge=0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]

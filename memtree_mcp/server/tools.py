@@ -2,9 +2,12 @@
 
 Kept thin: arguments are checked by their schema (the types of fields.py) and again by the
 service, errors the model should read become ``ToolError``, and blocking work runs in a worker
-thread so the event loop keeps serving. The tools are plain functions rather than closures over one
-service: the SDK builds a tool's schema from its signature, so a signature written once is a schema
-written once, and each call finds its service as the lifespan context of the server that received it.
+thread so the event loop keeps serving. Each tool answers with the text the model reads
+(``rendering.py``) and, for programs, ids and numbers (``outputs.py`` says why not more). The
+descriptions are short on purpose: every client sends all of them in every conversation. The
+tools are plain functions rather than closures over one service: the SDK builds a tool's schema
+from its signature, so a signature written once is a schema written once, and each call finds
+its service as the lifespan context of the server that received it.
 """
 
 import functools
@@ -14,12 +17,14 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
 
+from memtree_mcp import rendering
+from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
 from memtree_mcp.providers.sampling import ReplayChat, answer_text
-from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
@@ -32,10 +37,18 @@ from memtree_mcp.server.fields import (
     Query,
     Role,
     Session,
+    Share,
     SummaryTokens,
     Tags,
     Timestamp,
     TokenBudget,
+)
+from memtree_mcp.server.outputs import (
+    ForgetOutput,
+    NavigateOutput,
+    RecallOutput,
+    RememberOutput,
+    SummaryOutput,
 )
 from memtree_mcp.server.resolvers import (
     SAMPLED_AGENT_STEPS,
@@ -52,34 +65,24 @@ T = TypeVar("T")
 
 async def remember(
     ctx: MemoryContext,
-    content: Annotated[
-        Content,
-        Field(
-            description="What to remember: a fact, decision, preference or turn. Long text is split "
-            "into ordered chunks."
-        ),
-    ],
-    role: Annotated[Role, Field(description="Who said it: 'user', 'assistant', a name…")] = "user",
-    tags: Annotated[Tags, Field(description="Short labels to file it under.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
-    timestamp: Annotated[
-        Timestamp,
-        Field(description="When it happened, ISO 8601 (e.g. '2024-05-08T13:56:00Z'); now if left out."),
-    ] = None,
-    session: Annotated[Session, Field(description="Conversation or session id it belongs to.")] = None,
+    content: Annotated[Content, Field(description="One self-contained fact, decision or preference.")],
+    role: Annotated[Role, Field(description="Who said it.")] = "user",
+    tags: Annotated[Tags, Field(description="Labels to file it under.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
+    timestamp: Annotated[Timestamp, Field(description="When, ISO 8601; now if left out.")] = None,
+    session: Annotated[Session, Field(description="Conversation id.")] = None,
     namespace: Namespace = None,
     roots: Roots = None,
-) -> RememberResult:
-    """Store a memory for later conversations. Call it after each turn with what is worth keeping.
-
-    Returns the ids of the stored leaves, whether the content was already known (then nothing is
-    added), and the semantic path (branches from the top down) where it was filed.
-    """
+) -> Annotated[CallToolResult, RememberOutput]:
+    """Store a memory for later conversations. Call it after each turn that taught you something
+    durable: one self-contained statement per call ("The staging DB is Postgres 16 on port 5433"),
+    not a transcript. Never store secrets."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    return await _run(service.remember, content, role, tags, timestamp, session, namespace)
+    stored = await _run(service.remember, content, role, tags, timestamp, session, namespace)
+    return _answer(rendering.remember_text(stored), RememberOutput.of(stored))
 
 
-def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[RememberResult]]:
+def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[CallToolResult]]:
     """``remember`` with ``content`` limited to ``max_content_chars`` in its schema.
 
     The limit is a setting (MEMTREE_MAX_CONTENT_CHARS), so each server registers a copy whose
@@ -88,7 +91,7 @@ def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[RememberRes
     """
 
     @functools.wraps(remember)
-    async def limited(**args: Any) -> RememberResult:
+    async def limited(**args: Any) -> CallToolResult:
         return await remember(**args)
 
     signature = inspect.signature(remember)
@@ -103,45 +106,36 @@ def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[RememberRes
 
 async def recall(
     ctx: MemoryContext,
-    query: Annotated[Query, Field(description="What to look up: the user's question or its subject.")],
-    k: Annotated[HitCount, Field(description="How many hits at most.")] = DEFAULT_K,
+    query: Annotated[Query, Field(description="The user's request or its subject.")],
+    k: Annotated[HitCount, Field(description="Most hits.")] = DEFAULT_K,
     max_tokens: Annotated[
-        TokenBudget, Field(description="Budget for the hits' text (about 4 characters a token).")
+        TokenBudget, Field(description="Most tokens of the whole answer (4 chars each).")
     ] = None,
     namespace: Namespace = None,
+    min_relevance: Annotated[
+        Share, Field(description="Hide hits below this; 0 shows all.")
+    ] = DEFAULT_MIN_RELEVANCE,
     strategy: Annotated[
         Literal["hybrid", "collapsed", "propagate-down", "propagate-up", "refine"],
-        Field(
-            description="'hybrid' (default): meaning and exact words, with what was said around them; "
-            "'collapsed': meaning only, over memories and summaries alike; 'propagate-down' / "
-            "'propagate-up': relevance spread along the time tree; 'refine': descend the subject tree."
-        ),
+        Field(description="Ranking; 'hybrid' is best."),
     ] = "hybrid",
     kind: Annotated[
-        Literal["any", "leaf", "summary"],
-        Field(description="'leaf' for single memories only, 'summary' for summaries only."),
+        Literal["any", "leaf", "summary"], Field(description="Memories, summaries or both.")
     ] = "any",
-    time_from: Annotated[Timestamp, Field(description="Only memories from this time on (ISO 8601).")] = None,
-    time_to: Annotated[Timestamp, Field(description="Only memories up to this time (ISO 8601).")] = None,
-    tags: Annotated[Tags, Field(description="Only memories with at least one of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
-    session: Annotated[Session, Field(description="Only memories of this session.")] = None,
-    expand: Annotated[
-        bool, Field(description="Replace each summary by its best memories (memories only).")
-    ] = False,
+    time_from: Annotated[Timestamp, Field(description="From (ISO 8601).")] = None,
+    time_to: Annotated[Timestamp, Field(description="Until (ISO 8601).")] = None,
+    tags: Annotated[Tags, Field(description="Any of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
+    session: Annotated[Session, Field(description="Only this conversation.")] = None,
+    expand: Annotated[bool, Field(description="Replace summaries by their memories.")] = False,
     roots: Roots = None,
-    as_of: Annotated[
-        Timestamp,
-        Field(description="Recall from memory as it was then: a version number or an ISO 8601 time."),
-    ] = None,
-) -> RecallResult:
+    as_of: Annotated[Timestamp, Field(description="Memory as it was then: version or ISO 8601 time.")] = None,
+) -> Annotated[CallToolResult, RecallOutput]:
     """Look up long-term memory. Call it before answering, with the user's request or its subject.
-
-    Returns the best hits first: single memories (kind 'leaf') and summaries of related memories
-    (kind 'summary'), each with its score, time span and breadcrumb of subjects.
-    """
+    Hits best first: rank. [relevance 0-1 · date] text {id}. A memory a later one updates comes
+    after it, marked "superseded by"."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    return await _run(
+    found = await _run(
         functools.partial(
             service.recall,
             strategy=strategy,
@@ -152,58 +146,46 @@ async def recall(
             session=session,
             expand=expand,
             as_of=as_of,
+            min_relevance=min_relevance,
         ),
         query,
         k,
         max_tokens,
         namespace,
     )
+    text = rendering.recall_text(found)
+    if max_tokens is not None:
+        text = text[: max_tokens * rendering.CHARS_PER_TOKEN]  # only the no-hit notice can be longer
+    return _answer(text, RecallOutput.of(found))
 
 
 @with_answers("step", agent_resolvers)
 async def navigate(
     ctx: MemoryContext,
-    node_id: Annotated[
-        NodeId,
-        Field(description="Where the cursor is (an id from recall or navigate); the root if left out."),
-    ] = None,
+    node_id: Annotated[NodeId, Field(description="Where the cursor is; the root if left out.")] = None,
     move: Annotated[
         Literal["stay", "reset", "up", "down", "left", "right", "switch"],
-        Field(
-            description="'down' to child `index` (or the best child for `query`), 'up' to the parent, "
-            "'left'/'right' to the previous/next sibling (the previous/next period in the temporal "
-            "tree), 'reset' to the root, 'switch' to the same place in the other tree."
-        ),
+        Field(description="'down': to child `index`; 'switch': the other tree."),
     ] = "stay",
-    index: Annotated[ChildIndex, Field(description="Which child for 'down', from 0.")] = None,
+    index: Annotated[ChildIndex, Field(description="Child for 'down', from 0.")] = None,
     tree: Annotated[
-        Literal["semantic", "temporal"],
-        Field(description="'semantic' (by subject) or 'temporal' (by time)."),
+        Literal["semantic", "temporal"], Field(description="'semantic' (by subject) or 'temporal' (by time).")
     ] = "semantic",
     query: Annotated[OptionalQuery, Field(description="What you are looking for.")] = None,
-    agent: Annotated[
-        bool,
-        Field(description="Let the server's memory agent walk the tree for `query` and report back."),
-    ] = False,
-    max_steps: Annotated[
-        AgentSteps, Field(description="Most moves the agent may make.")
-    ] = DEFAULT_AGENT_STEPS,
+    agent: Annotated[bool, Field(description="Let the server walk the tree for `query`.")] = False,
+    max_steps: Annotated[AgentSteps, Field(description="Most moves of the agent.")] = DEFAULT_AGENT_STEPS,
     namespace: Namespace = None,
     roots: Roots = None,
     **steps: Any,
-) -> NavigateResult:
-    """Browse memory like a file system: look at a node, its children and neighbours, and move.
-
-    Memory has two trees over the same memories: 'semantic' groups them by subject, 'temporal' by
-    time. With agent=true and a query, the server walks the tree itself and returns where it
-    settled, the moves it made, whether it judged that enough, and the best memories there.
-    """
+) -> Annotated[CallToolResult, NavigateOutput]:
+    """Browse memory like a file system, by subject (semantic tree) or by time (temporal tree): a
+    node, its children and neighbours. With agent=true and a query the server walks for you."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     answers = [answer_text(steps.get(f"step_{k}")) for k in range(SAMPLED_AGENT_STEPS)]
     given = answers[: answers.index(None)] if None in answers else answers
     model = ReplayChat([a for a in given if a is not None], ask=False) if given else None
-    return await _run(
+    shown = await _run(
         functools.partial(service.navigate, generator=model),
         node_id,
         move,
@@ -214,29 +196,25 @@ async def navigate(
         max_steps,
         namespace,
     )
+    return _answer(rendering.navigate_text(shown), NavigateOutput.of(shown))
 
 
 @with_answers("summary", summary_resolvers)
 async def summarize(
     ctx: MemoryContext,
-    node_id: Annotated[
-        NodeId, Field(description="Summarize the subtree under this node (an id from recall).")
-    ] = None,
-    time_from: Annotated[Timestamp, Field(description="Start of a period to summarize (ISO 8601).")] = None,
-    time_to: Annotated[Timestamp, Field(description="End of the period (ISO 8601).")] = None,
+    node_id: Annotated[NodeId, Field(description="Summarize the subtree under this node.")] = None,
+    time_from: Annotated[Timestamp, Field(description="Period start (ISO 8601).")] = None,
+    time_to: Annotated[Timestamp, Field(description="Period end (ISO 8601).")] = None,
     query: Annotated[OptionalQuery, Field(description="A subject to summarize.")] = None,
     max_tokens: Annotated[
-        SummaryTokens, Field(description="Length of the summary (about 4 characters a token).")
+        SummaryTokens, Field(description="Length (4 chars a token); more reads finer.")
     ] = DEFAULT_SUMMARY_TOKENS,
     namespace: Namespace = None,
     roots: Roots = None,
     **summaries: Any,
-) -> SummaryResult:
-    """Summarize what memory holds: everything (no argument), a subtree, a period or a subject.
-
-    Give at most one of node_id, a period (time_from/time_to) and query. Each line of the summary
-    ends with the id of the node it comes from; a larger max_tokens reads the memory in more detail.
-    """
+) -> Annotated[CallToolResult, SummaryOutput]:
+    """Summarize what memory holds now: everything, a subtree (node_id), a period or a subject
+    (query); give at most one. Each line ends with the id it comes from."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     args = {
@@ -249,7 +227,7 @@ async def summarize(
         **summaries,
     }
     answers = summary_answers(ctx, args)
-    return await _run(
+    summary = await _run(
         functools.partial(service.summarize, answers=answers),
         node_id,
         time_from,
@@ -258,30 +236,32 @@ async def summarize(
         max_tokens,
         namespace,
     )
+    return _answer(rendering.summary_text(summary), SummaryOutput.of(summary))
 
 
 async def forget(
     ctx: MemoryContext,
-    node_id: Annotated[
-        NodeId, Field(description="The memory (or, with confirm, the summary) to delete.")
-    ] = None,
-    query: Annotated[
-        OptionalQuery, Field(description="Find memories to delete; lists them unless confirm.")
-    ] = None,
-    confirm: Annotated[
-        bool, Field(description="Really delete what the query finds or the summary covers.")
-    ] = False,
+    node_id: Annotated[NodeId, Field(description="The memory (with confirm, summary) to delete.")] = None,
+    query: Annotated[OptionalQuery, Field(description="Find memories to delete; only lists them.")] = None,
+    confirm: Annotated[bool, Field(description="Delete what the query found or the summary covers.")] = False,
     namespace: Namespace = None,
     roots: Roots = None,
-) -> ForgetResult:
-    """Delete memories for good: one memory by id, every memory under a summary (confirm=true), or the
-    memories a query finds (confirm=true; without it the candidates are only listed).
-
-    Deleted text disappears from every summary and from recall at once.
-    """
+) -> Annotated[CallToolResult, ForgetOutput]:
+    """Delete memories for good, when the user asks: one memory by node_id, or list what a query
+    finds first. Deleted text leaves recall and every summary at once."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    return await _run(service.forget, node_id, query, confirm, namespace)
+    done = await _run(service.forget, node_id, query, confirm, namespace)
+    return _answer(rendering.forget_text(done), ForgetOutput.of(done))
+
+
+def _answer(text: str, output: BaseModel) -> CallToolResult:
+    """A tool's result: ``text`` for the model, ``output`` (ids and numbers) for programs."""
+    # None is left out rather than sent: the published schemas have no null branches.
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=output.model_dump(mode="json", exclude_none=True),
+    )
 
 
 async def _run(operation: Callable[..., T], *args: object) -> T:

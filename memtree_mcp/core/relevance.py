@@ -1,0 +1,112 @@
+"""How relevant a recalled memory is, on a scale that means the same in every call, and which
+memories a later one updates.
+
+**Relevance** is in [0, 1]: 0 means nothing ties the memory to the query, 1 that it says what
+the query asks about in the query's own words. It combines two absolute signals, never the
+ranking's own scores (those are standardised over each namespace, so a 0.8 would mean something
+else in every store):
+
+- meaning: the cosine of the two embeddings, mapped linearly from :data:`DENSE_UNRELATED` (0)
+  to :data:`DENSE_SAME` (1). With all-MiniLM-L6-v2, a question and the memory that answers it
+  reach 0.3 to 0.85 (median 0.6), a question and unrelated memories -0.15 to 0.6 (median 0.1);
+- words: the idf-weighted share of the query's distinct terms the memory contains
+  (:meth:`LexicalIndex.coverage`), worth at most :data:`WORD_WEIGHT`: exact names and numbers
+  count even where the embedding blurs them.
+
+``relevance = 1 - (1 - meaning) * (1 - WORD_WEIGHT * words)``: either signal alone can make a
+memory relevant, both together make it more so. A summary has no words of its own to match, so
+its relevance is its meaning (the mean cosine to its memories). A turn of a conversation that
+hybrid recall ranks up for what was said next to it by another speaker (the answer after a
+question) borrows that turn's relevance, decayed as the ranking decays it (``NEIGHBOUR_DECAY``
+per step); notes filed one after the other by the same role lend nothing to each other.
+
+**The cut-off.** When no hit reaches :data:`CONFIDENT`, recall returns the best-ranked hit
+alone: weak matches are what a question about something never stored looks like (and also a
+question asked in other words than the memory's, whose answer is then that one hit). Otherwise
+it returns the hits from :data:`DEFAULT_MIN_RELEVANCE` up. The constants were chosen on
+``bench/updates.py`` (a project memory with questions that have an answer and questions about
+things never stored) from the middle of the region where every unrelated question gets at most
+one hit and the most answers are kept; neighbouring values give the same counts within one or
+two answers (``docs/benchmarks.md``).
+
+**Updates.** A later memory supersedes an earlier one when they speak of the same subject and the
+later one changes it, judged without an LLM from what the memories themselves show
+(:func:`supersedes`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.model import Leaf
+
+DENSE_UNRELATED = 0.25
+DENSE_SAME = 0.85
+WORD_WEIGHT = 0.6
+# Below this a hit is not returned unless the caller lowers the cut-off (``min_relevance``).
+DEFAULT_MIN_RELEVANCE = 0.3
+# When the best hit is below this, it is returned alone.
+CONFIDENT = 0.55
+
+# An update speaks of the same subject (similar meaning, and a good share of the earlier memory's
+# distinctive words: each above its floor, and together above UPDATE_SUBJECT) and changes it: it
+# says so ("now", "moved", "fixed"…), or only values differ ("Standup is at 9:30" → "… at 10:00").
+UPDATE_MEANING = 0.45
+UPDATE_SHARED_WORDS = 0.2
+UPDATE_SUBJECT = 0.8
+VALUE_CHANGE_MEANING = 0.6
+VALUE_CHANGE_SHARED_WORDS = 0.5
+# Words that say a state changed or still holds: English change verbs and adverbs of time.
+UPDATE_CUES = frozenset(
+    """
+    now still anymore longer instead since currently moved moves changed changes switched replaced
+    fixed resolved closed reopened updated renamed became becomes promoted left joined cancelled
+    canceled reverted dropped migrated deprecated retired stopped started resumed postponed
+    rescheduled raised lowered increased decreased bumped cut reduced extended shortened upgraded
+    downgraded rewrote rewriting rewritten
+    """.split()
+)
+_RAW_WORD = re.compile(r"[a-z]+")
+
+
+def meaning(cosine: float) -> float:
+    """The cosine of two embeddings as evidence of shared meaning, in [0, 1]."""
+    return min(max((cosine - DENSE_UNRELATED) / (DENSE_SAME - DENSE_UNRELATED), 0.0), 1.0)
+
+
+def relevance(cosine: float, words: float = 0.0) -> float:
+    """Relevance from a cosine and the idf-weighted share of the query's words present, in [0, 1]."""
+    return 1.0 - (1.0 - meaning(cosine)) * (1.0 - WORD_WEIGHT * min(max(words, 0.0), 1.0))
+
+
+def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
+    """Whether ``newer`` updates what ``older`` said: later, on the same subject, and changing it.
+
+    Same subject: cosine at least :data:`UPDATE_MEANING`, at least :data:`UPDATE_SHARED_WORDS`
+    of ``older``'s terms (idf-weighted) in ``newer``, and the two adding up to
+    :data:`UPDATE_SUBJECT`. Changing it: ``newer`` carries a word of
+    :data:`UPDATE_CUES`, or every term that differs between them holds a digit (a value changed)
+    with a closer match (:data:`VALUE_CHANGE_MEANING`, :data:`VALUE_CHANGE_SHARED_WORDS`).
+    Both memories must be in ``lexical``.
+    """
+    if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
+        return False
+    cosine = float(newer.vector @ older.vector)
+    if cosine < UPDATE_MEANING:
+        return False
+    old_terms, new_terms = lexical.terms(older.id), lexical.terms(newer.id)
+    weights = {term: lexical.idf(term) for term in old_terms}
+    total = sum(weights.values())
+    shared = sum(weight for term, weight in weights.items() if term in new_terms) / total if total else 0.0
+    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+        return False
+    if UPDATE_CUES.intersection(_RAW_WORD.findall(newer.text.lower())):
+        return True
+    differing = set(old_terms).symmetric_difference(new_terms)
+    return (
+        bool(differing)
+        and all(any(c.isdigit() for c in term) for term in differing)
+        and cosine >= VALUE_CHANGE_MEANING
+        and shared >= VALUE_CHANGE_SHARED_WORDS
+    )
