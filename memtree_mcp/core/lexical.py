@@ -182,6 +182,7 @@ class LexicalIndex:
         self._lengths = np.zeros(16, dtype=np.float64)
         self._total_length = 0
         self._postings: dict[str, _Postings] = {}
+        self._idf: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -232,6 +233,7 @@ class LexicalIndex:
         """Give ``doc_id`` a slot and record its length; its postings are the caller's to add."""
         if doc_id in self._slot_of:
             self.remove(doc_id)
+        self._idf.clear()
         counts: dict[str, int] = Counter(self._tokenize(text))
         if self._free:
             slot = heapq.heappop(self._free)
@@ -257,6 +259,7 @@ class LexicalIndex:
         slot = self._slot_of.pop(doc_id, None)
         if slot is None:
             return
+        self._idf.clear()
         for term in self._terms_of.pop(slot):
             postings = self._postings[term]
             postings.remove(slot)
@@ -316,11 +319,18 @@ class LexicalIndex:
         return self._terms_of[self._slot_of[doc_id]]
 
     def idf(self, term: str) -> float:
-        """The inverse document frequency of ``term`` (highest for a term no document has)."""
-        postings = self._postings.get(term)
-        df = postings.size if postings is not None else 0
-        n = len(self._slot_of)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        """The inverse document frequency of ``term`` (highest for a term no document has).
+
+        Remembered until the next change of the index: recall asks for the same terms' idf many
+        times while it judges which memories update which.
+        """
+        known = self._idf.get(term)
+        if known is None:
+            postings = self._postings.get(term)
+            df = postings.size if postings is not None else 0
+            n = len(self._slot_of)
+            known = self._idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return known
 
     def scores(self, query: str) -> dict[str, float]:
         """BM25 score of every document sharing a term with ``query`` (all others score zero)."""
