@@ -53,6 +53,9 @@ STOPWORDS = frozenset(
 SUMMARY_CHARS = 400
 GIST_CHARS = 160
 LABEL_WORDS = 3
+# A label reads the most central children only: the root's fan-out grows with the memory (160 at
+# 10k memories), and a child ranked below 32 would weigh under a sixth of the first one anyway.
+LABEL_CHILDREN = 32
 
 
 def gist(text: str, limit: int = GIST_CHARS) -> str:
@@ -82,23 +85,30 @@ def summarize_children(texts_by_centrality: Sequence[str], limit: int = SUMMARY_
     return " · ".join(parts)
 
 
+# What a label reads of a node: a memory's text, or a branch's ``(label, text)``. A pair of the
+# branch's own strings, not their concatenation: its hash comes from hashes the strings keep, so
+# looking up the words of the semantic root's 160 children costs no new string each insertion.
+Wording = str | tuple[str, str]
+
+
 def label_for(
-    texts_by_centrality: Sequence[str], siblings: Iterable[str] = (), words: int = LABEL_WORDS
+    texts_by_centrality: Sequence[Wording], siblings: Iterable[Wording] = (), words: int = LABEL_WORDS
 ) -> str:
     """The few words that best tell this branch from its ``siblings``, for breadcrumbs and outlines.
 
     ``texts_by_centrality`` are the texts of the branch's children, most central first (a child
-    branch's text and label together); ``siblings`` the texts of the other children of its parent.
-    A word scores its weight among the children (the most central weigh more, so the label follows
-    the branch's centre) times log((s + 1) / (s_w + 1)) over the s siblings, s_w of which use it
-    (see the module docstring). Words no sibling lacks fill the label last, by weight; ties keep the
-    order of first appearance. Returns the words joined by ", " (empty for no content words).
+    branch as its ``(label, text)``); ``siblings`` those of the other children of its parent.
+    A word scores its weight among the first :data:`LABEL_CHILDREN` children (1/sqrt(1 + rank) each:
+    the most central weigh more, so the label follows the branch's centre) times
+    log((s + 1) / (s_w + 1)) over the s siblings, s_w of which use it (see the module docstring).
+    Words every sibling uses fill the label last, by weight; ties keep the order of first
+    appearance. Returns the words joined by ", " (empty for no content words).
     """
     weights: dict[str, float] = {}  # in order of first appearance, which breaks ties
     get = weights.get
-    for rank, text in enumerate(texts_by_centrality):
+    for rank, text in enumerate(texts_by_centrality[:LABEL_CHILDREN]):
         weight = 1.0 / math.sqrt(1 + rank)
-        for word in content_words(text):
+        for word in _words(text):
             weights[word] = get(word, 0.0) + weight
     # By weight, then first appearance (sorted is stable): the order ties are broken in.
     by_weight = sorted(weights, key=weights.__getitem__, reverse=True)
@@ -147,6 +157,15 @@ def content_words(text: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _word_set(text: str) -> frozenset[str]:
-    """:func:`content_words` of ``text`` as a set, to ask whether a sibling uses a word."""
-    return frozenset(content_words(text))
+def _words(wording: Wording) -> tuple[str, ...]:
+    """:func:`content_words` of a text, or of a branch's label and text together."""
+    if isinstance(wording, str):
+        return content_words(wording)
+    label, text = wording
+    return tuple(dict.fromkeys(content_words(label) + content_words(text)))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _word_set(wording: Wording) -> frozenset[str]:
+    """The words of a text or a branch as a set, to ask whether a sibling uses a word."""
+    return frozenset(_words(wording))

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.extractive import label_for, summarize_children
+from memtree_mcp.core.extractive import Wording, label_for, summarize_children
 from memtree_mcp.core.model import Branch, Leaf
 
 
@@ -45,7 +45,7 @@ def refresh_branch(
     firsts: list[tuple[int, float]] = []
     lasts: list[tuple[int, float]] = []
     texts: list[str] = []
-    labelled: list[str] = []  # what the label reads of each child: a child branch's label too
+    labelled: list[Wording] = []  # what the label reads of each child: a child branch's label too
     for child in branch.children:
         leaf = leaves.get(child)
         if leaf is not None:
@@ -66,7 +66,7 @@ def refresh_branch(
             firsts.append((sub.first_seq, sub.first_ts))
             lasts.append((sub.last_seq, sub.last_ts))
             texts.append(sub.text)
-            labelled.append(words_of(sub))
+            labelled.append((sub.label, sub.text))
     if not counts:
         branch.leaf_count, branch.text, branch.label, branch.vector = 0, "", "", None
         return
@@ -87,17 +87,14 @@ def refresh_branch(
         branch.vector = centroid
 
 
-def words_of(branch: Branch) -> str:
-    """The text a branch's label words are drawn from where it is a child or a sibling: label and text."""
-    return f"{branch.label}. {branch.text}" if branch.label else branch.text
-
-
-def siblings_words(branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch]) -> list[str]:
-    """The texts of ``branch``'s siblings (leaves' texts, branches' labels and texts), for its label."""
+def siblings_words(
+    branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch]
+) -> list[Wording]:
+    """What ``branch``'s label is told apart from: its siblings' texts (a branch's label and text)."""
     parent = branches.get(branch.parent) if branch.parent is not None else None
     if parent is None:
         return []
-    found: list[str] = []
+    found: list[Wording] = []
     for child in parent.children:
         if child == branch.id:
             continue
@@ -107,7 +104,7 @@ def siblings_words(branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping
         else:
             sibling = branches.get(child)
             if sibling is not None:
-                found.append(words_of(sibling))
+                found.append((sibling.label, sibling.text))
     return found
 
 
