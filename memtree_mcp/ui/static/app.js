@@ -212,7 +212,7 @@
         title: item.label,
         onclick: () => select(item.id).catch(report),
       });
-      li.append(el("div", { class: "row" }, toggle, label, el("span", { class: "meta", text: meta(item), title: `${item.time_from} → ${item.time_to}` })));
+      li.append(el("div", { class: "row" }, toggle, label, el("span", { class: "meta", text: meta(item), title: item.kind === "leaf" ? item.time_from : `${item.time_from} → ${item.time_to}` })));
       node.toggleButton = toggle;
       this.nodes.set(item.id, node);
       return node;
