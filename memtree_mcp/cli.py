@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     ui.add_argument("--allow-edit", action="store_true", help="let the page forget memories")
+    ui.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
 
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
@@ -294,19 +295,24 @@ def tree(args: argparse.Namespace, settings: Settings, service: MemoryService) -
 
 
 def ui(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.ui.server import serve_ui
+    from memtree_mcp.ui.server import explorer_token, may_open_browser, open_in_browser, serve_ui
 
     def announce(url: str) -> None:
         print(f"memtree explorer: {url}", flush=True)
         mode = "editing on" if args.allow_edit else "read-only"
-        print(f"({mode}; Ctrl-C to stop)", flush=True)
+        opening = not args.no_browser and may_open_browser()
+        where = "opening it in your browser; " if opening else ""
+        print(f"({mode}; {where}Ctrl-C to stop)", flush=True)
+        if opening:
+            open_in_browser(url)
 
     try:
         serve_ui(
             service,
             port=args.port,
             allow_edit=args.allow_edit,
-            token=settings.auth_token or None,
+            # Without MEMTREE_AUTH_TOKEN, one for this run: other local users can reach the port.
+            token=explorer_token(settings.auth_token),
             on_ready=announce,
         )
     except OSError as exc:

@@ -9,6 +9,7 @@ in the tokenizer, a vector index that grows by doubling and fills holes with its
 from __future__ import annotations
 
 import copy
+import math
 import re
 import unicodedata
 
@@ -334,30 +335,59 @@ def test_kept_children_matrices_grow_the_same_semantic_tree(monkeypatch: pytest.
     assert kept == plain
 
 
-def reference_label_for(texts: list[str], words: int = 3) -> str:
-    """Labels as they were computed before the word cache (memtree_mcp/core/extractive.py, git history)."""
+Wording = str | tuple[str, str]
+
+
+def reference_label_for(texts: list[Wording], siblings: list[Wording], words: int = 3) -> str:
+    """Labels computed plainly: every word re-read from every text, every sibling scanned per word."""
     from memtree_mcp.core.extractive import STOPWORDS as LABEL_STOPWORDS
 
-    counts: dict[str, float] = {}
+    def words_of(wording: Wording) -> list[str]:
+        text = wording if isinstance(wording, str) else " . ".join(wording)  # a branch: label, text
+        found: list[str] = []
+        for raw in re.findall(r"\w+(?:['\u2019.\-]\w+)*", text):
+            word = raw.replace("\u2019", "'").removesuffix("'s")
+            if not re.fullmatch(r"[A-Z][A-Z0-9]{1,5}", word):
+                word = word.lower()
+                if len(word) < 3:
+                    continue
+            if word.lower() not in LABEL_STOPWORDS and word not in found:
+                found.append(word)
+        return found
+
+    weights: dict[str, float] = {}
     first_seen: dict[str, int] = {}
-    for rank, text in enumerate(texts):
-        weight = 1.0 / (1 + rank)
-        for word in dict.fromkeys(re.findall(r"[a-z][a-z'\-]{2,}", text.lower())):
-            if word in LABEL_STOPWORDS:
-                continue
-            counts[word] = counts.get(word, 0.0) + weight
+    for rank, text in enumerate(texts[:32]):
+        for word in words_of(text):
+            weights[word] = weights.get(word, 0.0) + 1.0 / (1 + rank) ** 0.5
             first_seen.setdefault(word, len(first_seen))
-    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
+    sibling_words = [set(words_of(text)) for text in siblings]
+
+    def score(word: str) -> float:
+        if not sibling_words:
+            return weights[word]
+        using = sum(word in seen for seen in sibling_words)
+        return weights[word] * math.log((len(sibling_words) + 1) / (using + 1))
+
+    ranked = sorted(weights, key=lambda w: (-score(w), -weights[w], first_seen[w]))
     return ", ".join(ranked[:words])
 
 
+LABEL_TEXT = st.lists(
+    st.sampled_from([*WORDS, "the", "Jazz", "don't", "x", "well-being", "CI", "orion-160", "Miso's"])
+).map(" ".join)
+LABEL_TEXTS = st.lists(st.one_of(LABEL_TEXT, st.tuples(LABEL_TEXT, LABEL_TEXT)), max_size=8)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from([*WORDS, "the", "Jazz", "don't", "x", "well-being"])).map(" ".join)))
-def test_labels_from_the_word_cache_equal_the_plain_count(texts: list[str]) -> None:
+@given(LABEL_TEXTS, LABEL_TEXTS)
+def test_labels_from_the_word_cache_equal_the_plain_count(
+    texts: list[Wording], siblings: list[Wording]
+) -> None:
     from memtree_mcp.core.extractive import label_for
 
-    assert label_for(texts) == reference_label_for(texts)
-    assert label_for(texts, 5) == reference_label_for(texts, 5)
+    assert label_for(texts, siblings) == reference_label_for(texts, siblings)
+    assert label_for(texts, siblings, 5) == reference_label_for(texts, siblings, 5)
 
 
 def reference_read(arrow: object) -> tuple[dict[str, object], dict[str, object]]:

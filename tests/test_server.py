@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -195,27 +197,64 @@ async def test_with_namespace_auto_the_client_workspace_names_the_memory(
 ) -> None:
     from mcp.types import ListRootsResult, Root
 
-    async def roots(_context: object) -> ListRootsResult:
-        return ListRootsResult(
-            roots=[Root(uri="file:///home/ana/projects/Billing%20Service", name="billing")]
-        )
+    def workspace(uri: str) -> Any:
+        async def roots(_context: object) -> ListRootsResult:
+            return ListRootsResult(roots=[Root(uri=uri, name="billing")])
+
+        return roots
 
     auto = MemoryService(settings.model_copy(update={"namespace": "auto"}), embedder=embedder)
-    async with Client(build_server(auto), list_roots_callback=roots) as client:
+    ana = workspace("file:///home/ana/projects/Billing%20Service")
+    async with Client(build_server(auto), list_roots_callback=ana) as client:
         tools = (await client.list_tools()).tools
         assert all("roots" not in t.input_schema.get("properties", {}) for t in tools)
         stored = await client.call_tool("remember", {"content": "Invoices are generated nightly."})
         assert not stored.is_error, stored.content
         assert stored.structured_content is not None
-        assert stored.structured_content["namespace"] == "Billing-Service"
+        name = stored.structured_content["namespace"]
+        assert re.fullmatch(r"Billing-Service-[0-9a-f]{8}", name), name
         found = await client.call_tool("recall", {"query": "when are invoices generated?"})
-        assert (
-            found.structured_content is not None
-            and found.structured_content["namespace"] == "Billing-Service"
-        )
+        assert found.structured_content is not None and found.structured_content["namespace"] == name
         assert found.structured_content["hits"]
+    # Another project in a folder of the same name has its own memory: it recalls nothing of Ana's.
+    bob = workspace("file:///home/bob/clients/Billing%20Service/")
+    async with Client(build_server(auto), list_roots_callback=bob) as other_project:
+        found = await other_project.call_tool("recall", {"query": "when are invoices generated?"})
+        assert found.structured_content is not None
+        other = found.structured_content["namespace"]
+        assert other.startswith("Billing-Service-") and other != name
+        assert not found.structured_content["hits"]
     async with Client(build_server(auto)) as no_roots:  # a client without roots gets the default memory
         other = await no_roots.call_tool("remember", {"content": "A note from a client without roots."})
         assert other.structured_content is not None and other.structured_content["namespace"] == "default"
-    assert set(auto.store.namespaces()) == {"Billing-Service", "default"}
+    assert set(auto.store.namespaces()) == {name, "default"}
     auto.close()
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("file:///home/ana/projects/Billing%20Service", "Billing-Service"),
+        ("file:///home/ana/projects/Billing%20Service/", "Billing-Service"),
+        ("file:///home/ana/%C3%9Cber%20Projekt", "Uber-Projekt"),
+        ("file:///home/ana/" + "long-name" * 10, ("long-name" * 10)[:55].rstrip("-_")),
+        ("file:///", "workspace"),
+        ("file:///home/ana/%E4%B8%AD%E6%96%87", "workspace"),
+    ],
+)
+def test_an_automatic_namespace_is_the_folder_name_and_a_hash_of_its_path(uri: str, expected: str) -> None:
+    from mcp.types import ListRootsResult, Root
+
+    from memtree_mcp.config import NAMESPACE_PATTERN
+    from memtree_mcp.server.resolvers import namespace_from_roots
+
+    name = namespace_from_roots(ListRootsResult(roots=[Root(uri=uri)]))
+    assert name is not None and NAMESPACE_PATTERN.fullmatch(name), name
+    assert name.rsplit("-", 1)[0] == expected
+    same_path = namespace_from_roots(ListRootsResult(roots=[Root(uri=uri.rstrip("/") or uri)]))
+    assert same_path == name  # the same folder always gets the same memory
+    elsewhere = namespace_from_roots(ListRootsResult(roots=[Root(uri=uri.replace("/home/ana", "/srv/ana"))]))
+    if "/home/ana" in uri:
+        assert elsewhere != name and elsewhere is not None and elsewhere.rsplit("-", 1)[0] == expected
+    assert namespace_from_roots(None) is None
+    assert namespace_from_roots(ListRootsResult(roots=[])) is None

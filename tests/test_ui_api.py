@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from importlib import resources
@@ -326,7 +327,9 @@ def test_without_a_service_the_transports_do_not_serve_the_explorer(
 
 
 @pytest.mark.slow
-def test_the_ui_command_serves_the_explorer_on_loopback_and_prints_its_url(explored: MemoryService) -> None:
+def test_the_ui_command_serves_the_explorer_on_loopback_behind_a_token_of_its_own(
+    explored: MemoryService,
+) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "memtree_mcp", "ui", "--home", explored.settings.home],
         stdout=subprocess.PIPE,
@@ -338,18 +341,125 @@ def test_the_ui_command_serves_the_explorer_on_loopback_and_prints_its_url(explo
         stdout = process.stdout
         assert stdout is not None
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+        reader = threading.Thread(
+            target=lambda: lines.extend([stdout.readline(), stdout.readline()]), daemon=True
+        )
         reader.start()
         reader.join(120)
         assert lines, "memtree-mcp ui printed no URL"
-        url = re.search(r"http://127\.0\.0\.1:(\d+)/ui/", lines[0])
+        url = re.search(r"(http://127\.0\.0\.1:(\d+)/ui/)#token=([A-Za-z0-9_-]{32})", lines[0])
         assert url is not None, lines[0]
-        with urllib.request.urlopen(f"{url.group(0)}api/namespaces", timeout=60) as answer:
+        assert "opening it in your browser" not in lines[1]  # its output is a pipe, not a person
+        page, token = url.group(1), url.group(3)
+        # Another local process that does not know the printed URL reads nothing.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{page}api/namespaces", timeout=60)
+        assert refused.value.code == 401
+        asking = urllib.request.Request(f"{page}api/namespaces", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(asking, timeout=60) as answer:
             names = json.load(answer)
         assert names["namespaces"] == [{"name": "default", "memories": len(MEMORIES)}]
         assert names["allow_edit"] is False
-        with urllib.request.urlopen(url.group(0), timeout=60) as answer:
+        with urllib.request.urlopen(page, timeout=60) as answer:  # the page itself holds no data
             assert b"memtree explorer" in answer.read()
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+class FakeBrowser:
+    """Stands in for ``webbrowser.open``: records the URLs it is asked to open."""
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.called = threading.Event()
+
+    def open(self, url: str, *args: object, **kwargs: object) -> bool:
+        self.opened.append(url)
+        self.called.set()
+        return True
+
+
+def _run_ui(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *flags: str, person: bool = True) -> FakeBrowser:
+    """``memtree-mcp ui`` in this process, its server replaced by one that only announces its URL."""
+    import webbrowser
+
+    from memtree_mcp import cli
+    from memtree_mcp.ui import server
+
+    browser = FakeBrowser()
+    monkeypatch.setattr(webbrowser, "open", browser.open)
+    monkeypatch.setattr(server, "may_open_browser", lambda: person)
+
+    def announce_only(service: object, *, token: str, on_ready: Any, **_: object) -> None:
+        on_ready(f"http://127.0.0.1:1/ui/#token={token}")
+
+    monkeypatch.setattr(server, "serve_ui", announce_only)
+    assert cli.main(["ui", "--home", str(tmp_path / "store"), *flags]) == 0
+    return browser
+
+
+def test_the_ui_command_opens_its_url_in_the_browser_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MEMTREE_AUTH_TOKEN", raising=False)
+    browser = _run_ui(monkeypatch, tmp_path)
+    printed = capsys.readouterr().out
+    assert browser.called.wait(30)
+    url = re.search(r"http://\S+", printed)
+    assert url is not None and browser.opened == [url.group(0)], printed
+    assert "opening it in your browser" in printed
+
+    browser = _run_ui(monkeypatch, tmp_path, "--no-browser")
+    printed = capsys.readouterr().out
+    assert browser.opened == [] and "memtree explorer: http://127.0.0.1:1/ui/#token=" in printed
+    assert "opening" not in printed
+
+    browser = _run_ui(monkeypatch, tmp_path, person=False)  # CI, a pipe, no display
+    assert browser.opened == [] and "opening" not in capsys.readouterr().out
+
+
+def test_each_run_of_the_ui_command_makes_its_own_token_unless_one_is_configured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MEMTREE_AUTH_TOKEN", raising=False)
+    tokens = []
+    for _ in range(2):
+        _run_ui(monkeypatch, tmp_path, "--no-browser")
+        found = re.search(r"#token=([A-Za-z0-9_-]+)", capsys.readouterr().out)
+        assert found is not None
+        tokens.append(found.group(1))
+    assert len(tokens[0]) >= 32 and tokens[0] != tokens[1]
+    monkeypatch.setenv("MEMTREE_AUTH_TOKEN", "mine")
+    _run_ui(monkeypatch, tmp_path, "--no-browser")
+    assert "#token=mine" in capsys.readouterr().out
+
+
+class Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("environ", "tty", "platform", "opens"),
+    [
+        ({"DISPLAY": ":0"}, True, "linux", True),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, True, "linux", True),
+        ({}, True, "darwin", True),
+        ({}, True, "win32", True),
+        ({}, True, "linux", False),  # ssh, a console: webbrowser would start a text browser here
+        ({"DISPLAY": ":0"}, False, "linux", False),  # output to a pipe: a script or a test
+        ({"DISPLAY": ":0", "CI": "true"}, True, "linux", False),
+        ({"CI": "1"}, True, "darwin", False),
+        ({"DISPLAY": ":0", "CI": "false"}, True, "linux", True),
+    ],
+)
+def test_a_browser_is_opened_only_for_a_person_at_a_terminal_with_a_display(
+    environ: dict[str, str], tty: bool, platform: str, opens: bool
+) -> None:
+    from memtree_mcp.ui.server import may_open_browser
+
+    assert may_open_browser(environ, Terminal(tty), platform) is opens  # type: ignore[arg-type]

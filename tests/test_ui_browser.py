@@ -3,7 +3,9 @@
 The browser is Debian's ``chromium`` (``.ci/run`` installs it). Without it the test is skipped,
 except under CI (``CI=true``), where it fails. The protocol is spoken over a WebSocket written
 here with the standard library (a few dozen lines), so no browser-driver package is needed.
-The screenshot of the page with search hits highlighted is saved to ``test-artifacts/ui.png``.
+Screenshots are saved in ``test-artifacts/``: ``ui.png`` (search hits highlighted on a small
+store), ``ui-months.png`` (five months of sessions: the timeline, both trees and a segment open in
+the node panel) and ``ui-token.png`` (the token prompt after a damaged ``#token=``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,8 +25,10 @@ from typing import Any
 import pytest
 
 from memtree_mcp.service import MemoryService
+from memtree_mcp.ui.api import timeline_segments
 from memtree_mcp.ui.server import guarded_ui_app
 from tests.loopback import running
+from tests.workday_memories import workday_memories
 
 TOKEN = "browser-test-token"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -245,6 +250,27 @@ def _pane(tree: str) -> str:
     return f"document.querySelector('.pane[data-tree={tree}]')"
 
 
+def _screenshot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = page.call("Page.captureScreenshot", {"format": "png"})
+    (ARTIFACTS / name).write_bytes(base64.b64decode(shot["data"]))
+    print(f"screenshot: {ARTIFACTS / name}")
+
+
+def _page_problems(page: Page) -> list[dict[str, Any]]:
+    """Exceptions thrown in the page and errors it logged (a refused token's 401 aside)."""
+    return [
+        e
+        for e in page.devtools.events
+        if e.get("method") == "Runtime.exceptionThrown"
+        or (
+            e.get("method") == "Log.entryAdded"
+            and e["params"]["entry"]["level"] == "error"
+            and "401" not in e["params"]["entry"].get("text", "")
+        )
+    ]
+
+
 def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
     service: MemoryService, tmp_path: Path
 ) -> None:
@@ -312,10 +338,7 @@ def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
         assert segments >= 2
         assert page.run("document.querySelectorAll('#timeline-track .segment.hit').length") >= 1
 
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = page.call("Page.captureScreenshot", {"format": "png"})
-        (ARTIFACTS / "ui.png").write_bytes(base64.b64decode(shot["data"]))
-        print(f"screenshot: {ARTIFACTS / 'ui.png'}")
+        _screenshot(page, "ui.png")
 
         page.run("document.querySelector('#timeline-track .segment').click()")
         segment_id = page.run("document.querySelector('#timeline-track .segment').dataset.id")
@@ -326,16 +349,7 @@ def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
 
         # Nothing failed on the page, nothing broke its security policy, nothing left this machine.
         page.idle()
-        problems = [
-            e
-            for e in page.devtools.events
-            if e.get("method") == "Runtime.exceptionThrown"
-            or (
-                e.get("method") == "Log.entryAdded"
-                and e["params"]["entry"]["level"] == "error"
-                and "401" not in e["params"]["entry"].get("text", "")
-            )
-        ]
+        problems = _page_problems(page)
         assert not problems, problems
         requested = [
             e["params"]["request"]["url"]
@@ -343,3 +357,121 @@ def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
             if e.get("method") == "Network.requestWillBeSent"
         ]
         assert requested and all(url.startswith(f"{base}/ui/") for url in requested), requested
+
+
+# What a person reads on the page, gathered in one evaluation: every timeline card's label, dates
+# and count with their sizes, and every text of the tree rows and the node panel that could be cut.
+READING = """(() => {
+  const box = (node) => node.getBoundingClientRect();
+  const cut = (node) => node.scrollWidth > node.clientWidth + 1 || node.scrollHeight > node.clientHeight + 1;
+  const segments = [...document.querySelectorAll('#timeline-track .segment')].map((segment) => ({
+    id: segment.dataset.id,
+    width: box(segment).width,
+    label: segment.querySelector('.segment-label').textContent,
+    labelCut: cut(segment.querySelector('.segment-label')),
+    dates: segment.querySelector('.segment-dates').textContent,
+    datesCut: cut(segment.querySelector('.segment-dates')),
+    count: segment.querySelector('.segment-count').textContent,
+  }));
+  const rows = [...document.querySelectorAll('.pane .row')].filter((row) => row.offsetParent !== null);
+  return {
+    segments,
+    rows: rows.map((row) => ({
+      label: row.querySelector('.label').textContent,
+      labelCut: cut(row.querySelector('.label')),
+      meta: row.querySelector('.meta').textContent,
+      metaCut: cut(row.querySelector('.meta')),
+    })),
+    panelWidth: box(document.querySelector('#panel')).width,
+    facts: Object.fromEntries([...document.querySelectorAll('#panel dt')].map((dt) =>
+      [dt.textContent, { text: dt.nextElementSibling.textContent, cut: cut(dt.nextElementSibling) }])),
+  };
+})()"""
+WHOLE_DAY = r"[A-Z][a-z]{2} \d{1,2}, 20\d\d"  # "Mar 2, 2026"
+DAY_RANGE = rf"({WHOLE_DAY}|[A-Z][a-z]{{2}} \d{{1,2}} – {WHOLE_DAY}|{WHOLE_DAY} – {WHOLE_DAY})"
+MIN_SEGMENT_PX = 140
+
+
+def test_months_of_sessions_read_as_a_timeline_of_labelled_cards_with_whole_dates(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    records = workday_memories()
+    service.import_memories(records)
+    with serving(service) as base, browser(tmp_path) as page:
+        page.call("Page.navigate", {"url": f"{base}/ui/#token={TOKEN}"})
+        page.wait_for("document.documentElement.dataset.ready === 'true'", "the page to load")
+        page.idle()
+        timeline = service.read(timeline_segments)
+        assert timeline is not None
+        seen = page.run(READING)
+
+        # Every segment is a card a person can read and click: wide, labelled with whole words,
+        # its dates whole and in words, its number of memories.
+        segments = seen["segments"]
+        assert [s["id"] for s in segments] == [s["id"] for s in timeline["segments"]]
+        assert len(segments) >= 8
+        for segment, stored in zip(segments, timeline["segments"], strict=True):
+            assert segment["width"] >= MIN_SEGMENT_PX, segment
+            assert segment["label"] == stored["label"] and not segment["labelCut"], segment
+            words = segment["label"].split(", ")
+            assert len(words) >= 2 and all(len(w) >= 2 and not w.endswith(("-", "'", "…")) for w in words)
+            assert re.fullmatch(DAY_RANGE, segment["dates"]) and not segment["datesCut"], segment
+            assert segment["count"] == f"{stored['leaf_count']} memories" or stored["leaf_count"] == 1
+        # Nothing in the rows of either tree is cut: labels wrap at words, dates keep their year.
+        assert seen["rows"]
+        for row in seen["rows"]:
+            assert not row["labelCut"] and not row["metaCut"], row
+            assert re.search(r"20\d\d", row["meta"]), row
+
+        # A click on a card opens its segment in the temporal tree and in a roomy panel.
+        page.run("document.querySelectorAll('#timeline-track .segment')[2].click()")
+        chosen = segments[2]["id"]
+        page.wait_for(
+            f"{_pane('temporal')}.querySelector('li.node.selected[data-id=\"{chosen}\"]')",
+            "the segment in the tree",
+        )
+        page.idle()
+        seen = page.run(READING)
+        assert seen["panelWidth"] >= 380
+        for fact in ("from", "to"):
+            assert re.fullmatch(rf"{WHOLE_DAY} \d\d:\d\d UTC", seen["facts"][fact]["text"]), seen["facts"]
+            assert not seen["facts"][fact]["cut"]
+        assert re.fullmatch(r"\d+ (minute|hour|day)s?", seen["facts"]["lasts"]["text"])
+        _screenshot(page, "ui-months.png")
+        assert not _page_problems(page)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "says"),
+    [
+        ("#token=%E0%A4%A", "damaged"),  # a broken %-escape: decoding it throws
+        ("#token=caf%C3%A9", "not a valid token"),  # no HTTP header can carry "é"
+        ("#token=not-the-token", "refused"),  # well formed, and the server says 401
+    ],
+)
+def test_a_bad_token_in_the_address_shows_the_token_prompt_not_a_blank_page(
+    service: MemoryService, tmp_path: Path, fragment: str, says: str
+) -> None:
+    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    with serving(service) as base, browser(tmp_path) as page:
+        page.call("Page.navigate", {"url": f"{base}/ui/{fragment}"})
+        page.wait_for(
+            "document.querySelector('#token-form') && !document.querySelector('#token-form').hidden",
+            "the token prompt",
+        )
+        assert says in page.run("document.querySelector('#banner').textContent")
+        assert page.run("document.activeElement && document.activeElement.id") == "token"
+        assert page.run(f"{_pane('semantic')}.querySelectorAll('li.node').length") == 0
+        if says == "damaged":
+            _screenshot(page, "ui-token.png")
+        # The right token, pasted into the prompt, opens the memory.
+        page.run(
+            f"document.querySelector('#token').value = {json.dumps(TOKEN)};"
+            "document.querySelector('#token-form').requestSubmit()"
+        )
+        page.wait_for("document.documentElement.dataset.ready === 'true'", "the page to load")
+        page.idle()
+        assert page.run("document.querySelector('#token-form').hidden") is True
+        assert page.run(f"{_pane('semantic')}.querySelectorAll('li.node').length") > 0
+        assert page.run("location.hash") == f"#token={TOKEN}"
+        assert not _page_problems(page)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.extractive import label_for, summarize_children
+from memtree_mcp.core.extractive import Wording, label_for, summarize_children
 from memtree_mcp.core.model import Branch, Leaf
 
 
@@ -45,6 +45,7 @@ def refresh_branch(
     firsts: list[tuple[int, float]] = []
     lasts: list[tuple[int, float]] = []
     texts: list[str] = []
+    labelled: list[Wording] = []  # what the label reads of each child: a child branch's label too
     for child in branch.children:
         leaf = leaves.get(child)
         if leaf is not None:
@@ -54,6 +55,7 @@ def refresh_branch(
             firsts.append((leaf.seq, leaf.timestamp))
             lasts.append((leaf.seq, leaf.timestamp))
             texts.append(leaf.text)
+            labelled.append(leaf.text)
         else:
             sub = branches[child]
             if sub.vector is None:
@@ -64,6 +66,7 @@ def refresh_branch(
             firsts.append((sub.first_seq, sub.first_ts))
             lasts.append((sub.last_seq, sub.last_ts))
             texts.append(sub.text)
+            labelled.append((sub.label, sub.text))
     if not counts:
         branch.leaf_count, branch.text, branch.label, branch.vector = 0, "", "", None
         return
@@ -78,11 +81,31 @@ def refresh_branch(
     centroid = normalised(mean)
     # Children most central to the branch speak first in its text and label.
     order = np.argsort(-(stacked @ centroid), kind="stable")
-    ranked = [texts[i] for i in order]
-    branch.text = summarize_children(ranked)
-    branch.label = label_for(ranked)
+    branch.text = summarize_children([texts[i] for i in order])
+    branch.label = label_for([labelled[i] for i in order], siblings_words(branch, leaves, branches))
     if not keep_vector:
         branch.vector = centroid
+
+
+def siblings_words(
+    branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch]
+) -> list[Wording]:
+    """What ``branch``'s label is told apart from: its siblings' texts (a branch's label and text)."""
+    parent = branches.get(branch.parent) if branch.parent is not None else None
+    if parent is None:
+        return []
+    found: list[Wording] = []
+    for child in parent.children:
+        if child == branch.id:
+            continue
+        leaf = leaves.get(child)
+        if leaf is not None:
+            found.append(leaf.text)
+        else:
+            sibling = branches.get(child)
+            if sibling is not None:
+                found.append((sibling.label, sibling.text))
+    return found
 
 
 def normalised(vector: Vector) -> Vector:

@@ -258,6 +258,12 @@ class TemporalTree(Hierarchy):
         for branch in reversed(path):
             refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
         changed.update(b.id for b in path)
+        if chain and len(target.children) > 1 and target.children[-2] in self.branches:
+            # The segment this one follows is closed, and a label tells a branch from its siblings:
+            # its label is read again now that it has a right neighbour (one branch a new segment).
+            closed = self.branches[target.children[-2]]
+            refresh_branch(closed, self.leaves, self.branches, keep_vector=False)
+            changed.add(closed.id)
         return changed
 
     def remove(self, leaf_id: str) -> tuple[set[str], set[str]]:

@@ -18,10 +18,12 @@ between runs (the questions of a summarize call, whether a client without sampli
 is kept per server, so servers built in one process (the tests build many) share nothing.
 """
 
+import hashlib
 import inspect
 import logging
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -47,6 +49,8 @@ T = TypeVar("T")
 SAMPLED_AGENT_STEPS = 6
 SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "namespace")
 NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
+# Hex digits of the workspace path's hash in an automatic namespace (MEMTREE_NAMESPACE=auto).
+ROOT_HASH_CHARS = 8
 # Summary plans kept per server, the oldest dropped first; a call drops its own once it has its answers.
 MAX_SUMMARY_PLANS = 64
 
@@ -64,12 +68,26 @@ Roots = Annotated[ListRootsResult | None, Resolve(ask_roots)]
 
 
 def namespace_from_roots(roots: ListRootsResult | None) -> str | None:
-    """The namespace of a client's first workspace folder: its name, reduced to a valid namespace."""
+    """The namespace of a client's first workspace folder: its name and a short hash of its path.
+
+    The name keeps the namespace readable (``Billing-Service-1f3a9c2e``); the hash (8 hex digits of
+    the SHA-256 of the folder's full path) keeps two projects with the same folder name, such as
+    ``~/work/api`` and ``~/play/api``, in separate memories. The name is reduced to the namespace
+    rule (ASCII letters, digits, '-' and '_'; accents dropped) and cut so the whole fits in 64
+    characters; a folder without a usable name (``/``) is ``workspace-<hash>``. None when the
+    client sent no roots.
+    """
     if roots is None or not roots.roots:
         return None
-    path = unquote(urlparse(str(roots.roots[0].uri)).path).rstrip("/")
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.rsplit("/", 1)[-1]).strip("-_")[:MAX_NAMESPACE_CHARS]
-    return name if name else None
+    uri = urlparse(str(roots.roots[0].uri))
+    path = unquote(uri.path).rstrip("/") or "/"
+    where = path if uri.scheme == "file" and uri.netloc in ("", "localhost") else f"{uri.netloc}{path}"
+    digest = hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:ROOT_HASH_CHARS]
+    room = MAX_NAMESPACE_CHARS - ROOT_HASH_CHARS - 1
+    folder = unicodedata.normalize("NFKD", path.rsplit("/", 1)[-1])
+    folder = "".join(c for c in folder if not unicodedata.combining(c))  # "Über" keeps its "U"
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", folder).strip("-_")[:room].rstrip("-_")
+    return f"{name or 'workspace'}-{digest}"
 
 
 def Sampled(fn: Callable[..., Any]) -> Any:

@@ -6,7 +6,15 @@
 (() => {
   const PAGE = 100;
   const TREES = ["semantic", "temporal"];
-  const state = { ns: null, token: readToken(), allowEdit: false, selected: null, pending: 0 };
+  const fromAddress = readToken();
+  const state = {
+    ns: null,
+    token: fromAddress.token,
+    tokenProblem: fromAddress.problem,
+    allowEdit: false,
+    selected: null,
+    pending: 0,
+  };
   const panes = {};
 
   const $ = (selector, root = document) => root.querySelector(selector);
@@ -25,9 +33,27 @@
     return node;
   }
 
+  // A token is what an HTTP header can carry: visible ASCII, no spaces.
+  function validToken(token) {
+    return /^[\x21-\x7e]+$/.test(token);
+  }
+
+  // The token comes from the address's fragment (#token=…), which the browser never sends to a
+  // server. A damaged one (a broken %-escape, characters no header can carry) is a problem to
+  // show beside the token prompt; throwing here would leave a blank page.
   function readToken() {
     const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-    return match ? decodeURIComponent(match[1]) : null;
+    if (!match) return { token: null, problem: null };
+    let token;
+    try {
+      token = decodeURIComponent(match[1]);
+    } catch (_) {
+      return { token: null, problem: "The token in the page's address is damaged (a broken %-escape)." };
+    }
+    if (!validToken(token)) {
+      return { token: null, problem: "The token in the page's address is not a valid token (only visible ASCII characters, no spaces)." };
+    }
+    return { token, problem: null };
   }
 
   // -- talking to the API ---------------------------------------------------------------------------
@@ -82,28 +108,52 @@
     showBanner(error.message || String(error));
   }
 
-  function askForToken() {
+  function askForToken(problem = state.token ? "The access token was refused." : "") {
     $("#token-form").hidden = false;
-    showBanner(state.token ? "The access token was refused." : "");
+    showBanner(problem);
+    $("#token").focus();
   }
 
   // -- formatting -----------------------------------------------------------------------------------
 
-  const day = (iso) => (iso ? iso.slice(0, 10) : "");
-  const minute = (iso) => (iso ? iso.slice(0, 16).replace("T", " ") : "");
+  // Dates are shown whole and in words ("Mar 2, 2026"), in UTC as the memory keeps them; the
+  // same English words whatever the browser's language, so a date reads the same everywhere.
+  const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  function date(iso) {
+    const at = new Date(iso);
+    return `${MONTHS[at.getUTCMonth()]} ${at.getUTCDate()}, ${at.getUTCFullYear()}`;
+  }
+
+  const moment = (iso) => (iso ? `${date(iso)} ${iso.slice(11, 16)}` : "");
+
+  function dateRange(fromIso, toIso) {
+    if (!fromIso) return "";
+    if (!toIso || date(fromIso) === date(toIso)) return date(fromIso);
+    const from = new Date(fromIso);
+    const to = new Date(toIso);
+    if (from.getUTCFullYear() !== to.getUTCFullYear()) return `${date(fromIso)} – ${date(toIso)}`;
+    return `${MONTHS[from.getUTCMonth()]} ${from.getUTCDate()} – ${date(toIso)}`;
+  }
+
+  function lasting(seconds) {
+    const units = [["day", 86400], ["hour", 3600], ["minute", 60]];
+    for (const [unit, size] of units) {
+      const amount = Math.round(seconds / size);
+      if (amount >= 1 && (seconds >= size || unit === "minute")) return `${amount} ${unit}${amount === 1 ? "" : "s"}`;
+    }
+    return "under a minute";
+  }
+
+  const memories = (count) => `${count.toLocaleString()} ${count === 1 ? "memory" : "memories"}`;
 
   function span(item) {
     if (!item.time_from) return "";
-    if (item.kind === "leaf") return minute(item.time_from);
-    const from = day(item.time_from);
-    const to = day(item.time_to);
-    return from === to ? from : `${from} → ${to}`;
+    return item.kind === "leaf" ? moment(item.time_from) : dateRange(item.time_from, item.time_to);
   }
 
   function meta(item) {
-    if (item.kind === "leaf") return span(item);
-    const count = `${item.leaf_count.toLocaleString()} ${item.leaf_count === 1 ? "memory" : "memories"}`;
-    return `${count} · ${span(item)}`;
+    return item.kind === "leaf" ? span(item) : `${memories(item.leaf_count)} · ${span(item)}`;
   }
 
   // -- a tree pane: rows that load their children a page at a time ----------------------------------
@@ -162,7 +212,7 @@
         title: item.label,
         onclick: () => select(item.id).catch(report),
       });
-      li.append(el("div", { class: "row" }, toggle, label, el("span", { class: "meta", text: meta(item) })));
+      li.append(el("div", { class: "row" }, toggle, label, el("span", { class: "meta", text: meta(item), title: item.kind === "leaf" ? item.time_from : `${item.time_from} → ${item.time_to}` })));
       node.toggleButton = toggle;
       this.nodes.set(item.id, node);
       return node;
@@ -283,6 +333,7 @@
     for (const tree of TREES) panes[tree].mark("selected", id ? [id] : []);
     for (const segment of document.querySelectorAll(".segment")) {
       segment.classList.toggle("selected", segment.dataset.id === id);
+      if (segment.dataset.id === id) segment.scrollIntoView({ block: "nearest", inline: "nearest" });
     }
   }
 
@@ -313,14 +364,19 @@
     };
     fact("id", node.id);
     if (node.kind !== "leaf") fact("memories", node.leaf_count.toLocaleString());
-    if (node.kind === "leaf") fact("time", node.time_from);
-    else fact("span", `${node.time_from} → ${node.time_to}`);
+    if (node.kind === "leaf") {
+      fact("time", `${moment(node.time_from)} UTC`);
+    } else {
+      fact("from", `${moment(node.time_from)} UTC`);
+      fact("to", `${moment(node.time_to)} UTC`);
+      fact("lasts", lasting(node.last_ts - node.first_ts));
+    }
     fact("order", node.first_seq === node.last_seq ? `#${node.first_seq}` : `#${node.first_seq} to #${node.last_seq}`);
     if (node.kind === "leaf") {
       fact("role", node.role);
       fact("session", node.session);
       fact("tags", (node.tags || []).join(", "));
-      fact("stored", node.created);
+      fact("stored", node.created ? `${moment(node.created)} UTC` : null);
     }
     for (const tree of node.trees) fact(`depth (${tree})`, node.depths[tree]);
 
@@ -395,7 +451,7 @@
     for (const hit of data.hits) {
       list.append(el("li", {},
         el("button", { type: "button", text: hit.label, title: hit.text, onclick: () => select(hit.id, Object.keys(hit.paths)).catch(report) }),
-        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · score ${hit.score.toFixed(2)} · ${day(hit.time_from)}` })));
+        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · score ${hit.score.toFixed(2)} · ${dateRange(hit.time_from, hit.time_to)}` })));
       for (const step of hit.paths.temporal || []) segments.add(step.id);
     }
     // Unfold every hit's path in both trees at once: a page of children that two paths share is
@@ -415,9 +471,12 @@
       const [first] = ranks.keys();
       if (first) panes[tree].nodes.get(first).li.scrollIntoView({ block: "nearest" });
     }
+    let first = null;
     for (const segment of document.querySelectorAll(".segment")) {
       segment.classList.toggle("hit", segments.has(segment.dataset.id));
+      if (!first && segments.has(segment.dataset.id)) first = segment;
     }
+    if (first) first.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
 
   function clearSearch() {
@@ -430,41 +489,32 @@
 
   // -- the timeline ---------------------------------------------------------------------------------
 
+  // One card a segment, oldest first, each wide enough to read: its label, its dates and how
+  // many memories it holds. Cards share the width by memory count above a minimum width, and the
+  // strip scrolls sideways when they do not all fit.
   async function loadTimeline() {
     const data = await api("timeline", { ns: state.ns });
     const track = $("#timeline-track");
-    const axis = $("#timeline-axis");
     track.replaceChildren();
-    axis.replaceChildren();
     if (!data.segments.length) {
       $("#timeline-note").textContent = "nothing remembered yet";
       return;
     }
-    const first = data.first_ts;
-    const range = data.last_ts - first;
-    const total = data.segments.reduce((sum, s) => sum + s.leaf_count, 0);
-    let before = 0;
     for (const segment of data.segments) {
-      // Along time when the memory spans some; by memory count when everything has one timestamp.
-      const left = range > 0 ? (segment.first_ts - first) / range : before / total;
-      const width = range > 0 ? (segment.last_ts - segment.first_ts) / range : segment.leaf_count / total;
-      before += segment.leaf_count;
+      const dates = dateRange(segment.time_from, segment.time_to);
       track.append(el("button", {
         class: "segment",
         type: "button",
         "data-id": segment.id,
-        style: { left: `${(left * 100).toFixed(3)}%`, width: `calc(${(width * 100).toFixed(3)}% - 1px)` },
-        title: `${segment.label}\n${meta(segment)}`,
-        text: segment.label,
+        style: { flexGrow: String(segment.leaf_count) },
+        title: `${segment.label}\n${dates} · ${memories(segment.leaf_count)}`,
         onclick: () => select(segment.id, ["temporal"]).catch(report),
-      }));
+      },
+      el("span", { class: "segment-label", text: segment.label }),
+      el("span", { class: "segment-dates", text: dates }),
+      el("span", { class: "segment-count", text: memories(segment.leaf_count) })));
     }
-    const ticks = range > 0 ? 5 : 1;
-    for (let i = 0; i <= ticks; i += 1) {
-      const at = range > 0 ? first + (range * i) / ticks : first;
-      axis.append(el("span", { style: { left: `${(100 * i) / ticks}%` }, text: new Date(at * 1000).toISOString().slice(0, 10) }));
-    }
-    const note = `${data.segments.length} segments · ${data.memories.toLocaleString()} memories · ${day(data.time_from)} → ${day(data.time_to)}`;
+    const note = `${data.segments.length} segments · ${memories(data.memories)} · ${dateRange(data.time_from, data.time_to)}`;
     $("#timeline-note").textContent = data.truncated ? `${note} (first ${data.segments.length} shown)` : note;
   }
 
@@ -494,6 +544,10 @@
   async function start() {
     showBanner("");
     $("#token-form").hidden = true;
+    if (state.tokenProblem) {
+      askForToken(state.tokenProblem);
+      return;
+    }
     await loadNamespaces();
     await reload();
     document.documentElement.dataset.ready = "true";
@@ -522,8 +576,14 @@
     });
     $("#token-form").addEventListener("submit", (event) => {
       event.preventDefault();
-      state.token = $("#token").value.trim() || null;
-      if (state.token) history.replaceState(null, "", `#token=${encodeURIComponent(state.token)}`);
+      const token = $("#token").value.trim();
+      if (token && !validToken(token)) {
+        askForToken("That is not a valid token (only visible ASCII characters, no spaces).");
+        return;
+      }
+      state.token = token || null;
+      state.tokenProblem = null;
+      history.replaceState(null, "", state.token ? `#token=${encodeURIComponent(state.token)}` : location.pathname + location.search);
       start().catch(report);
     });
     start().catch(report);
