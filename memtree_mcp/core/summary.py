@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory, estimate_tokens
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.wording import counted
 
 
 @dataclass(slots=True)
@@ -106,7 +107,9 @@ def _line(node: Leaf | Branch) -> str:
         return f"- {node.text} ({_day(node.timestamp)}) [{node.id}]"
     first, last = _day(node.first_ts), _day(node.last_ts)
     span = first if first == last else f"{first} to {last}"
-    return f"- {node.label}: {node.text} ({node.leaf_count} memories, {span}) [{node.id}]"
+    return (
+        f"- {node.label}: {node.text} ({counted(node.leaf_count, 'memory', 'memories')}, {span}) [{node.id}]"
+    )
 
 
 def _day(seconds: float) -> str:
