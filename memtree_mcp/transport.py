@@ -179,9 +179,11 @@ def serve_http(
             if self.started and on_ready is not None:
                 on_ready(url_of(options["transport"], host, bound))
 
-    app = http_app(server, host=host, port=port, **options)
+    _check(host, options.get("token"), options.get("max_body_bytes", 1_000_000), options["transport"])
     sock = listen(host, port)
     bound = int(sock.getsockname()[1])
+    # Built for the port bound, which the Host checks name (port 0 binds a free one).
+    app = http_app(server, host=host, port=bound, **options)
     config = uvicorn.Config(
         app,
         host=host.strip("[]"),
