@@ -52,11 +52,16 @@ async def _serve(server: MCPServer, fd: int) -> int:
 
         async def stop_on_signal() -> None:
             nonlocal stopped_by
-            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-                async for number in signals:
-                    stopped_by = number
-                    group.cancel_scope.cancel()
-                    return
+            try:
+                with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                    async for number in signals:
+                        stopped_by = number
+                        group.cancel_scope.cancel()
+                        return
+            except NotImplementedError:
+                # Windows' event loops take no signal handlers: Ctrl-C still raises
+                # KeyboardInterrupt, and reading standard input no longer holds the loop up.
+                return
 
         group.start_soon(stop_on_signal)
         lines = StdinLines(fd)
