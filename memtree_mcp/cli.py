@@ -262,9 +262,10 @@ def install(args: argparse.Namespace, settings: Settings, service: MemoryService
     else:
         print(render(args.client, default_command(), env), end="")
     if left_out:
+        secrets = f"{', '.join(left_out)} " + ("is" if len(left_out) == 1 else "are")
         print(
-            f"memtree-mcp: {', '.join(left_out)} is set here but not written into the configuration "
-            "(it is a secret); add it to the client's env yourself",
+            f"memtree-mcp: {secrets} set here but not written into the configuration "
+            "(secrets stay out of files); add it to the client's env yourself",
             file=sys.stderr,
         )
     return 0
@@ -334,7 +335,7 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
 def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     with _open(args.file, "r") as lines:
         added, skipped = service.import_memories(_jsonl(lines, args.file))
-    print(f"imported {counted(added, 'memory', 'memories')} from {args.file} ({skipped} already there)")
+    print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
     return 0
 
 
@@ -463,15 +464,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Memories are private: every file this process creates is readable by its user only.
     os.umask(0o077)
     args = build_parser().parse_args(argv)
-    if args.command == "serve":
-        # Until the transport takes SIGTERM over (its handlers stop the server in order).
-        signal.signal(signal.SIGTERM, _terminated)
+    # A server takes SIGTERM from here until its transport takes it over (and stops in order).
+    previous = signal.signal(signal.SIGTERM, _terminated) if args.command == "serve" else None
     try:
         return _run(args)
     except Terminated:
         return 0
     except KeyboardInterrupt:
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace) -> int:

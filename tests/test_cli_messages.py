@@ -87,9 +87,9 @@ def test_export_and_import_say_how_many_memories_in_words_that_agree(
     single = tmp_path / "one.jsonl"
     single.write_text(json.dumps({"content": "The user's bird is called Kiwi."}) + "\n")
     assert main(["import", str(single)]) == 0
-    assert capsys.readouterr().out == f"imported 1 memory from {single} (0 already there)\n"
+    assert capsys.readouterr().out == "imported 1 memory (0 already there)\n"
     assert main(["import", str(backup)]) == 0
-    assert capsys.readouterr().out == f"imported 0 memories from {backup} (2 already there)\n"
+    assert capsys.readouterr().out == "imported 0 memories (2 already there)\n"
 
 
 def test_export_to_standard_output_prints_only_the_records(

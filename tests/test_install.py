@@ -252,7 +252,7 @@ def test_install_carries_the_memtree_variables_of_the_shell_but_not_its_secrets(
     assert "sk-not-to-be-copied" not in printed.out
     assert printed.err == (
         "memtree-mcp: MEMTREE_LLM_API_KEY is set here but not written into the configuration "
-        "(it is a secret); add it to the client's env yourself\n"
+        "(secrets stay out of files); add it to the client's env yourself\n"
     )
 
 

@@ -76,11 +76,10 @@ def test_importing_the_providers_does_not_import_litellm() -> None:
 # --- chat ---------------------------------------------------------------------------------------------
 
 
-def test_an_ollama_model_reaches_only_the_api_base_given(
-    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_ollama_model_reaches_only_the_api_base_given(monkeypatch: pytest.MonkeyPatch) -> None:
     # llama3.2 is not in litellm's price list, so litellm asks the server for the model's details;
-    # it used to ask Ollama's default port on localhost whatever api_base said.
+    # it used to ask Ollama's default port on localhost whatever api_base said. Its own fake server:
+    # litellm's logging thread asks once more after the answer, and would reach the next test's.
     monkeypatch.setenv("OLLAMA_API_BASE", "unset-below")
     monkeypatch.delenv("OLLAMA_API_BASE")  # and restored (absent) after the test
     reached: list[object] = []
@@ -91,11 +90,13 @@ def test_an_ollama_model_reaches_only_the_api_base_given(
         return connect(self, address)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket.socket, "connect", noted)
-    model = LiteLLMChat("ollama/llama3.2", api_base=server.root, timeout=5.0, retries=0)
-    assert model.complete("system", "user") == "scripted reply"
-    port = int(server.root.rsplit(":", 1)[1])
-    assert reached and {address[1] for address in reached if isinstance(address, tuple)} == {port}, reached
-    assert "/api/generate" in server.paths()
+    with fake_openai() as ollama:
+        model = LiteLLMChat("ollama/llama3.2", api_base=ollama.root, timeout=5.0, retries=0)
+        assert model.complete("system", "user") == "scripted reply"
+        port = int(ollama.root.rsplit(":", 1)[1])
+        ports = {address[1] for address in reached if isinstance(address, tuple)}
+        assert reached and ports == {port}, reached
+        assert "/api/generate" in ollama.paths()
 
 
 def test_complete_returns_the_reply_and_sends_model_and_messages(server: FakeOpenAI) -> None:
