@@ -3,11 +3,16 @@
 It starts `memtree-mcp serve` as a subprocess, recalls before each answer and remembers after each
 turn. The "model" here just echoes what memory returned; put your LLM call where it says so.
 
-    python examples/agent_loop.py
+    MEMTREE_HOME=/tmp/try-memtree python examples/agent_loop.py
+
+The MEMTREE_* variables of this shell reach the server (the MCP stdio client passes only a few
+variables such as PATH and HOME to the processes it starts, so they are handed over explicitly):
+without MEMTREE_HOME the server uses your real store.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 
@@ -15,9 +20,15 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 
+def memtree_environment() -> dict[str, str]:
+    """This shell's MEMTREE_* variables, to hand to the server."""
+    return {name: value for name, value in os.environ.items() if name.startswith("MEMTREE_")}
+
+
 async def main() -> None:
     command = shutil.which("memtree-mcp") or sys.exit("memtree-mcp is not on PATH: pip install . first")
-    async with Client(StdioServerParameters(command=command, args=["serve"])) as memory:
+    params = StdioServerParameters(command=command, args=["serve"], env=memtree_environment())
+    async with Client(params) as memory:
         while True:
             try:
                 question = input("you> ").strip()

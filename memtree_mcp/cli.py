@@ -9,26 +9,41 @@ nothing heavy loads before a client's MCP handshake.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
+import re
+import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
-
-from pydantic import ValidationError
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from memtree_mcp import __version__
-from memtree_mcp.config import Settings
+from memtree_mcp.config import Settings, settings_or_problem
+from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
 
 
-def _common_options() -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a mistyped command gets the closest one suggested."""
+
+    def error(self, message: str) -> NoReturn:
+        typo = re.search(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if typo:
+            word = typo.group(1)
+            close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"the commands are {', '.join(COMMANDS)}"
+            self.exit(2, f"memtree-mcp: unknown command '{word}'; {hint} (memtree-mcp --help)\n")
+        super().error(message)
+
+
+def _common_options() -> Parser:
     # SUPPRESS: a flag left out of a subcommand must not reset the one given before the subcommand.
-    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common = Parser(add_help=False, argument_default=argparse.SUPPRESS)
     group = common.add_argument_group("settings (override the MEMTREE_* environment variables)")
     group.add_argument("--home", help="store directory (MEMTREE_HOME)")
     group.add_argument("--namespace", help="namespace to use (MEMTREE_NAMESPACE)")
@@ -42,7 +57,7 @@ def _common_options() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="memtree-mcp",
         description="A long-term memory for agents, organised as trees, served over MCP.",
         parents=[common],
@@ -141,31 +156,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the environment, with the flags that were given taking precedence."""
-    overrides = {
-        key: value
-        for key, value in {
-            "home": getattr(args, "home", None),
-            "namespace": getattr(args, "namespace", None),
-            "embedder": getattr(args, "embedder", None),
-            "llm": getattr(args, "llm", None),
-            "log_level": getattr(args, "log_level", None),
-        }.items()
-        if value is not None
+def flag_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The settings given as flags; they take precedence over the environment."""
+    flags = {
+        "home": getattr(args, "home", None),
+        "namespace": getattr(args, "namespace", None),
+        "embedder": getattr(args, "embedder", None),
+        "llm": getattr(args, "llm", None),
+        "log_level": getattr(args, "log_level", None),
     }
-    return Settings(**overrides)
+    return {key: value for key, value in flags.items() if value is not None}
 
 
-def _jsonl(path: str) -> Iterator[object]:
+def _jsonl(lines: Iterable[str], path: str) -> Iterator[object]:
     """The records of a JSONL file, one a line; InvalidInput names a line that is not JSON."""
-    with open(path, encoding="utf-8") as lines:
+    try:
         for number, line in enumerate(lines, start=1):
             if line.strip():
                 try:
                     yield json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InvalidInput(f"{path}, line {number}: not JSON ({exc.msg}).") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8 text; give a JSONL file (one JSON object a line)") from None
+
+
+def _open(path: str, mode: str) -> IO[str]:
+    """``path`` opened as UTF-8 text; InvalidInput with the reason when the system refuses."""
+    try:
+        return open(path, mode, encoding="utf-8")
+    except OSError as exc:
+        if mode == "r":
+            raise InvalidInput(
+                f"cannot read {path} ({exc.strerror or exc}); give the path of a JSONL file"
+            ) from None
+        raise InvalidInput(
+            f"cannot write {path} ({exc.strerror or exc}); give a path in a directory you can write to"
+        ) from None
 
 
 # -- the commands: each gets the parsed flags, the settings and the service, and returns the exit status
@@ -176,9 +203,19 @@ def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) 
 
     server = build_server(service)
     if args.transport == "stdio":
-        server.run("stdio")
-        return 0
+        from memtree_mcp.stdio import serve_stdio
+
+        # Ctrl-C is 130 as a shell expects; SIGTERM (how clients stop a server) is a normal stop.
+        return 130 if serve_stdio(server) == signal.SIGINT else 0
     from memtree_mcp.transport import serve_http
+
+    def announce(url: str) -> None:
+        explorer = url.rsplit("/", 1)[0] + "/ui/"
+        print(
+            f"memtree-mcp: serving MCP at {url} and the explorer at {explorer} (Ctrl-C to stop)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     serve_http(
         server,
@@ -190,20 +227,51 @@ def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) 
         allowed_hosts=args.allow_host,
         ui_service=service,
         ui_allow_edit=args.allow_edit,
+        on_ready=announce,
     )
     return 0
+
+
+# Settings a client's configuration carries when they were set (flags or MEMTREE_* variables), except
+# secrets, which install never copies into a file, and the HTTP token, which stdio does not use.
+SECRETS = ("llm_api_key", "embedder_api_key")
+NOT_FOR_STDIO = ("auth_token",)
+
+
+def client_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
+    """The ``env`` of a client's configuration: MEMTREE_NAMESPACE, then every other setting given
+    here (as a flag or a MEMTREE_* variable); and the names of the secrets left out."""
+    given = settings.model_fields_set - {"namespace"}
+    env = {"MEMTREE_NAMESPACE": settings.namespace}
+    left_out = []
+    for name in Settings.model_fields:
+        if name not in given or name in NOT_FOR_STDIO:
+            continue
+        if name in SECRETS:
+            left_out.append(f"MEMTREE_{name.upper()}")
+            continue
+        value = getattr(settings, name)
+        env[f"MEMTREE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return env, left_out
 
 
 def install(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     from memtree_mcp.install import config_path, default_command, render, write_config
 
-    env = {"MEMTREE_NAMESPACE": settings.namespace}
+    env, left_out = client_env(settings)
     if args.write and args.client != "claude-code":
         target = config_path(args.client)
         backup = write_config(args.client, default_command(), env, path=target)
         print(f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else ""))
     else:
         print(render(args.client, default_command(), env), end="")
+    if left_out:
+        secrets = f"{', '.join(left_out)} " + ("is" if len(left_out) == 1 else "are")
+        print(
+            f"memtree-mcp: {secrets} set here but not written into the configuration "
+            "(secrets stay out of files); add it to the client's env yourself",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -243,18 +311,25 @@ def recall(args: argparse.Namespace, settings: Settings, service: MemoryService)
 
 def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+    if not names:
+        print(f"no namespaces yet in {settings.home}: nothing to check")
+        return 0
     failed = False
     for name in names:
         report = service.doctor(name, repair=args.repair)
         if not report:
             print(f"{name}: ok")
             continue
-        print(f"{name}: {len(report)} problem(s)")
+        print(f"{name}: {counted(len(report), 'problem', 'problems')}")
         for problem in report[:50]:
             print(f"  {problem}")
         if args.repair:
             left = service.doctor(name)
-            print(f"{name}: repaired" if not left else f"{name}: {len(left)} problem(s) after repair")
+            print(
+                f"{name}: repaired"
+                if not left
+                else f"{name}: {counted(len(left), 'problem', 'problems')} after repair"
+            )
             failed = failed or bool(left)
         else:
             failed = True
@@ -262,24 +337,33 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
 
 
 def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    added, skipped = service.import_memories(_jsonl(args.file))
-    print(f"imported {added} memories ({skipped} already there)")
+    with _open(args.file, "r") as lines:
+        added, skipped = service.import_memories(_jsonl(lines, args.file))
+    print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
     return 0
 
 
 def export_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    out = open(args.file, "w", encoding="utf-8") if args.file else sys.stdout  # noqa: SIM115
+    out: IO[str] = _open(args.file, "w") if args.file else sys.stdout
+    written = 0
     try:
         for record in service.export_memories():
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            written += 1
     finally:
         if out is not sys.stdout:
             out.close()
+    if args.file:
+        print(f"exported {counted(written, 'memory', 'memories')} to {args.file}")
     return 0
 
 
 def namespaces(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    for name, count in service.namespaces():
+    found = service.namespaces()
+    if not found:
+        # On standard error: standard output stays one "name<TAB>count" line per namespace.
+        print(f"no namespaces yet in {settings.home}", file=sys.stderr)
+    for name, count in found:
         print(f"{name}\t{count}")
     return 0
 
@@ -336,7 +420,7 @@ def restore(args: argparse.Namespace, settings: Settings, service: MemoryService
 def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
     print(
-        f"re-indexed {count} memories with {service.embedder.identity} "
+        f"re-indexed {counted(count, 'memory', 'memories')} with {service.embedder.identity} "
         f"(built with {previous}); new version {version}"
     )
     return 0
@@ -344,7 +428,7 @@ def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 def refine(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     summaries, waiting = service.refine_pending()
-    print(f"wrote {summaries} summaries; {waiting} still waiting")
+    print(f"wrote {counted(summaries, 'summary', 'summaries')}; {waiting} still waiting")
     return 0 if waiting == 0 else 1
 
 
@@ -369,20 +453,47 @@ COMMANDS: dict[str, Command] = {
 """What each subcommand of :func:`build_parser` runs."""
 
 
+class Terminated(Exception):
+    """SIGTERM reached a server before it took the signal over: a stop asked for, not a failure."""
+
+
+def _terminated(_number: int, _frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memtree-mcp`` command; returns the exit status."""
+    """Entry point of the ``memtree-mcp`` command; returns the exit status.
+
+    0 on success and when a server is stopped by SIGTERM or by its client; 1 when ``doctor`` or
+    ``refine`` leave something undone; 2 for a refused setting, argument or store; 130 on Ctrl-C.
+    """
     # One BLAS thread: scoring a query is one small matrix-vector product, and waking a second
     # thread for it made recall's p95 25 times its p50 on two cores. Set before numpy loads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Memories are private: every file this process creates is readable by its user only.
     os.umask(0o077)
     args = build_parser().parse_args(argv)
+    # A server takes SIGTERM from here until its transport takes it over (and stops in order).
+    previous = signal.signal(signal.SIGTERM, _terminated) if args.command == "serve" else None
     try:
-        settings = settings_from(args)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"memtree-mcp: invalid setting: {problems}", file=sys.stderr)
-        return 2
+        return _run(args)
+    except Terminated:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings, problem = settings_or_problem(**flag_settings(args))
+    if problem is not None:
+        print(f"memtree-mcp: {problem}", file=sys.stderr)
+        if args.command != "serve":
+            return 2
+        # A server exiting now would show its client only "connection closed": it starts, answers
+        # the handshake, and every call gets this line as its error.
     logging.basicConfig(
         level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -390,14 +501,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memtree_mcp.service import MemoryService
 
     # Only a server writes LLM summaries in the background; a one-shot command leaves them pending.
-    service = MemoryService(settings, background=args.command == "serve")
+    service = MemoryService(settings, background=args.command == "serve", unusable=problem)
     try:
         return COMMANDS[args.command](args, settings, service)
     except MemtreeError as exc:
         print(f"memtree-mcp: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
     finally:
         service.close()
 

@@ -1,13 +1,24 @@
-"""Settings from ``MEMTREE_*`` environment variables; every one can also be given as a CLI flag."""
+"""Settings from ``MEMTREE_*`` environment variables; every one can also be given as a CLI flag.
+
+A value memtree-mcp cannot work with is refused here, when the process starts, with one line that
+names the variable and the fix (:func:`settings_or_problem`), rather than as a traceback from deep
+in the store or a provider on the first call. Checks that need the file system to answer (can this
+directory be written?) are the store's: they are only true when a write is tried.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memtree_mcp.errors import ConfigurationError
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
 NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
@@ -16,11 +27,85 @@ AUTO_NAMESPACE = "auto"
 EMBEDDERS = ("local",)
 # 'sampling': the connected client's own model (MCP sampling/createMessage).
 LLMS = ("none", "sampling")
+LLM_EXTRA = "pip install 'memtree-mcp[llm]'"
+"""How to install what ``litellm:`` embedders and LLMs need (an optional extra)."""
+# Stores LanceDB keeps somewhere memtree-mcp supports (docs/deploy.md): a directory, or these URLs.
+HOME_SCHEMES = ("s3", "s3+ddb")
+# An S3 bucket name: 3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end.
+S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# Kernel file systems: a path there is not a place on a disk (/dev/shm, a tmpfs, is).
+KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
 
 
 def default_home() -> str:
     """Where memories live unless MEMTREE_HOME says otherwise: the user's data directory."""
     return platformdirs.user_data_dir("memtree-mcp", appauthor=False)
+
+
+def litellm_installed() -> bool:
+    """Whether litellm (the ``llm`` extra) can be imported, without importing it (that takes seconds)."""
+    try:
+        return importlib.util.find_spec("litellm") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["litellm"] is None, a blocked import
+        return False
+
+
+def checked_home(value: str) -> str:
+    """MEMTREE_HOME with ``~`` expanded, or ValueError saying why it cannot hold a store and what to set.
+
+    A directory must be absolute (a relative one would follow the directory each client starts the
+    server in), must not be a file or device and must not be in a kernel file system; a URL must be
+    ``s3://bucket/prefix`` or ``s3+ddb://bucket/prefix?…`` with a valid bucket name. Whether the
+    directory can be written is found out by the store, on the first write.
+    """
+    home = value.strip()
+    if not home:
+        raise ValueError("is empty; set it to a directory (e.g. ~/memtree) or unset it for the default")
+    if "://" in home:
+        return _checked_home_url(home)
+    home = os.path.expanduser(home)
+    if not os.path.isabs(home):
+        raise ValueError(
+            f"{value!r} is a relative path, which would follow the directory each client starts the "
+            "server in; give an absolute one (e.g. ~/memtree)"
+        )
+    real = os.path.realpath(home)
+    for system in KERNEL_FILESYSTEMS:
+        shm = real == "/dev/shm" or real.startswith("/dev/shm/")
+        if (real == system or real.startswith(system + "/")) and not shm:
+            raise ValueError(
+                f"{value!r} is in {system}, a kernel file system that cannot hold a store; "
+                "set MEMTREE_HOME to a directory on a disk (e.g. ~/memtree)"
+            )
+    if os.path.exists(home) and not os.path.isdir(home):
+        what = "a file" if os.path.isfile(home) else "not a directory"
+        raise ValueError(f"{value!r} is {what}; set MEMTREE_HOME to a directory (it is created when missing)")
+    return home
+
+
+def _checked_home_url(home: str) -> str:
+    scheme = home.split("://", 1)[0].lower()
+    if scheme == "memory":
+        raise ValueError(
+            f"{home!r} would keep nothing: memories must outlive the server; set MEMTREE_HOME to a "
+            "directory or an s3:// bucket"
+        )
+    if scheme not in HOME_SCHEMES:
+        raise ValueError(
+            f"{home!r} is not a place memtree-mcp can keep a store; use a directory, "
+            "s3://bucket/prefix or s3+ddb://bucket/prefix?ddbTableName=… (docs/deploy.md)"
+        )
+    try:
+        bucket = urlsplit(home).netloc
+    except ValueError:
+        bucket = ""
+    if not S3_BUCKET.fullmatch(bucket):
+        named = f"the bucket name {bucket!r} is not valid" if bucket else "it names no bucket"
+        raise ValueError(
+            f"{home!r}: {named}; use {scheme}://bucket/prefix, with a bucket of 3 to 63 lowercase "
+            "letters, digits, '.' or '-'"
+        )
+    return home
 
 
 class Settings(BaseSettings):
@@ -65,6 +150,11 @@ class Settings(BaseSettings):
         description="Local directory of the writers' lock files; for an s3:// home, the user cache.",
     )
 
+    @field_validator("home")
+    @classmethod
+    def _home_can_hold_a_store(cls, value: str) -> str:
+        return checked_home(value)
+
     @field_validator("embedder")
     @classmethod
     def _embedder_is_known(cls, value: str) -> str:
@@ -73,6 +163,8 @@ class Settings(BaseSettings):
                 f"unknown embedder {value!r}; use 'local' (offline) or 'litellm:<model>' "
                 "(e.g. litellm:text-embedding-3-small)"
             )
+        if value.startswith("litellm:") and not litellm_installed():
+            raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
         return value
 
     @field_validator("llm")
@@ -84,6 +176,8 @@ class Settings(BaseSettings):
                 "(e.g. litellm:openai/gpt-4o-mini or litellm:ollama/llama3) "
                 "or 'sampling' (the client's model)"
             )
+        if value.startswith("litellm:") and not litellm_installed():
+            raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
         return value
 
     @field_validator("namespace")
@@ -92,3 +186,38 @@ class Settings(BaseSettings):
         if not NAMESPACE_PATTERN.fullmatch(value):
             raise ValueError(f"namespace must be {NAMESPACE_RULE}")
         return value
+
+
+def describe(error: ValidationError) -> str:
+    """One line naming each refused setting as the user sets it (``MEMTREE_…``) and why it was refused."""
+    problems = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else "?"
+        cause = (item.get("ctx") or {}).get("error")
+        if isinstance(cause, ValueError):
+            reason = str(cause)
+        else:
+            reason = f"{item.get('input')!r} is not valid ({item['msg']})"
+        problems.append(f"MEMTREE_{field.upper()}: {reason}")
+    return "; ".join(problems)
+
+
+def settings_or_problem(**overrides: Any) -> tuple[Settings, ConfigurationError | None]:
+    """The settings from the environment and ``overrides`` (flags), and the problem with them if any.
+
+    When a setting is refused, the settings returned hold its default instead and the problem says
+    which one and why, in one line. A command stops on the problem; a server starts anyway, so
+    that the client's handshake succeeds, and answers every call with it (``MemoryService``'s
+    ``unusable``): a server that exited before the handshake would only show "connection closed".
+    """
+    try:
+        return Settings(**overrides), None
+    except ValidationError as exc:
+        problem = ConfigurationError(describe(exc))
+        refused = {str(item["loc"][0]) for item in exc.errors() if item["loc"]}
+    defaults = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in Settings.model_fields.items()
+        if name in refused
+    }
+    return Settings(**{**overrides, **defaults}), problem

@@ -7,6 +7,7 @@ Each message says what was wrong and what to do; the MCP layer hands them to the
 from __future__ import annotations
 
 __all__ = [
+    "ConfigurationError",
     "EmbedderMismatch",
     "InvalidInput",
     "MemtreeError",
@@ -18,6 +19,10 @@ __all__ = [
 
 class MemtreeError(Exception):
     """Base of every error memtree-mcp raises on purpose."""
+
+
+class ConfigurationError(MemtreeError):
+    """A setting (a MEMTREE_* variable or its flag) has a value memtree-mcp cannot work with."""
 
 
 class InvalidInput(MemtreeError):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.wording import counted
 from memtree_mcp.inputs import MAX_OUTLINE_DEPTH, TreeName, check_range, check_tree, format_timestamp
 
 __all__ = ["NO_MEMORIES", "OutlineRow", "checked_outline", "outline_rows", "plain_outline"]
@@ -74,7 +75,7 @@ def plain_outline(memory: Memory | None, tree: str, depth: int) -> str:
     which = checked_outline(tree, depth)
     if memory is None:
         return NO_MEMORIES
-    lines = [f"{which} tree: {len(memory.leaves)} memories"]
+    lines = [f"{which} tree: {counted(len(memory.leaves), 'memory', 'memories')}"]
     # Without max_children no row counts left-out children: every row is a node.
     for row in outline_rows(memory, which, depth):
         node, pad = row.node, "  " * (row.level - 1)
@@ -82,7 +83,6 @@ def plain_outline(memory: Memory | None, tree: str, depth: int) -> str:
             lines.append(f"{pad}- {node.text[:80]} [{node.id}]")
         elif isinstance(node, Branch):
             span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
-            lines.append(
-                f"{pad}+ {node.label or '(untitled)'}: {node.leaf_count} memories, {span} [{node.id}]"
-            )
+            count = counted(node.leaf_count, "memory", "memories")
+            lines.append(f"{pad}+ {node.label or '(untitled)'}: {count}, {span} [{node.id}]")
     return "\n".join(lines)

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
+from memtree_mcp.core.wording import counted
+
 __all__ = [
     "PreviewLike",
     "SegmentLike",
@@ -120,10 +122,6 @@ def _span(first_ts: float | None, last_ts: float | None) -> str:
     return ""
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 # -- answers -----------------------------------------------------------------------------------------
 
 _THINKING = re.compile(r"^\s*<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
@@ -208,7 +206,7 @@ def annotation_prompt(
     n = len(texts)
     known = [t for t in stamps if t is not None]
     span = _span(min(known), max(known)) if known else ""
-    header = f"Describe what happened in this stretch of time: {_count(n, 'entry', 'entries')}"
+    header = f"Describe what happened in this stretch of time: {counted(n, 'entry', 'entries')}"
     header += f", {span}." if span else "."
     blocks = []
     for i, (text, stamp) in enumerate(zip(texts, stamps, strict=True), start=1):
@@ -303,7 +301,7 @@ def compatibility_prompt(
         else:
             role = "a broader segment"
         span = _span(candidate.first_ts, candidate.last_ts)
-        facts = ", ".join(x for x in (_count(candidate.leaf_count, "memory", "memories"), span) if x)
+        facts = ", ".join(x for x in (counted(candidate.leaf_count, "memory", "memories"), span) if x)
         text = candidate.text or candidate.label or "(no description yet)"
         parts += ["", f"{label}: {role} ({facts})", fenced("SEGMENT", _clip(text, segment_chars))]
     answers = ", ".join([*labels, "SPLIT"])
@@ -368,7 +366,7 @@ def _preview_line(preview: PreviewLike) -> str:
     what = (
         "one memory"
         if preview.kind == "leaf"
-        else f"summary of {_count(preview.leaf_count, 'memory', 'memories')}"
+        else f"summary of {counted(preview.leaf_count, 'memory', 'memories')}"
     )
     return f"({what}, match {preview.score:.2f}) {preview.line}"
 
@@ -408,7 +406,7 @@ def navigation_prompt(
     if node_kind == "leaf":
         where = "a leaf (one memory)"
     else:
-        count = _count(node_leaf_count, "memory", "memories")
+        count = counted(node_leaf_count, "memory", "memories")
         where = ("the root" if node_kind == "root" else "a summary") + f" of {count}"
     if node_score is not None:
         where += f", match {node_score:.2f}"

@@ -14,6 +14,7 @@ included): :func:`recall_cost` prices a hit as its line will be written.
 from __future__ import annotations
 
 from memtree_mcp.core.memory import Hit
+from memtree_mcp.core.wording import counted
 from memtree_mcp.results import (
     ForgetResult,
     NavigateResult,
@@ -29,11 +30,6 @@ NOTHING_FOUND = "Nothing in memory matches."
 # Ranks and references are priced as if they had three digits, so a budget computed before the
 # final order is known still holds whatever rank each line gets (k is at most 100).
 _WIDEST_RANK = 100
-
-
-def count(number: int, one: str, many: str) -> str:
-    """``1 memory``, ``2 memories``: a number with the word that agrees with it."""
-    return f"{number:,} {one if number == 1 else many}"
 
 
 def flat(text: str) -> str:
@@ -62,7 +58,7 @@ def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | str | N
         first, last = hit.time_from, hit.time_to
     facts = [f"{hit.relevance:.2f}"]
     if hit.kind == "summary":
-        facts.append(count(hit.covers, "memory", "memories"))
+        facts.append(counted(hit.covers, "memory", "memories"))
     facts.append(span(first, last))
     if superseded_by is not None:
         facts.append(f"superseded by {superseded_by}")
@@ -103,7 +99,7 @@ def summary_text(result: SummaryResult) -> str:
 
 
 def _preview(preview: NodePreview) -> str:
-    size = f" ({count(preview.leaf_count, 'memory', 'memories')})" if preview.kind != "leaf" else ""
+    size = f" ({counted(preview.leaf_count, 'memory', 'memories')})" if preview.kind != "leaf" else ""
     return f"{flat(preview.line)}{size} {{{preview.id}}}"
 
 
@@ -112,7 +108,9 @@ def navigate_text(result: NavigateResult) -> str:
     node = result.node
     where = " > ".join(node.breadcrumb) or "top"
     kind = (
-        "memory" if node.kind == "leaf" else f"{node.kind} of {count(node.leaf_count, 'memory', 'memories')}"
+        "memory"
+        if node.kind == "leaf"
+        else f"{node.kind} of {counted(node.leaf_count, 'memory', 'memories')}"
     )
     lines = [f"{node.tree} tree, {where}: {kind}, {span(node.time_from, node.time_to)} {{{node.id}}}"]
     if node.text:

@@ -27,7 +27,7 @@ from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
-from memtree_mcp.errors import InvalidInput
+from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.inputs import MAX_QUERY_CHARS, check_namespace, check_text
 from memtree_mcp.maintenance import Maintenance
 from memtree_mcp.reading import Reader
@@ -61,9 +61,16 @@ class MemoryService:
         embedder: Embedder | None = None,
         *,
         background: bool = True,
+        unusable: ConfigurationError | None = None,
     ) -> None:
-        """``background=False`` leaves LLM summaries pending for a later process (one-shot commands)."""
+        """``background=False`` leaves LLM summaries pending for a later process (one-shot commands).
+
+        ``unusable`` is a configuration problem (from :func:`~memtree_mcp.config.settings_or_problem`)
+        that every operation raises instead of running: a server started with a bad setting still
+        answers the handshake, then tells the client why each call fails.
+        """
         self.settings = settings or Settings()
+        self.unusable = unusable
         self._embedder = embedder
         self._lock = threading.Lock()
         self.spaces = Spaces(self.settings, lambda: self.embedder)
@@ -339,7 +346,13 @@ class MemoryService:
 
     @property
     def embedder(self) -> Embedder:
-        """The configured embedder, loaded on first use."""
+        """The configured embedder, loaded on first use.
+
+        Raises ConfigurationError when the service is ``unusable``: every operation needs the
+        embedder (the store itself is opened for its identity), so this one check refuses them all.
+        """
+        if self.unusable is not None:
+            raise ConfigurationError(str(self.unusable))
         with self._lock:
             if self._embedder is None:
                 from memtree_mcp.providers import make_embedder

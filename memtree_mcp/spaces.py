@@ -34,6 +34,7 @@ from filelock import FileLock
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.errors import StoreError
 
 if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
@@ -89,7 +90,7 @@ class Spaces:
         embedder = self._embedder()
         with self._lock:
             if self._store is None:
-                from memtree_mcp.store.lance import LanceStore, object_store_options
+                from memtree_mcp.store.lance import LanceStore, home_error, object_store_options
 
                 home = self.settings.home
                 options = object_store_options(
@@ -98,7 +99,10 @@ class Spaces:
                     region=self.settings.s3_region,
                     allow_http=self.settings.s3_allow_http,
                 )
-                self._store = LanceStore(home, embedder.identity, embedder.dimension, options)
+                try:
+                    self._store = LanceStore(home, embedder.identity, embedder.dimension, options)
+                except OSError as exc:  # the directory could not be created
+                    raise home_error(home, exc, "create") from exc
             return self._store
 
     def get(self, name: str, *, create: bool) -> Space | None:
@@ -219,5 +223,16 @@ class Spaces:
             folder = Path(base) / "locks" / hashlib.sha256(home.rstrip("/").encode()).hexdigest()[:16]
         else:
             folder = Path(home) / ".locks"
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return FileLock(str(folder / f"{name}.lock"))
+        path = folder / f"{name}.lock"
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # Touched here so that a lock file that cannot be written (a read-only file system) is
+            # a StoreError naming the setting, not an OSError when the lock is taken.
+            path.touch(mode=0o600, exist_ok=True)
+        except OSError as exc:
+            setting = "MEMTREE_HOME" if folder == Path(home) / ".locks" else "MEMTREE_LOCK_DIR"
+            raise StoreError(
+                f"cannot write the lock file {path} ({exc.strerror or exc}); "
+                f"set {setting} to a directory you can write to"
+            ) from exc
+        return FileLock(str(path))

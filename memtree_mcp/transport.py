@@ -11,15 +11,23 @@ locked down by default rather than by configuration:
 * **Bounded bodies.** The SDK's ``max_request_body_size`` answers oversized POSTs with 413 before
   they are parsed.
 
+Start-up: :func:`serve_http` binds the port itself before uvicorn starts, so a busy port is one
+line naming the port and the flag to change (not uvicorn's ``[Errno 98]`` and exit 3), and it
+hands the URL to ``on_ready`` once uvicorn serves.
+
 Shutdown: uvicorn's graceful shutdown (SIGINT/SIGTERM) stops accepting connections, lets
-in-flight requests finish (open SSE streams get :data:`GRACEFUL_SHUTDOWN_SECONDS`), then runs
-the app's lifespan exit, which closes the :class:`~memtree_mcp.service.MemoryService` through the
-lifespan :func:`memtree_mcp.server.build_server` installs.
+in-flight requests finish (open SSE streams get :data:`GRACEFUL_SHUTDOWN_SECONDS`), then raises
+the signal again: SIGINT becomes KeyboardInterrupt (the CLI exits 130), SIGTERM, the way clients
+and service managers ask a server to stop, ends :func:`serve_http` normally (exit 0) instead of
+killing the process. The caller owns the :class:`~memtree_mcp.service.MemoryService` and closes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+import signal
+import socket
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -27,7 +35,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memtree_mcp.addresses import is_loopback
-from memtree_mcp.errors import InvalidInput
+from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.http_guards import BearerTokenMiddleware, HostGuardMiddleware, security_settings
 from memtree_mcp.ui.api import ui_app
 
@@ -39,7 +47,9 @@ __all__ = [
     "HttpTransport",
     "UiMount",
     "http_app",
+    "listen",
     "serve_http",
+    "url_of",
 ]
 
 HttpTransport = Literal["sse", "streamable-http"]
@@ -123,19 +133,61 @@ def http_app(
     return app
 
 
-def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8765, **options: Any) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (``port`` 0: a free one).
+
+    Raises ConfigurationError, in one line naming the flag to change, when the port is in use or
+    the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(f"port {port} is in use; pass --port N") from None
+        raise ConfigurationError(
+            f"cannot serve on {host}:{port} ({exc.strerror or exc}); pass another --host or --port"
+        ) from None
+
+
+def url_of(transport: HttpTransport, host: str, port: int) -> str:
+    """Where a client reaches the MCP endpoint of ``transport`` served on ``host:port``."""
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}" + ("/mcp" if transport == "streamable-http" else "/sse")
+
+
+def serve_http(
+    server: MCPServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    on_ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
     """Serve ``server`` over HTTP with uvicorn until SIGINT/SIGTERM (blocking).
 
     ``options`` are :func:`http_app`'s (``transport`` is required). Validation happens before
-    anything binds, so a refused configuration never opens a port.
+    anything binds, so a refused configuration never opens a port. ``on_ready`` gets the MCP
+    endpoint's URL once uvicorn serves. Raises InvalidInput for a refused configuration and
+    ConfigurationError when the port cannot be bound (see :func:`listen`).
     """
     import uvicorn
 
-    app = http_app(server, host=host, port=port, **options)
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                on_ready(url_of(options["transport"], host, bound))
+
+    _check(host, options.get("token"), options.get("max_body_bytes", 1_000_000), options["transport"])
+    sock = listen(host, port)
+    bound = int(sock.getsockname()[1])
+    # Built for the port bound, which the Host checks name (port 0 binds a free one).
+    app = http_app(server, host=host, port=bound, **options)
     config = uvicorn.Config(
         app,
         host=host.strip("[]"),
-        port=port,
+        port=bound,
         log_level=server.settings.log_level.lower(),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         # The SDK's lifespan starts the streamable-HTTP session manager; it must run.
@@ -143,4 +195,11 @@ def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8765, 
         server_header=False,
         proxy_headers=False,
     )
-    uvicorn.Server(config).run()
+    # uvicorn restores this handler after its graceful shutdown and raises SIGTERM again: noted
+    # here, the stop ends the call instead of killing the process.
+    previous = signal.signal(signal.SIGTERM, lambda _number, _frame: None)
+    try:
+        Announcing(config).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sock.close()

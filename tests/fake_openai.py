@@ -1,7 +1,9 @@
 """A tiny OpenAI-compatible HTTP server on 127.0.0.1 for tests that must never touch the network.
 
 Answers ``POST /v1/chat/completions`` with :attr:`FakeOpenAI.reply` and ``POST /v1/embeddings`` with
-deterministic vectors derived from a hash of each input. :attr:`FakeOpenAI.mode` switches it to answer
+deterministic vectors derived from a hash of each input; as an Ollama server (api_base
+:attr:`FakeOpenAI.root`), ``/api/generate`` and ``/api/chat`` with the reply and ``/api/show`` with
+a model's details. :attr:`FakeOpenAI.mode` switches it to answer
 ``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead;
 :attr:`FakeOpenAI.delay` makes every chat answer slow and :attr:`FakeOpenAI.reply_for` scripts it.
 Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``.
@@ -50,6 +52,14 @@ class FakeOpenAI:
 
     def paths(self) -> list[str]:
         return [path for path, _, _ in self.requests]
+
+    @property
+    def root(self) -> str:
+        """The server without ``/v1``: where an Ollama client is pointed."""
+        return self.url.removesuffix("/v1")
+
+
+OLLAMA_USAGE = {"prompt_eval_count": 10, "eval_count": 5}
 
 
 def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -137,6 +147,14 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                         "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
                     },
                 )
+            # Ollama's own API, at the server's root (api_base without /v1).
+            elif path == "/api/generate":
+                self._send(200, {"model": model, "response": state.reply, "done": True, **OLLAMA_USAGE})
+            elif path == "/api/chat":
+                message = {"role": "assistant", "content": state.reply}
+                self._send(200, {"model": model, "message": message, "done": True, **OLLAMA_USAGE})
+            elif path == "/api/show":
+                self._send(200, {"model_info": {"llama.context_length": 8192}, "template": "", "details": {}})
             else:
                 self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 

@@ -190,3 +190,85 @@ def test_symlinked_config_is_written_through(tmp_path: Path) -> None:
     write_config("cursor", COMMAND, ENV, path=link)
     assert link.is_symlink()
     assert "memtree" in json.loads(target.read_text(encoding="utf-8"))["mcpServers"]
+
+
+# -- `memtree-mcp install`: the configuration carries the settings given -----------------------------
+
+
+@pytest.fixture
+def shell(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """An environment with no MEMTREE_* variable but those a test sets."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("MEMTREE_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def _server_env(client: str, printed: str) -> dict[str, str]:
+    if client == "claude-code":
+        words = shlex.split(printed)
+        return dict(words[i + 1].split("=", 1) for i, word in enumerate(words) if word == "--env")
+    document = json.loads(printed)
+    entry = document["servers" if client == "vscode" else "mcpServers"]["memtree"]
+    return dict(entry["env"])
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_install_carries_the_flags_given_into_the_client_configuration(
+    client: str, tmp_path: Path, shell: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memtree_mcp.cli import main
+
+    home = tmp_path / "work-memory"
+    flags = ["--namespace", "work", "--home", str(home), "--llm", "sampling", "--embedder", "local"]
+    assert main(["install", "--client", client, *flags]) == 0
+    assert _server_env(client, capsys.readouterr().out) == {
+        "MEMTREE_NAMESPACE": "work",
+        "MEMTREE_HOME": str(home),
+        "MEMTREE_EMBEDDER": "local",
+        "MEMTREE_LLM": "sampling",
+    }
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_install_carries_the_memtree_variables_of_the_shell_but_not_its_secrets(
+    client: str, tmp_path: Path, shell: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memtree_mcp.cli import main
+
+    shell.setenv("MEMTREE_HOME", "~/memtree-from-the-shell")
+    shell.setenv("MEMTREE_LLM_TIMEOUT", "20")
+    shell.setenv("MEMTREE_LLM_API_KEY", "sk-not-to-be-copied")
+    shell.setenv("MEMTREE_AUTH_TOKEN", "only-for-http")
+    assert main(["install", "--client", client]) == 0
+    printed = capsys.readouterr()
+    assert _server_env(client, printed.out) == {
+        "MEMTREE_NAMESPACE": "default",
+        "MEMTREE_HOME": str(Path("~/memtree-from-the-shell").expanduser()),
+        "MEMTREE_LLM_TIMEOUT": "20.0",
+    }
+    assert "sk-not-to-be-copied" not in printed.out
+    assert printed.err == (
+        "memtree-mcp: MEMTREE_LLM_API_KEY is set here but not written into the configuration "
+        "(secrets stay out of files); add it to the client's env yourself\n"
+    )
+
+
+def test_install_write_carries_the_settings_into_the_file(
+    tmp_path: Path, shell: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memtree_mcp.cli import main
+
+    shell.chdir(tmp_path)
+    assert (
+        main(["install", "--client", "vscode", "--write", "--home", str(tmp_path / "m"), "--llm", "sampling"])
+        == 0
+    )
+    written = json.loads((tmp_path / ".vscode" / "mcp.json").read_text())["servers"]["memtree"]["env"]
+    assert written == {
+        "MEMTREE_NAMESPACE": "default",
+        "MEMTREE_HOME": str(tmp_path / "m"),
+        "MEMTREE_LLM": "sampling",
+    }

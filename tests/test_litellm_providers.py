@@ -7,6 +7,7 @@ import os
 # Before anything can import litellm: never fetch the price list from the network.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+import socket
 import subprocess
 import sys
 import time
@@ -73,6 +74,29 @@ def test_importing_the_providers_does_not_import_litellm() -> None:
 
 
 # --- chat ---------------------------------------------------------------------------------------------
+
+
+def test_an_ollama_model_reaches_only_the_api_base_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # llama3.2 is not in litellm's price list, so litellm asks the server for the model's details;
+    # it used to ask Ollama's default port on localhost whatever api_base said. Its own fake server:
+    # litellm's logging thread asks once more after the answer, and would reach the next test's.
+    monkeypatch.setenv("OLLAMA_API_BASE", "unset-below")
+    monkeypatch.delenv("OLLAMA_API_BASE")  # and restored (absent) after the test
+    reached: list[object] = []
+    connect = socket.socket.connect
+
+    def noted(self: socket.socket, address: object) -> None:
+        reached.append(address)
+        return connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", noted)
+    with fake_openai() as ollama:
+        model = LiteLLMChat("ollama/llama3.2", api_base=ollama.root, timeout=5.0, retries=0)
+        assert model.complete("system", "user") == "scripted reply"
+        port = int(ollama.root.rsplit(":", 1)[1])
+        ports = {address[1] for address in reached if isinstance(address, tuple)}
+        assert reached and ports == {port}, reached
+        assert "/api/generate" in ollama.paths()
 
 
 def test_complete_returns_the_reply_and_sends_model_and_messages(server: FakeOpenAI) -> None:

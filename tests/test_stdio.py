@@ -19,7 +19,10 @@ TIMEOUT = 60.0
 
 
 def server_params(home: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+    # The client hands the server only a few variables (PATH, HOME…): PYTHONPATH too, so that the
+    # code served is the code under test when a checkout is tested against another's installation.
+    passed = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+    return StdioServerParameters(command=COMMAND, args=["serve"], env={**passed, "MEMTREE_HOME": str(home)})
 
 
 async def call(params: StdioServerParameters, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

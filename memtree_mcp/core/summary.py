@@ -18,6 +18,7 @@ from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory, estimate_tokens
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.wording import counted
 
 # How many memories under a summarised branch are looked at for updates of what its text quotes.
 CURRENT_SCAN = 256
@@ -172,7 +173,8 @@ def _line(node: Leaf | Branch, text: str | None = None) -> str:
     first, last = _day(node.first_ts), _day(node.last_ts)
     span = first if first == last else f"{first} to {last}"
     shown = node.text if text is None else text
-    return f"- {node.label}: {shown} ({node.leaf_count} memories, {span}) [{node.id}]"
+    memories = counted(node.leaf_count, "memory", "memories")
+    return f"- {node.label}: {shown} ({memories}, {span}) [{node.id}]"
 
 
 def _day(seconds: float) -> str:

@@ -8,6 +8,15 @@ are in :mod:`memtree_mcp.prompts`.
 
 Any failure (bad key, unreachable endpoint, timeout, server error, empty answer) raises
 :class:`~memtree_mcp.errors.ProviderError`; an error is never returned as text.
+
+litellm is the optional extra ``memtree-mcp[llm]`` (with what it pulls in, about 250 MB that the
+default, offline configuration never loads); without it a ``litellm:`` setting is refused when
+the process starts (:mod:`memtree_mcp.config`) and :func:`import_litellm` says what to install.
+
+Only the endpoint given is reached: for an Ollama model not in litellm's price list, litellm asks
+the server for the model's details (``/api/show``) without the ``api_base`` of the call, at
+``OLLAMA_API_BASE`` or else Ollama's default port on localhost; :meth:`LiteLLMEndpoint.call` sets
+``OLLAMA_API_BASE`` to the endpoint given (unless the user set it).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import os
 import threading
 from typing import Any, Protocol, runtime_checkable
 
+from memtree_mcp.config import LLM_EXTRA
 from memtree_mcp.errors import ProviderError
 
 __all__ = [
@@ -27,6 +37,7 @@ __all__ = [
 ]
 
 _IMPORT_LOCK = threading.Lock()
+OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
 _MAX_DETAIL = 300
 
 
@@ -36,10 +47,11 @@ def import_litellm() -> Any:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
             import litellm
-        except Exception as exc:  # ImportError, or a broken install failing at import
+        except ModuleNotFoundError as exc:
+            raise ProviderError(f"litellm is not installed; {LLM_EXTRA}") from exc
+        except Exception as exc:  # a broken install failing at import
             raise ProviderError(
-                f"cannot import litellm ({type(exc).__name__}: {exc}); "
-                "reinstall memtree-mcp or run `pip install 'litellm<2'`"
+                f"cannot import litellm ({type(exc).__name__}: {exc}); reinstall it: {LLM_EXTRA}"
             ) from exc
         litellm.suppress_debug_info = True
         if hasattr(litellm, "telemetry"):
@@ -97,6 +109,8 @@ class LiteLLMEndpoint:
         (``num_retries``) stays off. Any failure raises ProviderError naming the model and what to check.
         """
         litellm = import_litellm()
+        if self.api_base and self.model.startswith(OLLAMA_PREFIXES):
+            os.environ.setdefault("OLLAMA_API_BASE", self.api_base)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "timeout": self.timeout,

@@ -6,6 +6,11 @@ shipped with memtree-mcp as package data (``memtree_mcp/data/tokenizer.json``, s
 
 Nothing heavy happens at import or construction: onnxruntime and tokenizers are imported, the file is
 hashed and the session created on the first call to :meth:`MiniLMEmbedder.embed_batch`.
+
+Offline means offline: onnxruntime's Linux build sends telemetry (its native 1DS client looked up
+``mobile.events.data.microsoft.com`` twice within seconds of creating a session, seen with strace,
+and ``disable_telemetry_events()`` did not stop it). ``ORT_DISABLE_TELEMETRY=1``, which the native
+library reads, does; it is set before onnxruntime loads unless the user set it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class MiniLMEmbedder:
         with self._lock:
             if self._session is not None:
                 return
+            os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
             import onnxruntime as ort
             from tokenizers import Tokenizer
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -255,9 +256,12 @@ class LanceStore:
         except (FileNotFoundError, ValueError):
             if not create:
                 return None
-            table = self._db.create_table(
-                namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
-            )
+            try:
+                table = self._db.create_table(
+                    namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
+                )
+            except Exception as exc:  # Lance raises RuntimeError or OSError for I/O
+                raise home_error(self.home, exc, "write") from exc
         self._check(namespace, table.schema)
         return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
 
@@ -309,6 +313,28 @@ class LanceStore:
                 f"but the configured embedder is {self.embedder} ({self.dimension} dimensions). "
                 f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
             )
+
+
+_OS_ERROR = re.compile(r"os error (\d+)")
+
+
+def home_error(home: str, exc: BaseException, doing: str) -> StoreError:
+    """The StoreError for a store the operating system refused to ``doing`` ("create", "write"): its
+    reason in a few words, and what to set instead.
+
+    Lance reports I/O failures as RuntimeError text with the errno inside ("… (os error 30) …"); the
+    errno's own words are used then, not Lance's message with its source paths.
+    """
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror
+    elif found := _OS_ERROR.search(str(exc)):
+        reason = os.strerror(int(found.group(1)))
+    else:
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    setting = "MEMTREE_HOME" if "://" not in home else "MEMTREE_HOME (and its credentials)"
+    return StoreError(
+        f"cannot {doing} the memory store at {home} ({reason}); set {setting} to a place you can write to"
+    )
 
 
 def object_store_options(

@@ -19,6 +19,7 @@ from rich.tree import Tree
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.wording import counted
 from memtree_mcp.inputs import format_timestamp
 from memtree_mcp.outline import checked_outline, outline_rows
 
@@ -57,7 +58,7 @@ def outline_tree(memory: Memory, tree: str, depth: int, max_children: int = 0) -
     root = memory.tree(which).root
     title = Text.assemble(
         (f"{which} tree", "bold"),
-        f" · {len(memory.leaves):,} memories",
+        f" · {counted(len(memory.leaves), 'memory', 'memories')}",
         (f" · {_days(root.first_ts, root.last_ts)}" if memory.leaves else "", "dim"),
     )
     top = Tree(title, guide_style="dim")

@@ -1,0 +1,116 @@
+"""Serve MCP over standard input and output, and stop at once on Ctrl-C or SIGTERM.
+
+The SDK's ``run_stdio_async`` reads standard input with ``readline`` in an anyio worker thread, and
+a cancelled worker thread is waited for: on SIGINT the event loop waited for the client's next
+line, which on a terminal never comes (two Ctrl-C were ignored for 30 s). Here a daemon thread
+reads standard input and hands each line to the event loop, and SIGINT or SIGTERM cancels the
+server: a tool call under way still finishes (it runs in a worker thread, which cancellation
+waits for; its write is one commit), the read of the next line is not waited for, and the reading
+thread ends with the process.
+
+On a terminal a person, not a client, started the server: one line on standard error says what it
+waits for and how to stop it. Standard output carries the protocol and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import cast
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+
+__all__ = ["STOP_SIGNALS", "WAITING_ON_A_TERMINAL", "serve_stdio"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+WAITING_ON_A_TERMINAL = "memtree-mcp: waiting for an MCP client on standard input; Ctrl-C to stop"
+_READ_SIZE = 1 << 16
+
+
+def serve_stdio(server: MCPServer) -> int:
+    """Serve ``server`` on this process's standard input and output (blocking).
+
+    Returns 0 when the client closes standard input, or the number of the signal (SIGINT,
+    SIGTERM) that stopped the server.
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        print(WAITING_ON_A_TERMINAL, file=sys.stderr, flush=True)
+    return anyio.run(_serve, server, sys.stdin.fileno())
+
+
+async def _serve(server: MCPServer, fd: int) -> int:
+    stopped_by = 0
+    async with anyio.create_task_group() as group:
+
+        async def stop_on_signal() -> None:
+            nonlocal stopped_by
+            try:
+                with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                    async for number in signals:
+                        stopped_by = number
+                        group.cancel_scope.cancel()
+                        return
+            except NotImplementedError:
+                # Windows' event loops take no signal handlers: Ctrl-C still raises
+                # KeyboardInterrupt, and reading standard input no longer holds the loop up.
+                return
+
+        group.start_soon(stop_on_signal)
+        lines = StdinLines(fd)
+        # stdio_server only iterates its stdin; it still claims standard output (fd 1 points at
+        # standard error while it serves, so stray prints cannot corrupt the protocol).
+        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
+            # The SDK offers no public way to run an MCPServer on streams it is given.
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+    return stopped_by
+
+
+class StdinLines:
+    """The lines of a file descriptor, read by a daemon thread: iterating them is cancellable."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        send, receive = anyio.create_memory_object_stream[str]()
+        token = anyio.lowlevel.current_token()
+        reader = threading.Thread(
+            target=self._hand_over, args=(send, token), name="memtree-stdin", daemon=True
+        )
+        reader.start()
+        async with receive:
+            async for line in receive:
+                yield line
+
+    def _hand_over(self, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
+        try:
+            for line in self._lines():
+                anyio.from_thread.run(send.send, line, token=token)
+            anyio.from_thread.run_sync(send.close, token=token)
+        except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # The server stopped and reads no more (RunFinishedError is a RuntimeError).
+            return
+
+    def _lines(self) -> Iterator[str]:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, _READ_SIZE)
+            except OSError:  # a terminal that went away: the end of input
+                chunk = b""
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            yield from (line.decode("utf-8", "replace") for line in lines if line.strip())
+        if pending.strip():
+            yield pending.decode("utf-8", "replace")
