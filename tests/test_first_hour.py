@@ -383,7 +383,9 @@ def test_the_http_example_with_the_token_remembers_and_recalls(guarded_server: s
         timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
-    assert "- I prefer tea over coffee" in done.stdout
+    assert re.search(
+        r"^1\. \[[0-9.]+ · [0-9-]+\] I prefer tea over coffee \{m[0-9a-f]+\}$", done.stdout, re.M
+    )
 
 
 # -- 7. offline --------------------------------------------------------------------------------------
