@@ -446,7 +446,8 @@ async def _a_session(params: StdioServerParameters) -> None:
             while time.monotonic() - started < SESSION_SECONDS:  # a session of use, not a sleep
                 found = await client.call_tool("recall", {"query": "which port does staging use?", "k": 1})
                 assert not found.is_error and found.structured_content is not None
-                assert found.structured_content["hits"][0]["text"] == "The staging database listens on 5433."
+                assert found.structured_content["hits"][0]["id"] == stored.structured_content["ids"][0]  # type: ignore[index]
+                assert "The staging database listens on 5433." in found.content[0].text  # type: ignore[union-attr]
 
 
 def test_a_default_server_makes_no_network_lookup_or_connection(tmp_path: Path) -> None:
