@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -98,6 +98,48 @@ class Hierarchy:
     def leaves_under(self, node_id: str) -> list[str]:
         """The leaves of the subtree under ``node_id``, in the tree's order."""
         return [n for n in self.walk(node_id) if n in self.leaves]
+
+    # -- following another writer ------------------------------------------------------------------
+
+    def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:
+        """Take in a change committed by another process, as adopting the stored tree afresh would.
+
+        ``branches`` are the stored revisions of this tree's branches that are new or changed (the
+        root among them when it changed), ``removed`` the ids of deleted nodes (ids this tree does
+        not hold are ignored, so one set can serve both trees). The caller, who owns ``leaves``,
+        has already added every leaf these branches name and dropped the removed leaves.
+
+        Leaves' parents are read from the changed branches' children: a leaf moves only when the
+        branch it joins changes. The height grows from the changed branches alone; a scan of all
+        branches (as :meth:`_adopt` does) is needed only when something may have risen or gone.
+        """
+        lowered = False
+        for node_id in removed:
+            if self.parent_of.pop(node_id, None) is not None:
+                lowered = True
+            if node_id in self.branches and node_id != self.root.id:
+                del self.branches[node_id]
+                lowered = True
+        for branch in branches:
+            old = self.branches.get(branch.id)
+            if old is not None and old.depth > branch.depth:
+                lowered = True
+            for child in branch.children:
+                parent = self.parent_of.get(child)
+                if parent is not None and parent != branch.id:
+                    before = self.branches.get(parent)
+                    if before is None or before.depth > branch.depth:
+                        lowered = True  # a leaf rose to a shallower branch
+        deepest = self.height
+        for branch in branches:
+            self.branches[branch.id] = branch
+            if branch.parent is None:
+                self.root = branch
+            for child in branch.children:
+                if child in self.leaves:
+                    self.parent_of[child] = branch.id
+                    deepest = max(deepest, branch.depth + 1)
+        self.height = self._deepest_leaf_depth() if lowered else deepest
 
     # -- removing --------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -242,6 +242,63 @@ class Memory:
             tree_changed, tree_removed = tree.remove(leaf_id)
             changed |= tree_changed
             removed |= tree_removed
+        self._unindex_leaf(leaf_id)
+        self._drop_branches(removed)
+        changed -= removed
+        self._follow(changed)
+        self._timeline = None
+        self._structure = None
+        return changed, removed
+
+    def apply(self, leaves: Sequence[Leaf], branches: Sequence[Branch], removed: Collection[str]) -> None:
+        """Take in what other processes committed since this memory was loaded or last brought up to
+        date: ``leaves`` and ``branches`` are the latest stored revisions of the nodes written since
+        (new or changed; a leaf already held only changed its parents), ``removed`` the ids deleted.
+
+        Afterwards the memory equals a fresh :meth:`load` of the same store (the same leaves, both
+        trees node for node, the same recall), in time proportional to the change: each index,
+        the tree arrays and the timeline follow node by node, as they do for :meth:`add_leaf`. The
+        timeline is rebuilt on next use only when leaves went or came back out of time order.
+        """
+        gone = [leaf_id for leaf_id in removed if leaf_id in self.leaves]
+        fresh = sorted((leaf for leaf in leaves if leaf.id not in self.leaves), key=lambda leaf: leaf.seq)
+        in_order = not gone and all(leaf.seq >= self.next_seq for leaf in fresh)
+        last = self.temporal.last_leaf
+        previous = self.leaves[last] if last is not None else None
+        for leaf_id in gone:
+            self._unindex_leaf(leaf_id)
+        for leaf in fresh:
+            self.leaves[leaf.id] = leaf
+            if leaf.content_hash:
+                self._by_hash[leaf.content_hash] = leaf.id
+            self.leaf_index.upsert(leaf.id, leaf.vector)
+            self.lexical.add(leaf.id, leaf.text)
+            self._map_slot(leaf.id)
+        self._drop_branches(removed)
+        for tree in (self.semantic, self.temporal):
+            mine = [branch for branch in branches if branch.tree == tree.tree_name]
+            tree.apply(mine, removed)
+            arrays = self._arrays[tree.tree_name]
+            for branch in mine:
+                arrays.set_branch(branch)
+                for child in branch.children:
+                    if child in self.leaves:
+                        arrays.set_leaf(self.leaf_index.row(child), branch.id)
+                self._index_branch(branch)
+        last = self.temporal.last_leaf
+        self.next_seq = self.leaves[last].seq + 1 if last is not None else 0
+        if self._timeline is not None and in_order:
+            for leaf in fresh:
+                self._timeline.append(
+                    self.leaf_index.row(leaf.id), is_boundary(previous, leaf, self.temporal.gap_seconds)
+                )
+                previous = leaf
+        else:
+            self._timeline = None
+        self._structure = None
+
+    def _unindex_leaf(self, leaf_id: str) -> None:
+        """Take a leaf out of ``leaves``, the duplicate check, both indexes and the tree arrays' rows."""
         leaf = self.leaves.pop(leaf_id)
         if self._by_hash.get(leaf.content_hash) == leaf_id:
             del self._by_hash[leaf.content_hash]
@@ -254,16 +311,14 @@ class Memory:
             arrays.move_leaf(len(self.leaf_index), row)
         if moved is not None:
             self._slot_row[self.lexical.slot(moved)] = row
+
+    def _drop_branches(self, removed: Iterable[str]) -> None:
+        """Forget deleted branches in the branch index and the tree arrays; other ids are ignored."""
         for node_id in removed:
             if self._branch_index is not None:
                 self._branch_index.remove(node_id)
             for arrays in self._arrays.values():
                 arrays.drop_branch(node_id)
-        changed -= removed
-        self._follow(changed)
-        self._timeline = None
-        self._structure = None
-        return changed, removed
 
     def _follow(self, changed: Iterable[str]) -> None:
         """Bring the branch index and the tree arrays up to date with the changed nodes."""

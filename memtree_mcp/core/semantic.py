@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -192,6 +192,20 @@ class SemanticTree(Hierarchy):
         empty_root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
         self._adopt({b.id: b for b in branches}, empty_root)
         self._matrices.clear()
+
+    def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:
+        """See :meth:`Hierarchy.apply`; the kept children matrices of every branch touched are dropped."""
+        for node_id in removed:
+            self._matrices.pop(node_id, None)
+        for branch in branches:
+            # Its children changed, or its match vector (a row of its parent's matrix).
+            self._matrices.pop(branch.id, None)
+            if branch.parent is not None:
+                self._matrices.pop(branch.parent, None)
+            old = self.branches.get(branch.id)
+            if old is not None and old.parent is not None:
+                self._matrices.pop(old.parent, None)
+        super().apply(branches, removed)
 
     def _children_matrix(self, branch: Branch) -> np.ndarray:
         """The match vectors of ``branch``'s children, one row each, in order."""

@@ -33,7 +33,7 @@ compatible. The tree applies this for every policy, so a policy only ever judges
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -326,6 +326,12 @@ class TemporalTree(Hierarchy):
         if foreign:
             raise ValueError(f"not temporal branches: {', '.join(foreign[:5])}")
         self._adopt({b.id: b for b in branches}, _new_root())
+        lowest = self.frontier()[0]
+        self.last_leaf = lowest.children[-1] if lowest.children else None
+
+    def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:
+        """See :meth:`Hierarchy.apply`; the last leaf is found again at the end of the frontier."""
+        super().apply(branches, removed)
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 

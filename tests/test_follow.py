@@ -1,0 +1,174 @@
+"""Following another writer: a memory brought up to date with only what was committed since it was
+read equals the same store read afresh, node for node and recall for recall.
+
+Two tiers: in the core, a follower applies the nodes a writer changed and removed, batch by batch,
+as a commit would carry them (property tests over random inserts and removals); through the
+service, two services on one store (each with its own table handle, as two processes have) take
+turns to remember, forget, restore and refine, and the one that did not write follows without
+reading the table whole.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memtree_mcp.core.memory import STRATEGIES, Memory
+from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.semantic import SemanticTree
+from tests.test_fast_paths import (
+    DIM,
+    WORDS,
+    assert_arrays_match_a_fresh_build,
+    queries,
+    random_leaf,
+    same_hits,
+)
+from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
+
+# -- the core: Memory.apply ---------------------------------------------------------------------
+
+
+def nodes_of(memory: Memory) -> tuple[list[Leaf], list[Branch]]:
+    """Copies of every node, as rows read back from a store would give them."""
+    leaves = copy.deepcopy(list(memory.leaves.values()))
+    branches = copy.deepcopy([*memory.semantic.branches.values(), *memory.temporal.branches.values()])
+    return leaves, branches
+
+
+def loaded(memory: Memory) -> Memory:
+    """A fresh load of ``memory``'s nodes: what a process that reads the store whole holds."""
+    fresh = Memory(memory.dimension)
+    fresh.load(*nodes_of(memory))
+    return fresh
+
+
+def commit_rows(memory: Memory, changed: set[str], removed: set[str]) -> tuple[list[Leaf], list[Branch]]:
+    """The rows one commit of ``changed`` carries, as copies (a commit writes the nodes as they are)."""
+    leaves = [copy.deepcopy(memory.leaves[n]) for n in sorted(changed) if n in memory.leaves]
+    branches = [copy.deepcopy(b) for n in sorted(changed) if (b := memory.branch(n)) is not None]
+    assert len(leaves) + len(branches) == len(changed - removed)
+    return leaves, branches
+
+
+def timeline_by_id(memory: Memory) -> list[tuple[str, int]]:
+    timeline = memory.timeline()
+    return [
+        (memory.leaf_index.id_at(int(r)), int(s))
+        for r, s in zip(timeline.rows, timeline.segment, strict=True)
+    ]
+
+
+def assert_matrices_current(tree: SemanticTree) -> None:
+    """Every children matrix the semantic tree keeps is the match vectors of the children it has now."""
+    for branch_id, matrix in tree._matrices.items():
+        children = tree.branches[branch_id].children
+        expected = np.stack([tree.match_vector_of(c) for c in children])
+        np.testing.assert_array_equal(matrix, expected)
+
+
+def assert_same_memory(follower: Memory, fresh: Memory) -> None:
+    """The follower holds what a fresh load holds: nodes, heights, indexes, timeline and recall."""
+    assert memory_state(follower) == memory_state(fresh)
+    assert follower.temporal.last_leaf == fresh.temporal.last_leaf
+    assert follower.next_seq == fresh.next_seq
+    assert follower._by_hash == fresh._by_hash
+    assert sorted(follower.leaf_index.ids()) == sorted(fresh.leaf_index.ids())
+    for leaf_id in follower.leaves:
+        np.testing.assert_array_equal(
+            follower.leaf_index.vectors()[follower.leaf_index.row(leaf_id)], follower.leaves[leaf_id].vector
+        )
+    assert timeline_by_id(follower) == timeline_by_id(fresh)
+    assert_arrays_match_a_fresh_build(follower)
+    assert_matrices_current(follower.semantic)
+    assert_semantic_invariants(follower.semantic)
+    assert_temporal_invariants(follower.temporal)
+    for vector, text in queries(len(follower.leaves), 3):
+        for strategy in STRATEGIES:
+            same_hits(follower, fresh, vector, text, strategy=strategy)
+        for word in WORDS[:4]:
+            assert follower.lexical.scores(word) == pytest.approx(fresh.lexical.scores(word), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 2**32 - 1),
+    st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.booleans()), min_size=1, max_size=70),
+    st.integers(0, 40),
+)
+def test_a_follower_applying_each_commit_equals_a_fresh_load(
+    seed: int, plan: list[tuple[str, bool]], before: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(5, DIM))
+    writer = Memory(DIM)
+    for i in range(before):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    follower = loaded(writer)
+    follower.timeline()  # built, so the follower must keep it up to date
+    next_id = before
+    changed: set[str] = set()
+    removed: set[str] = set()
+    for op, commit_now in plan:
+        if op == "add" or not writer.leaves:
+            changed |= writer.add_leaf(random_leaf(rng, next_id, centres))
+            next_id += 1
+        else:
+            leaf_changed, leaf_removed = writer.remove_leaf(str(rng.choice(sorted(writer.leaves))))
+            changed = (changed | leaf_changed) - leaf_removed
+            removed |= leaf_removed
+        if commit_now:
+            follower.apply(*commit_rows(writer, changed, removed), removed)
+            changed, removed = set(), set()
+            assert_same_memory(follower, loaded(writer))
+    follower.apply(*commit_rows(writer, changed, removed), removed)
+    assert_same_memory(follower, loaded(writer))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.integers(40, 120), st.integers(1, 20))
+def test_a_follower_that_grew_its_own_children_matrices_keeps_them_current(
+    seed: int, inserts: int, foreign: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(2, DIM))
+    writer = Memory(DIM)
+    for i in range(inserts):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    follower = loaded(writer)
+    # A descent through a wide branch keeps its children's matrix in the follower too.
+    for branch in list(follower.semantic.branches.values()):
+        if branch.children:
+            follower.semantic._children_matrix(branch)
+    for i in range(inserts, inserts + foreign):
+        changed = writer.add_leaf(random_leaf(rng, i, centres))
+        follower.apply(*commit_rows(writer, changed, set()), set())
+    assert_matrices_current(follower.semantic)
+    assert_same_memory(follower, loaded(writer))
+
+
+def test_a_follower_rebuilds_its_timeline_when_a_leaf_comes_back_before_the_last() -> None:
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(3, DIM))
+    writer = Memory(DIM)
+    for i in range(30):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    earlier = nodes_of(writer)
+    follower = loaded(writer)
+    follower.timeline()
+    target = sorted(writer.leaves)[5]
+    changed, removed = writer.remove_leaf(target)
+    follower.apply(*commit_rows(writer, changed, removed), removed)
+    assert_same_memory(follower, loaded(writer))
+    # A restore writes the earlier revisions again: the leaf returns with its old seq.
+    restored = Memory(DIM)
+    restored.load(*earlier)
+    every = set(restored.leaves) | set(restored.semantic.branches) | set(restored.temporal.branches)
+    gone = (set(follower.leaves) | set(follower.semantic.branches) | set(follower.temporal.branches)) - every
+    follower.apply(*commit_rows(restored, every, gone), gone)
+    assert target in follower.leaves
+    assert_same_memory(follower, loaded(restored))
