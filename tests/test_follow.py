@@ -116,7 +116,9 @@ def test_a_follower_applying_each_commit_equals_a_fresh_load(
     for i in range(before):
         writer.add_leaf(random_leaf(rng, i, centres))
     follower = loaded(writer)
-    follower.timeline()  # built, so the follower must keep it up to date
+    # Built, so both must keep it up to date through inserts and removals.
+    follower.timeline()
+    writer.timeline()
     next_id = before
     changed: set[str] = set()
     removed: set[str] = set()
@@ -131,7 +133,9 @@ def test_a_follower_applying_each_commit_equals_a_fresh_load(
         if commit_now:
             follower.apply(*commit_rows(writer, changed, removed), removed)
             changed, removed = set(), set()
-            assert_same_memory(follower, loaded(writer))
+            fresh = loaded(writer)
+            assert_same_memory(follower, fresh)
+            assert timeline_by_id(writer) == timeline_by_id(fresh)
     follower.apply(*commit_rows(writer, changed, removed), removed)
     assert_same_memory(follower, loaded(writer))
 

@@ -110,27 +110,35 @@ class Hierarchy:
         has already added every leaf these branches name and dropped the removed leaves.
 
         Leaves' parents are read from the changed branches' children: a leaf moves only when the
-        branch it joins changes. The height grows from the changed branches alone; a scan of all
-        branches (as :meth:`_adopt` does) is needed only when something may have risen or gone.
+        branch it joins changes. The height (the deepest leaf's depth) grows with the changed
+        branches alone; it is found by a scan of all branches, as :meth:`_adopt` does, only when a
+        leaf at that depth went or rose, as ``remove`` does (60 ms a tree at 10k leaves on a busy
+        machine, where the whole follow takes a few).
         """
-        lowered = False
+        bottom = self.height
+
+        def at_bottom(branch: Branch | None) -> bool:
+            return branch is None or branch.depth + 1 == bottom
+
+        emptied = False  # whether a leaf at the deepest level went or rose
         for node_id in removed:
-            if self.parent_of.pop(node_id, None) is not None:
-                lowered = True
-            if node_id in self.branches and node_id != self.root.id:
-                del self.branches[node_id]
-                lowered = True
+            parent = self.parent_of.get(node_id)
+            emptied |= parent is not None and at_bottom(self.branches.get(parent))
         for branch in branches:
             old = self.branches.get(branch.id)
-            if old is not None and old.depth > branch.depth:
-                lowered = True
-            for child in branch.children:
-                parent = self.parent_of.get(child)
-                if parent is not None and parent != branch.id:
-                    before = self.branches.get(parent)
-                    if before is None or before.depth > branch.depth:
-                        lowered = True  # a leaf rose to a shallower branch
-        deepest = self.height
+            if old is not None and old.depth > branch.depth and at_bottom(old):
+                emptied |= any(child in self.parent_of for child in old.children)
+            if branch.depth + 1 < bottom:
+                for child in branch.children:
+                    parent = self.parent_of.get(child)
+                    emptied |= (
+                        parent is not None and parent != branch.id and at_bottom(self.branches.get(parent))
+                    )
+        for node_id in removed:
+            self.parent_of.pop(node_id, None)
+            if node_id in self.branches and node_id != self.root.id:
+                del self.branches[node_id]
+        deepest = bottom
         for branch in branches:
             self.branches[branch.id] = branch
             if branch.parent is None:
@@ -139,7 +147,11 @@ class Hierarchy:
                 if child in self.leaves:
                     self.parent_of[child] = branch.id
                     deepest = max(deepest, branch.depth + 1)
-        self.height = self._deepest_leaf_depth() if lowered else deepest
+        self.height = self._deepest_leaf_depth() if emptied else deepest
+        self._applied()
+
+    def _applied(self) -> None:
+        """What a tree must bring up to date after :meth:`apply` besides its branches and height."""
 
     # -- removing --------------------------------------------------------------------------------
 

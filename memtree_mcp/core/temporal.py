@@ -33,7 +33,7 @@ compatible. The tree applies this for every policy, so a policy only ever judges
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -329,11 +329,15 @@ class TemporalTree(Hierarchy):
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 
-    def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:
-        """See :meth:`Hierarchy.apply`; the last leaf is found again at the end of the frontier."""
-        super().apply(branches, removed)
+    def _applied(self) -> None:
+        # The last leaf is at the end of the frontier.
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
+
+    def _deepest_leaf_depth(self) -> int:
+        # Every leaf is at the same depth: the last one's, under the lowest frontier branch.
+        lowest = self.frontier()[0]
+        return lowest.depth + 1 if lowest.children else 0
 
     def _candidate(self, branch: Branch) -> Candidate:
         return Candidate(
