@@ -106,13 +106,15 @@ def assert_same_memory(follower: Memory, fresh: Memory) -> None:
     st.integers(0, 2**32 - 1),
     st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.booleans()), min_size=1, max_size=70),
     st.integers(0, 40),
+    st.sampled_from([3, 32]),
 )
 def test_a_follower_applying_each_commit_equals_a_fresh_load(
-    seed: int, plan: list[tuple[str, bool]], before: int
+    seed: int, plan: list[tuple[str, bool]], before: int, fan_out: int
 ) -> None:
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(5, DIM))
     writer = Memory(DIM)
+    writer.semantic.max_fan_out = fan_out  # a small bound: full branches send leaves down
     for i in range(before):
         writer.add_leaf(random_leaf(rng, i, centres))
     follower = loaded(writer)
