@@ -303,6 +303,10 @@ def test_reindex_moves_a_store_to_a_new_embedder_keeping_every_memory(
         assert local.recall("When do staging backups run?", k=1).hits[0].text == NOTES[1]
         assert local.doctor() == []
         assert any(v < version for v, _ in local.history())  # the old store is still in the history
+        # Restoring a version from before the re-index brings the old embedder's store back whole.
+        local.restore(str(version - 1))
+        with pytest.raises(EmbedderMismatch):
+            local.recall("staging database")
     finally:
         local.close()
 

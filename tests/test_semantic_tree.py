@@ -50,6 +50,53 @@ def test_clustered_memories_keep_the_tree_whole(clusters: list[int], seed: int) 
     assert_semantic_invariants(memory.semantic)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(vectors, min_size=1, max_size=80),
+    st.sampled_from([2, 3, 4, 8]),
+    st.sampled_from([0.2, 0.4, 0.7, 1.5]),
+)
+def test_no_branch_grows_past_the_fan_out_bound(batch: list[np.ndarray], bound: int, theta0: float) -> None:
+    # θ0 = 1.5 is never reached: every leaf would become a child of the root, were it not full.
+    memory = Memory(DIM)
+    memory.semantic.theta0 = theta0
+    memory.semantic.max_fan_out = bound
+    for i, vector in enumerate(batch):
+        memory.add_leaf(leaf(i, vector))
+        assert_semantic_invariants(memory.semantic)
+        assert all(len(b.children) <= bound for b in memory.semantic.branches.values())
+        # The children matrices kept for the descents are those of the tree as it is now.
+        for branch_id, matrix in memory.semantic._matrices.items():
+            children = memory.semantic.branches[branch_id].children
+            expected = np.stack([memory.semantic.match_vector_of(c) for c in children])
+            np.testing.assert_allclose(matrix, expected, atol=1e-6)
+
+
+def test_a_full_root_sends_a_new_subject_to_the_child_holding_its_like() -> None:
+    memory = Memory(DIM)
+    memory.semantic.max_fan_out = 3
+    axes = np.eye(DIM, dtype=np.float32)
+    memory.add_leaf(leaf(0, axes[0]))
+    memory.add_leaf(leaf(1, axes[2]))
+    memory.add_leaf(leaf(2, unit([0, 0, 1, 0.9, 0, 0, 0, 0])))  # joins leaf 1 under a new branch
+    memory.add_leaf(leaf(3, axes[4]))
+    root = memory.semantic.root
+    holder = memory.semantic.parent_of["m00002"]
+    assert root.children == ["m00000", holder, "m00003"]  # full
+    # Closer to leaf 3 (0.36) than to the holder's mean (0.22), both below θ; closest of all to leaf
+    # 2 (0.43), inside the holder: it joins leaf 2's subject, not the nearest mean.
+    new = leaf(4, unit([0, 0, 0, 0.65, 0.36, 0.67, 0, 0]))
+    memory.add_leaf(new)
+    assert memory.semantic.parent_of["m00004"] == holder
+    assert len(root.children) == 3
+    assert_semantic_invariants(memory.semantic)
+
+
+def test_a_fan_out_bound_below_two_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        SemanticTree({}, DIM, max_fan_out=1)
+
+
 def test_every_branch_on_the_path_is_recomputed_and_reported_changed() -> None:
     memory = Memory(DIM)
     base = unit([1, 0.1, 0, 0, 0, 0, 0, 0])

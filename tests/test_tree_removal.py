@@ -75,6 +75,7 @@ class Forest:
         vector_mode: str = "centroid",
         linkage: str = "average",
         theta0: float = 0.4,
+        semantic_fan_out: int | None = None,
     ) -> None:
         self.leaves: dict[str, Leaf] = {}
         ids = itertools.count()
@@ -86,6 +87,7 @@ class Forest:
             linkage=linkage,  # type: ignore[arg-type]
             embed=fake_embed if vector_mode == "summary" else None,
             new_id=lambda: f"s{next(ids)}",
+            max_fan_out=semantic_fan_out,
         )
         self.temporal = TemporalTree(
             self.leaves, DIM, policy=policy or FanOutPolicy(3), new_id=lambda: f"t{next(ids)}"
@@ -244,14 +246,23 @@ def run(forest: Forest, ops: list[tuple[object, ...]], max_fan_out: int | None) 
 
 
 @settings(max_examples=80, deadline=None)
-@given(operations, policies, modes, st.sampled_from([0.2, 0.4, 0.7]))
+@given(
+    operations,
+    policies,
+    modes,
+    st.sampled_from([0.2, 0.4, 0.7, 1.5]),
+    st.sampled_from([None, 2, 3, 4]),
+)
 def test_inserts_and_removals_in_any_order_keep_both_trees_whole(
     ops: list[tuple[object, ...]],
     policy: CompatibilityPolicy,
     mode: tuple[str, str],
     theta0: float,
+    semantic_fan_out: int | None,
 ) -> None:
-    forest = Forest(policy, vector_mode=mode[0], linkage=mode[1], theta0=theta0)
+    forest = Forest(
+        policy, vector_mode=mode[0], linkage=mode[1], theta0=theta0, semantic_fan_out=semantic_fan_out
+    )
     run(forest, ops, fan_out_of(policy))
 
 

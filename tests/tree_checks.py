@@ -14,11 +14,12 @@ from memtree_mcp.core.temporal import TemporalTree
 
 
 def assert_semantic_invariants(tree: SemanticTree) -> None:
-    """Every leaf once, depths and parents consistent, ≥ 2 children, counts/spans/vectors from children.
+    """Every leaf once, depths and parents consistent, ≥ 2 and ≤ ``tree.max_fan_out`` children,
+    counts/spans/vectors from children.
 
     The rules live in ``memtree_mcp.core.checks.semantic_problems``.
     """
-    problems = semantic_problems(tree)
+    problems = semantic_problems(tree, max_fan_out=tree.max_fan_out)
     assert not problems, problems
 
 

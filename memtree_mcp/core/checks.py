@@ -11,7 +11,7 @@ The rules:
   follow the parents; counts, sequence spans and (centroid mode) representatives are those of the
   leaves below (``vector × cohesion`` is their mean); a branch with children has a text; the
   tracked ``height`` is the depth of the deepest leaf;
-- semantic: internal nodes have at least two children;
+- semantic: internal nodes have at least two children, and (when asked) at most ``max_fan_out``;
 - temporal: leaves in arrival order left to right, all at depth ``height``, every branch covering a
   contiguous run of them, time spans, ``last_leaf``, the root's shape and an optional fan-out limit;
 - memory: leaf vectors (dimension, finite, unit norm), the leaf, branch and lexical indexes hold
@@ -282,8 +282,14 @@ def _role_problems(branch: Branch, tree: str, is_root: bool, area: ProblemArea) 
     return found
 
 
-def semantic_problems(tree: SemanticTree, *, tolerance: float = VECTOR_TOLERANCE) -> list[Problem]:
-    """Everything wrong with a semantic tree (empty when it is sound)."""
+def semantic_problems(
+    tree: SemanticTree, *, max_fan_out: int | None = None, tolerance: float = VECTOR_TOLERANCE
+) -> list[Problem]:
+    """Everything wrong with a semantic tree (empty when it is sound); ``max_fan_out`` bounds children.
+
+    The bound is the tests' to ask for: a store written before fan-out was bounded has a root with
+    hundreds of children and is sound (new leaves no longer widen it).
+    """
     area: ProblemArea = "semantic"
     problems: list[Problem] = []
     shape = _shape(tree, area, problems)
@@ -302,6 +308,14 @@ def semantic_problems(tree: SemanticTree, *, tolerance: float = VECTOR_TOLERANCE
                 )
             _check_parent(tree, branch, area, problems)
         _check_child_links(tree, branch, area, problems)
+        if max_fan_out is not None and len(branch.children) > max_fan_out:
+            problems.append(
+                Problem(
+                    area,
+                    branch.id,
+                    f"branch {branch.id} has {len(branch.children)} children, over {max_fan_out}",
+                )
+            )
         counts, firsts, lasts = [], [], []
         for child in branch.children:
             if child in tree.leaves:

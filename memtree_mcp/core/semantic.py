@@ -7,6 +7,17 @@ becomes a new child of the node. Descending onto a leaf expands it: a new intern
 leaf's place and holds the old leaf and the new one. Every internal node on the path then gets
 its counts, span, text, label and vector recomputed from its children.
 
+Bounded fan-out. A node with ``max_fan_out`` children takes no new child: the leaf descends anyway,
+into the child holding the node most similar to it (the child itself or one of its children), as
+HAT descends into its best child. MemTree's rule alone lets the root grow with every new subject
+(a broad branch's mean cosine stays below θ for anything new): 160 children at 10k memories and
+425 at 100k, every one of them visited to recompute the root on every insert. A full branch only
+ever loses a child to a leaf's expansion (one for one) or a removal, so no split is needed: a
+split of the root would move every node one level down and rewrite every row. The look-ahead
+matters because a big child's mean says little about a subject it holds few of: by the nearest
+mean alone, the leaves of a new subject would scatter over the root's children. Measured with
+``bench/fanout.py`` (``docs/benchmarks.md``).
+
 Internal-node vectors and similarity, measured on the LoCoMo dev split (5 conversations, 2,760
 turns, 997 questions; ``python bench/routing.py ../shared/bench/locomo/locomo-dev.json``; figures in
 ``docs/benchmarks.md``). A branch's vector is the centroid of its leaves (the direction of their
@@ -30,7 +41,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -49,6 +60,10 @@ ROOT_ID = "semantic-root"
 # so a descent through it costs one matrix-vector product, not a Python loop over its children (the
 # root's fan-out grows with the memory: 160 children at 10k memories).
 MATRIX_MIN_CHILDREN = 32
+# No branch takes a new child past this many children: a full branch sends a new leaf down to the
+# child holding what it is most like (HAT's bounded fan-out). Unbounded, the root had 160 children
+# at 10k memories and 425 at 100k, all recomputed on every insert.
+MAX_FAN_OUT = 32
 
 
 def new_branch_id() -> str:
@@ -75,7 +90,12 @@ class SemanticTree(Hierarchy):
         linkage: Linkage = "average",
         embed: Callable[[Sequence[str]], Matrix] | None = None,
         new_id: Callable[[], str] = new_branch_id,
+        max_fan_out: int | None = MAX_FAN_OUT,
     ) -> None:
+        """Raises ValueError for summary vectors without ``embed``, average linkage with summary
+        vectors, or a ``max_fan_out`` below 2."""
+        if max_fan_out is not None and max_fan_out < 2:
+            raise ValueError(f"a fan-out must be at least 2, got {max_fan_out}")
         if vector_mode == "summary" and embed is None:
             raise ValueError("vector_mode='summary' needs an embed function")
         if vector_mode == "summary" and linkage == "average":
@@ -88,6 +108,7 @@ class SemanticTree(Hierarchy):
         self.linkage = linkage
         self._embed = embed
         self._new_id = new_id
+        self.max_fan_out = max_fan_out
         self.root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
         self.branches: dict[str, Branch] = {ROOT_ID: self.root}
         self.parent_of: dict[str, str] = {}
@@ -123,8 +144,11 @@ class SemanticTree(Hierarchy):
             similarities = self._children_matrix(node) @ leaf.vector
             best = int(np.argmax(similarities))
             if float(similarities[best]) < self.threshold(node.depth):
-                self._attach(node, leaf.id)
-                break
+                if self.max_fan_out is None or len(children) < self.max_fan_out:
+                    self._attach(node, leaf.id)
+                    break
+                # Full: the leaf goes down to the child holding what it is most like.
+                best = self._closest_child(node, similarities, leaf.vector)
             best_id = children[best]
             taken.append((node, best))
             if best_id in self.branches:
@@ -193,12 +217,47 @@ class SemanticTree(Hierarchy):
         self._adopt({b.id: b for b in branches}, empty_root)
         self._matrices.clear()
 
-    def _children_matrix(self, branch: Branch) -> np.ndarray:
-        """The match vectors of ``branch``'s children, one row each, in order."""
+    def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:
+        """See :meth:`Hierarchy.apply`; the kept children matrices of every branch touched are dropped."""
+        for node_id in removed:
+            self._matrices.pop(node_id, None)
+        for branch in branches:
+            # Its children changed, or its match vector (a row of its parent's matrix).
+            self._matrices.pop(branch.id, None)
+            if branch.parent is not None:
+                self._matrices.pop(branch.parent, None)
+            old = self.branches.get(branch.id)
+            if old is not None and old.parent is not None:
+                self._matrices.pop(old.parent, None)
+        super().apply(branches, removed)
+
+    def _closest_child(self, branch: Branch, similarities: np.ndarray, vector: np.ndarray) -> int:
+        """The index of ``branch``'s child that holds the node most similar to ``vector``: the child
+        itself or one of its own children (one level of look-ahead).
+
+        A child's mean over many leaves says little about a subject it holds few of, so a new
+        subject would land in a nearly random child; its closest grandchild says where its like
+        already is.
+        """
+        best, best_score = int(np.argmax(similarities)), -math.inf
+        for index, child_id in enumerate(branch.children):
+            score = float(similarities[index])
+            child = self.branches.get(child_id)
+            if child is not None and child.children:
+                # Kept: the next forced descent through this branch reads the same matrices
+                # (building them each time was 4 ms of a 10 ms insert at 10k memories).
+                score = max(score, float(np.max(self._children_matrix(child, keep=True) @ vector)))
+            if score > best_score:
+                best, best_score = index, score
+        return best
+
+    def _children_matrix(self, branch: Branch, *, keep: bool = False) -> np.ndarray:
+        """The match vectors of ``branch``'s children, one row each, in order; kept between inserts
+        (and updated along each insertion path) for a wide branch, or when ``keep``."""
         matrix = self._matrices.get(branch.id)
         if matrix is None:
             matrix = np.stack([self.match_vector_of(c) for c in branch.children])
-            if len(branch.children) >= MATRIX_MIN_CHILDREN:
+            if keep or len(branch.children) >= MATRIX_MIN_CHILDREN:
                 self._matrices[branch.id] = matrix
         return matrix
 

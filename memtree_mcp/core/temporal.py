@@ -335,6 +335,16 @@ class TemporalTree(Hierarchy):
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 
+    def _applied(self) -> None:
+        # The last leaf is at the end of the frontier.
+        lowest = self.frontier()[0]
+        self.last_leaf = lowest.children[-1] if lowest.children else None
+
+    def _deepest_leaf_depth(self) -> int:
+        # Every leaf is at the same depth: the last one's, under the lowest frontier branch.
+        lowest = self.frontier()[0]
+        return lowest.depth + 1 if lowest.children else 0
+
     def _candidate(self, branch: Branch) -> Candidate:
         return Candidate(
             node_id=branch.id,

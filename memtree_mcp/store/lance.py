@@ -11,6 +11,13 @@ Superseded revisions are dropped by rewriting the table with its live rows once 
 the live ones; small files from many appends are compacted with ``optimize()`` on a schedule.
 The table's schema metadata records the schema version and the embedder's identity and
 dimension, so a store is never read with vectors from another model.
+
+Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
+the revisions that bring an earlier version back), so a process that has read it can catch up by
+reading only the rows with a higher ``rev`` than any it has seen (:meth:`NamespaceTable.changes`),
+instead of the whole table. A rewrite (squash, ``replace``) writes a new *generation* into the
+schema metadata in the same commit; a reader that finds another generation, or a row count that
+is not the rows it saw plus the new ones, reads the table whole.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +49,8 @@ DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
 META_EMBEDDER = b"memtree.embedder"
 META_DIMENSION = b"memtree.dimension"
+# Changes with every rewrite of the table: rows a reader saw before it may be gone.
+META_GENERATION = b"memtree.generation"
 
 # Each append makes a small file; past a few hundred of them appends and reloads slow down (a
 # reload of 13k rows took 182 ms over 300 appends, 35 ms after optimize(), which took 0.2 s).
@@ -51,7 +61,7 @@ SQUASH_SLACK = 2_000
 
 
 def node_schema(embedder: str, dimension: int) -> pa.Schema:
-    """The row layout of a namespace table, with the embedder recorded in its metadata."""
+    """The row layout of a namespace table, with the embedder and a new generation in its metadata."""
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -83,8 +93,19 @@ def node_schema(embedder: str, dimension: int) -> pa.Schema:
             META_SCHEMA: SCHEMA_VERSION.encode(),
             META_EMBEDDER: embedder.encode(),
             META_DIMENSION: str(dimension).encode(),
+            META_GENERATION: new_generation(),
         },
     )
+
+
+def new_generation() -> bytes:
+    """A fresh generation marker for a table written anew."""
+    return uuid.uuid4().hex.encode()
+
+
+def generation_of(schema: pa.Schema) -> bytes:
+    """The generation a table's schema records (empty for a table written before they existed)."""
+    return (schema.metadata or {}).get(META_GENERATION, b"")
 
 
 @dataclass(slots=True)
@@ -94,6 +115,17 @@ class Snapshot:
     version: int
     leaves: list[Leaf]
     branches: list[Branch]
+
+
+@dataclass(slots=True)
+class Changes:
+    """What was committed to a table since a reader last saw it, at table version ``version``: the
+    latest revision of each node written since (``leaves``, ``branches``) and the ids deleted."""
+
+    version: int
+    leaves: list[Leaf]
+    branches: list[Branch]
+    removed: set[str]
 
 
 class NamespaceTable:
@@ -110,11 +142,14 @@ class NamespaceTable:
         self._ids: set[str] = set()
         self._appends_since_compaction = 0
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
+        self._generation: bytes | None = None  # of the rows last read; None: never read
+        self._checked_out = -1  # the version latest_version() last found
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
         self._table.checkout_latest()
-        return int(self._table.version)
+        self._checked_out = int(self._table.version)
+        return self._checked_out
 
     def read(self, version: int | None = None) -> Snapshot:
         """The live nodes (each id at its highest revision, unless that deletes it) of a version.
@@ -144,6 +179,48 @@ class NamespaceTable:
         # resident memory after loading 100k memories); give them back.
         pa.default_memory_pool().release_unused()
         return Snapshot(version=version, leaves=leaves, branches=branches)
+
+    def changes(self) -> Changes | None:
+        """What other processes committed since this table was last read or written through, at the
+        version :meth:`latest_version` last checked out.
+
+        Appends put their rows after all earlier ones (compaction keeps that order), and within a
+        generation every row appended since has a higher revision than every row seen; so the new
+        rows are the last ``count - rows seen`` rows, taken by offset without scanning the table
+        (4 ms against 35 ms for a filter on ``rev`` over 34k rows in 40 fragments), and they are
+        exactly the new ones when every one of them has a higher revision than the last one seen.
+
+        Returns None when the table cannot be followed that way and must be read whole
+        (:meth:`read`): it was never read, it was rewritten since (another generation), or its rows
+        are not those seen plus new ones (fewer rows, or a taken row that is not newer: a rewrite
+        that did not say so, or writers that did not share a lock).
+        """
+        version = self._checked_out
+        if self._generation is None or generation_of(self._table.schema) != self._generation:
+            return None
+        total = self._table.count_rows()
+        if total < self._rows:
+            return None
+        if total == self._rows:
+            return Changes(version=version, leaves=[], branches=[], removed=set())
+        arrow = self._table.take_offsets(list(range(self._rows, total))).to_arrow().combine_chunks()
+        if arrow.num_rows != total - self._rows or int(pc.min(arrow.column("rev")).as_py()) <= self._rev:
+            return None
+        self._rows = total
+        self._rev = int(pc.max(arrow.column("rev")).as_py())
+        positions, kinds = _latest_positions(arrow)
+        alive, is_leaf = _kind_masks(kinds)
+        ids = arrow.column("id").take(pa.array(positions)).to_pylist()
+        removed = {node_id for node_id, kept in zip(ids, alive.tolist(), strict=True) if not kept}
+        self._ids.difference_update(removed)
+        self._ids.update(node_id for node_id in ids if node_id not in removed)
+        vectors = _vector_matrix(arrow, self.dimension)
+        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
+        branches = [
+            _branch_from_row(row)
+            for row in _rows(arrow, vectors, positions[alive & ~is_leaf], BRANCH_COLUMNS)
+        ]
+        return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
 
     def commit(
         self,
@@ -188,20 +265,80 @@ class NamespaceTable:
     def restore(self, version: int) -> int:
         """Make ``version``'s content the latest again, as a new version; returns that new version.
 
-        Nothing is destroyed: the versions in between stay in the history. Raises StoreError for a
-        version that does not exist.
+        Written as one append, like any change: the revisions ``version`` held that are not live
+        now, and a deletion for every node live now that it did not hold. So other processes
+        follow a restore as they follow a ``remember``, and nothing is destroyed: the versions in
+        between stay in the history. A version written with another embedder (before a re-index)
+        is brought back whole instead. The caller must hold the write lock, as for :meth:`commit`.
+        Raises StoreError for a version that does not exist.
         """
         try:
-            self._table.restore(version)
+            table = self._db.open_table(self.name, version=version)
         except Exception as exc:  # Lance raises several types for a missing version
             raise StoreError(f"namespace '{self.name}' has no version {version} to restore: {exc}") from exc
-        self._live_rows()  # the revision counter and live ids follow the restored content
-        return self.latest_version()
+        try:
+            check_schema(self.name, table.schema, self.embedder, self.dimension)
+        except EmbedderMismatch:
+            # Written before a re-index: its vectors cannot join this table's. It comes back whole,
+            # schema and embedder included (a rewrite, with its own generation), and opening the
+            # namespace then asks for that embedder again.
+            self._table.restore(version)
+            return self.latest_version()
+        past = table.to_arrow().combine_chunks()
+        now, positions, _ = self._scan()
+        # A revision is known by its id, rev and time of writing (a rewrite may reuse revs).
+        live = set(
+            zip(
+                now.column("id").take(pa.array(positions)).to_pylist(),
+                now.column("rev").take(pa.array(positions)).to_pylist(),
+                now.column("updated").take(pa.array(positions)).to_pylist(),
+                strict=True,
+            )
+        )
+        then, _ = _live_positions(past)
+        keys = zip(
+            past.column("id").take(pa.array(then)).to_pylist(),
+            past.column("rev").take(pa.array(then)).to_pylist(),
+            past.column("updated").take(pa.array(then)).to_pylist(),
+            strict=True,
+        )
+        back = [int(p) for p, key in zip(then.tolist(), keys, strict=True) if key not in live]
+        kept = set(past.column("id").take(pa.array(then)).to_pylist())
+        rev = self._rev + 1
+        stamp = time.time()
+        parts = []
+        if back:
+            rows = past.take(pa.array(back, type=pa.int64())).select(self._table.schema.names)
+            rows = rows.set_column(
+                rows.schema.get_field_index("rev"), "rev", pa.array([rev] * len(back), pa.int64())
+            )
+            parts.append(rows)
+        gone = sorted(self._ids - kept)
+        if gone:
+            deletions = [{**_deletion_row(node_id, self.dimension, stamp), "rev": rev} for node_id in gone]
+            parts.append(pa.Table.from_pylist(deletions, schema=self._table.schema))
+        if not parts:
+            return self.latest_version()
+        schema = self._table.schema
+        data = pa.concat_tables([part.cast(schema) for part in parts])
+        try:
+            self._table.add(data)
+        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
+            raise StoreError(f"could not write to the memory store: {exc}") from exc
+        self._rev = rev
+        self._rows += data.num_rows
+        self._ids = (self._ids - set(gone)) | kept
+        self._appends_since_compaction += 1
+        self._maintain()
+        return int(self._table.version)
 
     def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The whole table (every revision) and ``_live_positions`` of it; notes its size, last
         revision and live ids."""
         # One chunk per column: taking rows from hundreds of fragments' chunks is several times slower.
+        schema = self._table.schema
+        check_schema(self.name, schema, self.embedder, self.dimension)
+        self._generation = generation_of(schema)
         arrow = self._table.to_arrow().combine_chunks()
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
@@ -215,8 +352,14 @@ class NamespaceTable:
 
     def _maintain(self) -> None:
         if self._rows > 2 * len(self._ids) + SQUASH_SLACK:
-            # Superseded revisions dominate: keep only the live rows, in one overwrite commit.
-            self._table.add(self._live_rows(), mode="overwrite")
+            # Superseded revisions dominate: keep only the live rows, in one overwrite commit, under
+            # a new generation (readers that saw the old rows read the table whole).
+            live = self._live_rows()
+            generation = new_generation()
+            live = live.replace_schema_metadata({**(live.schema.metadata or {}), META_GENERATION: generation})
+            self._table.add(live, mode="overwrite")
+            self._generation = generation
+            self._schema = None
             self._rows = len(self._ids)
             self._appends_since_compaction = 0
         elif self._appends_since_compaction >= COMPACT_EVERY:
@@ -262,7 +405,7 @@ class LanceStore:
                 )
             except Exception as exc:  # Lance raises RuntimeError or OSError for I/O
                 raise home_error(self.home, exc, "write") from exc
-        self._check(namespace, table.schema)
+        check_schema(namespace, table.schema, self.embedder, self.dimension)
         return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
@@ -297,22 +440,25 @@ class LanceStore:
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
         return int(table.version)
 
-    def _check(self, namespace: str, schema: pa.Schema) -> None:
-        meta = schema.metadata or {}
-        version = meta.get(META_SCHEMA, b"?").decode()
-        if version != SCHEMA_VERSION:
-            raise StoreError(
-                f"namespace '{namespace}' has schema version {version}; this memtree-mcp reads version "
-                f"{SCHEMA_VERSION}. Upgrade memtree-mcp, or point MEMTREE_HOME at another directory."
-            )
-        embedder = meta.get(META_EMBEDDER, b"?").decode()
-        dimension = int(meta.get(META_DIMENSION, b"0").decode() or 0)
-        if embedder != self.embedder or dimension != self.dimension:
-            raise EmbedderMismatch(
-                f"namespace '{namespace}' was built with the embedder {embedder} ({dimension} dimensions), "
-                f"but the configured embedder is {self.embedder} ({self.dimension} dimensions). "
-                f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
-            )
+
+def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: int) -> None:
+    """Raise StoreError for a table of another schema version, EmbedderMismatch for one whose
+    vectors come from another embedder or dimension than ``embedder`` and ``dimension``."""
+    meta = schema.metadata or {}
+    version = meta.get(META_SCHEMA, b"?").decode()
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"namespace '{namespace}' has schema version {version}; this memtree-mcp reads version "
+            f"{SCHEMA_VERSION}. Upgrade memtree-mcp, or point MEMTREE_HOME at another directory."
+        )
+    built_by = meta.get(META_EMBEDDER, b"?").decode()
+    built_dimension = int(meta.get(META_DIMENSION, b"0").decode() or 0)
+    if built_by != embedder or built_dimension != dimension:
+        raise EmbedderMismatch(
+            f"namespace '{namespace}' was built with the embedder {built_by} ({built_dimension} "
+            f"dimensions), but the configured embedder is {embedder} ({dimension} dimensions). "
+            f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
+        )
 
 
 _OS_ERROR = re.compile(r"os error (\d+)")
@@ -384,13 +530,13 @@ def object_store_options(
     return options
 
 
-def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Where each id's highest revision is, unless it deletes the id, by id; and which are leaves.
+def _latest_positions(arrow: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """Where each id's highest revision is, by id, and its kind (``DELETED`` for a deletion).
 
     Computed on the id, rev and kind columns alone, without converting a row to Python.
     """
     if arrow.num_rows == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
     order = pc.sort_indices(
         arrow.select(["id", "rev"]), sort_keys=[("id", "ascending"), ("rev", "descending")]
     )
@@ -399,10 +545,21 @@ def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     if len(ids) > 1:
         first[1:] = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1)).to_numpy(zero_copy_only=False)
     keep = order.to_numpy()[first]
-    kinds = arrow.column("kind").take(pa.array(keep))
+    return keep, arrow.column("kind").take(pa.array(keep)).combine_chunks()
+
+
+def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Where each id's highest revision is, unless it deletes the id, by id; and which are leaves."""
+    keep, kinds = _latest_positions(arrow)
+    alive, is_leaf = _kind_masks(kinds)
+    return keep[alive], is_leaf[alive]
+
+
+def _kind_masks(kinds: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``kinds`` are not deletions, and which are leaves."""
     alive = pc.not_equal(kinds, DELETED).to_numpy(zero_copy_only=False)
     is_leaf = pc.equal(kinds, "leaf").to_numpy(zero_copy_only=False)
-    return keep[alive], is_leaf[alive]
+    return alive, is_leaf
 
 
 # The columns _leaf_from_row and _branch_from_row read (besides the vector): a reload converts only

@@ -1,0 +1,390 @@
+"""Following another writer: a memory brought up to date with only what was committed since it was
+read equals the same store read afresh, node for node and recall for recall.
+
+Two tiers: in the core, a follower applies the nodes a writer changed and removed, batch by batch,
+as a commit would carry them (property tests over random inserts and removals); through the
+service, two services on one store (each with its own table handle, as two processes have) take
+turns to remember, forget, restore and refine, and the one that did not write follows without
+reading the table whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memtree_mcp.config import Settings
+from memtree_mcp.core.memory import STRATEGIES, Memory
+from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.semantic import SemanticTree
+from memtree_mcp.service import MemoryService
+from memtree_mcp.spaces import Space, Spaces
+from memtree_mcp.store import lance
+from tests.test_fast_paths import (
+    DIM,
+    WORDS,
+    assert_arrays_match_a_fresh_build,
+    queries,
+    random_leaf,
+    same_hits,
+)
+from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
+
+# -- the core: Memory.apply ---------------------------------------------------------------------
+
+
+def nodes_of(memory: Memory) -> tuple[list[Leaf], list[Branch]]:
+    """Copies of every node, as rows read back from a store would give them."""
+    leaves = copy.deepcopy(list(memory.leaves.values()))
+    branches = copy.deepcopy([*memory.semantic.branches.values(), *memory.temporal.branches.values()])
+    return leaves, branches
+
+
+def loaded(memory: Memory) -> Memory:
+    """A fresh load of ``memory``'s nodes: what a process that reads the store whole holds."""
+    fresh = Memory(memory.dimension)
+    fresh.load(*nodes_of(memory))
+    return fresh
+
+
+def commit_rows(memory: Memory, changed: set[str], removed: set[str]) -> tuple[list[Leaf], list[Branch]]:
+    """The rows one commit of ``changed`` carries, as copies (a commit writes the nodes as they are)."""
+    leaves = [copy.deepcopy(memory.leaves[n]) for n in sorted(changed) if n in memory.leaves]
+    branches = [copy.deepcopy(b) for n in sorted(changed) if (b := memory.branch(n)) is not None]
+    assert len(leaves) + len(branches) == len(changed - removed)
+    return leaves, branches
+
+
+def timeline_by_id(memory: Memory) -> list[tuple[str, int]]:
+    timeline = memory.timeline()
+    return [
+        (memory.leaf_index.id_at(int(r)), int(s))
+        for r, s in zip(timeline.rows, timeline.segment, strict=True)
+    ]
+
+
+def assert_matrices_current(tree: SemanticTree) -> None:
+    """Every children matrix the semantic tree keeps is the match vectors of the children it has now."""
+    for branch_id, matrix in tree._matrices.items():
+        children = tree.branches[branch_id].children
+        expected = np.stack([tree.match_vector_of(c) for c in children])
+        np.testing.assert_array_equal(matrix, expected)
+
+
+def assert_same_memory(follower: Memory, fresh: Memory) -> None:
+    """The follower holds what a fresh load holds: nodes, heights, indexes, timeline and recall."""
+    assert memory_state(follower) == memory_state(fresh)
+    assert follower.temporal.last_leaf == fresh.temporal.last_leaf
+    assert follower.next_seq == fresh.next_seq
+    assert follower._by_hash == fresh._by_hash
+    assert sorted(follower.leaf_index.ids()) == sorted(fresh.leaf_index.ids())
+    for leaf_id in follower.leaves:
+        np.testing.assert_array_equal(
+            follower.leaf_index.vectors()[follower.leaf_index.row(leaf_id)], follower.leaves[leaf_id].vector
+        )
+    assert timeline_by_id(follower) == timeline_by_id(fresh)
+    assert_arrays_match_a_fresh_build(follower)
+    assert_matrices_current(follower.semantic)
+    assert_semantic_invariants(follower.semantic)
+    assert_temporal_invariants(follower.temporal)
+    for vector, text in queries(len(follower.leaves), 3):
+        for strategy in STRATEGIES:
+            same_hits(follower, fresh, vector, text, strategy=strategy)
+        for word in WORDS[:4]:
+            assert follower.lexical.scores(word) == pytest.approx(fresh.lexical.scores(word), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 2**32 - 1),
+    st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.booleans()), min_size=1, max_size=70),
+    st.integers(0, 40),
+    st.sampled_from([3, 32]),
+)
+def test_a_follower_applying_each_commit_equals_a_fresh_load(
+    seed: int, plan: list[tuple[str, bool]], before: int, fan_out: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(5, DIM))
+    writer = Memory(DIM)
+    writer.semantic.max_fan_out = fan_out  # a small bound: full branches send leaves down
+    for i in range(before):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    follower = loaded(writer)
+    # Built, so both must keep it up to date through inserts and removals.
+    follower.timeline()
+    writer.timeline()
+    next_id = before
+    changed: set[str] = set()
+    removed: set[str] = set()
+    for op, commit_now in plan:
+        if op == "add" or not writer.leaves:
+            changed |= writer.add_leaf(random_leaf(rng, next_id, centres))
+            next_id += 1
+        else:
+            leaf_changed, leaf_removed = writer.remove_leaf(str(rng.choice(sorted(writer.leaves))))
+            changed = (changed | leaf_changed) - leaf_removed
+            removed |= leaf_removed
+        if commit_now:
+            follower.apply(*commit_rows(writer, changed, removed), removed)
+            changed, removed = set(), set()
+            fresh = loaded(writer)
+            assert_same_memory(follower, fresh)
+            assert timeline_by_id(writer) == timeline_by_id(fresh)
+    follower.apply(*commit_rows(writer, changed, removed), removed)
+    assert_same_memory(follower, loaded(writer))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.integers(40, 120), st.integers(1, 20))
+def test_a_follower_that_grew_its_own_children_matrices_keeps_them_current(
+    seed: int, inserts: int, foreign: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(2, DIM))
+    writer = Memory(DIM)
+    for i in range(inserts):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    follower = loaded(writer)
+    # A descent through a wide branch keeps its children's matrix in the follower too.
+    for branch in list(follower.semantic.branches.values()):
+        if branch.children:
+            follower.semantic._children_matrix(branch)
+    for i in range(inserts, inserts + foreign):
+        changed = writer.add_leaf(random_leaf(rng, i, centres))
+        follower.apply(*commit_rows(writer, changed, set()), set())
+    assert_matrices_current(follower.semantic)
+    assert_same_memory(follower, loaded(writer))
+
+
+def test_a_follower_rebuilds_its_timeline_when_a_leaf_comes_back_before_the_last() -> None:
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(3, DIM))
+    writer = Memory(DIM)
+    for i in range(30):
+        writer.add_leaf(random_leaf(rng, i, centres))
+    earlier = nodes_of(writer)
+    follower = loaded(writer)
+    follower.timeline()
+    target = sorted(writer.leaves)[5]
+    changed, removed = writer.remove_leaf(target)
+    follower.apply(*commit_rows(writer, changed, removed), removed)
+    assert_same_memory(follower, loaded(writer))
+    # A restore writes the earlier revisions again: the leaf returns with its old seq.
+    restored = Memory(DIM)
+    restored.load(*earlier)
+    every = set(restored.leaves) | set(restored.semantic.branches) | set(restored.temporal.branches)
+    gone = (set(follower.leaves) | set(follower.semantic.branches) | set(follower.temporal.branches)) - every
+    follower.apply(*commit_rows(restored, every, gone), gone)
+    assert target in follower.leaves
+    assert_same_memory(follower, loaded(restored))
+
+
+# -- through the service: two services, one store -------------------------------------------------
+
+
+class Reads:
+    """Counts how often a service reads a namespace's table whole."""
+
+    def __init__(self, spaces: Spaces, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = spaces.reload
+
+        def counted(space: Space) -> None:
+            self.count += 1
+            original(space)
+
+        monkeypatch.setattr(spaces, "reload", counted)
+
+
+def fresh_memory(settings: Settings, embedder: object) -> Memory:
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        memory = service.memory()
+        assert memory is not None
+        return memory
+    finally:
+        service.close()
+
+
+@pytest.fixture
+def pair(settings: Settings, embedder: object) -> Iterator[tuple[MemoryService, MemoryService]]:
+    first = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    second = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    yield first, second
+    first.close()
+    second.close()
+
+
+NOTES = [
+    "The team standup moved to 9:30 on Tuesdays.",
+    "Biscuit the retriever hates the vacuum cleaner.",
+    "Our staging cluster runs Postgres 16 on port 5433.",
+    "Ana's cello recital is on the 14th at the conservatory.",
+    "The CI pipeline caches wheels between runs.",
+    "I prefer window seats on long flights.",
+]
+
+
+def assert_follows_without_reading_whole(
+    follower: MemoryService, reads: Reads, settings: Settings, embedder: object
+) -> Memory:
+    before = reads.count
+    memory = follower.memory()
+    assert memory is not None
+    assert reads.count == before, "the follower read the table whole"
+    fresh = fresh_memory(settings, embedder)
+    assert memory_state(memory) == memory_state(fresh)
+    assert memory.next_seq == fresh.next_seq
+    assert_arrays_match_a_fresh_build(memory)
+    return memory
+
+
+def test_a_second_service_follows_remember_forget_and_restore_without_reading_the_table_whole(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    writer.remember(NOTES[0])
+    assert follower.memory() is not None  # the first read is a whole one
+    reads = Reads(follower.spaces, monkeypatch)
+
+    for note in NOTES[1:]:
+        writer.remember(note, session="s1")
+        assert_follows_without_reading_whole(follower, reads, settings, embedder)
+    assert follower.recall("retriever vacuum", k=1).hits[0].text == NOTES[1]
+
+    version = writer.history()[-1][0]
+    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    writer.forget(node_id=target)
+    memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
+    assert target not in memory.leaves
+    assert all("cello" not in h.text for h in follower.recall("cello recital", k=5).hits)
+
+    writer.restore(str(version))
+    memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
+    assert target in memory.leaves
+    assert follower.recall("cello recital", k=1, kind="leaf").hits[0].id == target
+
+    # The follower writes in turn, and the first service follows it.
+    back = Reads(writer.spaces, monkeypatch)
+    follower.remember("The retro is on Friday afternoons.")
+    assert_follows_without_reading_whole(writer, back, settings, embedder)
+
+
+def test_a_follower_follows_across_compactions_without_reading_the_table_whole(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    writer, follower = pair
+    writer.remember(NOTES[0])
+    follower.memory()
+    reads = Reads(follower.spaces, monkeypatch)
+    for note in NOTES[1:]:
+        writer.remember(note)
+        assert_follows_without_reading_whole(follower, reads, settings, embedder)
+    # Several commits and compactions at once are followed as well.
+    writer.remember("The printer on the third floor is out of toner.")
+    writer.remember("Lunch on Fridays is at the Thai place.")
+    writer.remember("The VPN certificate expires in June.")
+    assert_follows_without_reading_whole(follower, reads, settings, embedder)
+
+
+def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    writer.remember(NOTES[0])
+    follower.memory()
+    reads = Reads(follower.spaces, monkeypatch)
+    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    writer.remember(NOTES[1])
+    table = writer.spaces["default"].table
+    assert table._table.count_rows() == len(table._ids)
+    memory = follower.memory()
+    assert reads.count == 1
+    assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+
+
+def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    for note in NOTES[:3]:
+        writer.remember(note)
+    follower.memory()
+    reads = Reads(follower.spaces, monkeypatch)
+    # Something rewrites the table with fewer rows and no new generation (not this code).
+    table = writer.spaces["default"].table._table
+    table.add(table.to_arrow().slice(0, 3), mode="overwrite")
+    follower.memory()
+    assert reads.count == 1
+
+
+def test_a_re_indexed_store_is_read_whole_by_a_follower(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    for note in NOTES:
+        writer.remember(note)
+    follower.memory()
+    reads = Reads(follower.spaces, monkeypatch)
+    writer.reindex()
+    memory = follower.memory()
+    assert reads.count == 1
+    assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+
+
+operations = st.lists(
+    st.tuples(st.integers(0, 1), st.sampled_from(["remember", "remember", "forget"]), st.integers(0, 10_000)),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations)
+def test_two_services_taking_turns_at_random_always_see_what_a_fresh_load_sees(
+    tmp_path: Path, embedder: object, ops: list[tuple[int, str, int]]
+) -> None:
+    home = tmp_path / f"store-{uuid.uuid4().hex}"
+    settings = Settings(home=str(home), namespace="default")
+    services = [MemoryService(settings, embedder=embedder) for _ in range(2)]  # type: ignore[arg-type]
+    try:
+        for who, op, number in ops:
+            service = services[who]
+            memory = service.memory()
+            if op == "remember" or memory is None or not memory.leaves:
+                words = " ".join(WORDS[(number + k) % len(WORDS)] for k in range(3))
+                service.remember(f"Note {number}: {words}.", session=f"s{number % 3}")
+            else:
+                service.forget(node_id=sorted(memory.leaves)[number % len(memory.leaves)])
+            fresh = fresh_memory(settings, embedder)
+            for each in services:
+                seen = each.memory()
+                assert seen is not None and memory_state(seen) == memory_state(fresh)
+                assert_arrays_match_a_fresh_build(seen)
+    finally:
+        for service in services:
+            service.close()
