@@ -134,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--allow-edit", action="store_true", help="let the page forget memories")
     ui.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
 
+    forget = commands.add_parser(
+        "forget", parents=[common], help="delete memories by id, or list what a query finds first"
+    )
+    forget.add_argument("ids", nargs="*", metavar="ID", help="ids of memories (or, with --all, summaries)")
+    forget.add_argument("--query", help="list the memories this query finds (delete them with --yes)")
+    forget.add_argument("--yes", action="store_true", help="delete what --query lists")
+    forget.add_argument("--all", action="store_true", help="delete every memory under the summaries given")
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
@@ -405,6 +412,35 @@ def ui(args: argparse.Namespace, settings: Settings, service: MemoryService) -> 
     return 0
 
 
+def forget(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    """Delete memories by id (every memory under a summary with --all), or list what a query
+    finds; --yes then deletes exactly the relevant ones listed, never anything not shown."""
+    from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+    from memtree_mcp.rendering import forget_text
+
+    if bool(args.ids) == (args.query is not None):
+        raise InvalidInput("give the ids of memories to delete, or --query to list candidates first.")
+    if args.query is not None:
+        listed = service.forget(query=args.query)
+        print(forget_text(listed))
+        chosen = [hit.id for hit in listed.candidates if hit.relevance >= DEFAULT_MIN_RELEVANCE]
+        if not args.yes:
+            if chosen:
+                print(
+                    f"--yes deletes the {counted(len(chosen), 'memory', 'memories')} from relevance "
+                    f"{DEFAULT_MIN_RELEVANCE} up; or forget them by id."
+                )
+            return 0
+        ids = chosen
+    else:
+        ids = args.ids
+    deleted: list[str] = []
+    for node_id in ids:
+        deleted += service.forget(node_id=node_id, confirm=args.all).deleted
+    print(f"deleted {counted(len(deleted), 'memory', 'memories')}")
+    return 0
+
+
 def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     for version, written in service.history():
         print(f"{version}\t{written}")
@@ -445,6 +481,7 @@ COMMANDS: dict[str, Command] = {
     "namespaces": namespaces,
     "tree": tree,
     "ui": ui,
+    "forget": forget,
     "history": history,
     "restore": restore,
     "reindex": reindex,
