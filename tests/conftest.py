@@ -34,6 +34,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio, as the server does."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()

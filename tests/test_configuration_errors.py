@@ -128,11 +128,6 @@ def test_importing_litellm_without_it_installed_says_which_extra_to_install(
 # -- over MCP: the agent reads the reason ------------------------------------------------------------
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 TOOL_CALLS = [
     ("remember", {"content": "The staging database listens on port 5433."}),
     ("recall", {"query": "staging database"}),

@@ -335,11 +335,6 @@ def test_hostile_arguments_never_crash_forget_or_break_the_store(embedder: MiniL
 # -- a known bug (kept out of the generated inputs above) and regressions -------------------------
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def call_once(service: MemoryService, tool: str, arguments: dict[str, Any]) -> CallToolResult:
     async with Client(build_server(service)) as client:
         return await bounded_call(client, tool, arguments)

@@ -33,11 +33,6 @@ INITIALIZE = {
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _remember_then_recall(client: Client) -> None:
     stored = await client.call_tool("remember", {"content": "The user's favourite editor is Helix."})
     assert not stored.is_error and stored.structured_content is not None

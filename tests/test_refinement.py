@@ -198,11 +198,6 @@ def test_refine_pending_writes_what_a_cli_process_left(
 # -- the client's model through MCP sampling ------------------------------------------------------
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_sampling_lends_the_clients_model_to_summarize_and_to_the_agent(
     tmp_path: Path, embedder: MiniLMEmbedder

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from tests.mcp_text import text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -41,15 +41,6 @@ QUESTIONS = [
     "How many approvals does a pull request need?",
 ]
 LINE = re.compile(r"^(\d+)\. \[(\d\.\d\d)( · [^\]]+)?\] (.+) \{([a-z0-9-]+)\}$")
-
-
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def text_of(result: CallToolResult) -> str:
-    """What the model reads of a tool result."""
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 @pytest.fixture

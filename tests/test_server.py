@@ -10,22 +10,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from tests.mcp_text import text_of
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def text_of(result: CallToolResult) -> str:
-    """What the model reads of a tool result."""
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 @pytest.fixture

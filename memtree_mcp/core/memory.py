@@ -805,6 +805,7 @@ class _Relevance:
         self._text = query_text
         self._lend = lend
         self._own: dict[str, float] = {}
+        self._places: np.ndarray | None = None
 
     def of(self, node: Leaf | Branch) -> float:
         """``node``'s relevance: its own, or for a memory what its neighbours in time lend it."""
@@ -814,7 +815,11 @@ class _Relevance:
         found = self.own(node)
         if self._lend:
             index = self._memory.leaf_index
-            for row, distance in self._memory.timeline().neighbours(index.row(node.id)):
+            timeline = self._memory.timeline()
+            if self._places is None:
+                # One pass over the timeline per recall, not one per candidate.
+                self._places = timeline.positions()
+            for row, distance in timeline.neighbours(index.row(node.id), self._places):
                 neighbour = self._memory.leaves[index.id_at(row)]
                 if neighbour.role != node.role:  # a reply, or what it replies to
                     found = max(found, NEIGHBOUR_DECAY**distance * self.own(neighbour))
@@ -1141,14 +1146,21 @@ class _Timeline:
         self._segment[self.size] = segment
         self.size += 1
 
-    def neighbours(self, row: int) -> list[tuple[int, int]]:
+    def positions(self) -> np.ndarray:
+        """The place in time order of each leaf-index row (-1 for a row not in the timeline)."""
+        rows = self.rows
+        places = np.full(int(rows.max()) + 1 if len(rows) else 0, -1, dtype=np.int64)
+        places[rows] = np.arange(len(rows))
+        return places
+
+    def neighbours(self, row: int, places: np.ndarray) -> list[tuple[int, int]]:
         """The leaf-index rows within ``NEIGHBOUR_RADIUS`` of leaf ``row`` in time and in its
-        segment, with their distance: the leaves :meth:`propagate` lends score to it."""
+        segment, with their distance: the leaves :meth:`propagate` lends score to it.
+        ``places`` is :meth:`positions`, computed once for many calls."""
         rows, segment = self.rows, self.segment
-        where = np.flatnonzero(rows == row)
-        if not len(where):
+        at = int(places[row]) if row < len(places) else -1
+        if at < 0:
             return []
-        at = int(where[0])
         found: list[tuple[int, int]] = []
         for distance in range(1, NEIGHBOUR_RADIUS + 1):
             for other in (at - distance, at + distance):

@@ -10,6 +10,7 @@ summary states how things are now.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -156,9 +157,9 @@ def _current_text(memory: Memory, tree: Hierarchy, node_id: str, candidates: Seq
 def _leaves_below(memory: Memory, tree: Hierarchy, node_id: str, limit: int) -> list[Leaf]:
     """Up to ``limit`` memories under ``node_id``, breadth first."""
     found: list[Leaf] = []
-    queue = [node_id]
+    queue = deque([node_id])
     while queue and len(found) < limit:
-        current = queue.pop(0)
+        current = queue.popleft()
         leaf = memory.leaves.get(current)
         if leaf is not None:
             found.append(leaf)
