@@ -204,6 +204,12 @@ class Reads:
         monkeypatch.setattr(spaces, "reload", counted)
 
 
+def memory_of(service: MemoryService) -> Memory:
+    memory = service.memory()
+    assert memory is not None
+    return memory
+
+
 def fresh_memory(settings: Settings, embedder: object) -> Memory:
     service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     try:
@@ -388,3 +394,52 @@ def test_two_services_taking_turns_at_random_always_see_what_a_fresh_load_sees(
     finally:
         for service in services:
             service.close()
+
+
+STEP = """
+import sys
+from memtree_mcp.config import Settings
+from memtree_mcp.service import MemoryService
+service = MemoryService(Settings(home=sys.argv[1]))
+op, arg = sys.argv[2], sys.argv[3]
+if op == "remember":
+    service.remember(arg)
+elif op == "forget":
+    service.forget(node_id=arg)
+else:
+    service.restore(arg)
+service.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_service_follows_another_process_s_remember_forget_and_restore_without_reading_whole(
+    settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    def other_process(op: str, arg: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-c", STEP, settings.home, op, arg], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    other_process("remember", NOTES[0])
+    follower = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert follower.memory() is not None
+        reads = Reads(follower.spaces, monkeypatch)
+        for note in NOTES[1:4]:
+            other_process("remember", note)
+            assert_follows_without_reading_whole(follower, reads, settings, embedder)
+        version = follower.history()[-1][0]
+        (cello,) = [leaf.id for leaf in memory_of(follower).leaves.values() if "cello" in leaf.text]
+        other_process("forget", cello)
+        memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
+        assert cello not in memory.leaves
+        other_process("restore", str(version))
+        memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
+        assert cello in memory.leaves
+    finally:
+        follower.close()
