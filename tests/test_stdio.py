@@ -19,7 +19,9 @@ TIMEOUT = 60.0
 
 
 def server_params(home: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+    # The client passes on only a few variables: PYTHONPATH too, so the server runs the code tested.
+    env = {"MEMTREE_HOME": str(home), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+    return StdioServerParameters(command=COMMAND, args=["serve"], env=env)
 
 
 async def call(params: StdioServerParameters, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
