@@ -6,6 +6,7 @@ afterwards a fresh service must find every memory exactly once, with unique seqs
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def memory_text(process: int, i: int) -> str:
 
 
 async def remember_all(home: Path, process: int, stored: dict[int, list[str]]) -> None:
-    params = StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+    # The client passes on only a few variables: PYTHONPATH too, so the server runs the code tested.
+    env = {"MEMTREE_HOME": str(home), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+    params = StdioServerParameters(command=COMMAND, args=["serve"], env=env)
     async with Client(params) as client:
         for i in range(PER_PROCESS):
             result = await client.call_tool(

@@ -112,8 +112,8 @@ class Hierarchy:
         Leaves' parents are read from the changed branches' children: a leaf moves only when the
         branch it joins changes. The height (the deepest leaf's depth) grows with the changed
         branches alone; it is found by a scan of all branches, as :meth:`_adopt` does, only when a
-        leaf at that depth went or rose, as ``remove`` does (60 ms a tree at 10k leaves on a busy
-        machine, where the whole follow takes a few).
+        leaf at that depth went or rose, as ``remove`` does (the scan took 60 ms a tree at 10k leaves
+        on a busy machine, where the rest of a follow takes a few milliseconds).
         """
         bottom = self.height
 

@@ -144,6 +144,7 @@ class NamespaceTable:
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
         self._generation: bytes | None = None  # of the rows last read; None: never read
         self._checked_out = -1  # the version latest_version() last found
+        self._last: tuple[str, int] | None = None  # (id, rev) of the last row, at offset _rows - 1
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
@@ -190,10 +191,13 @@ class NamespaceTable:
         (4 ms against 35 ms for a filter on ``rev`` over 34k rows in 40 fragments), and they are
         exactly the new ones when every one of them has a higher revision than the last one seen.
 
+        The last row seen is taken again with them and must still be there, at its offset: a
+        rewrite or a deletion that did not say so (another generation) moves it.
+
         Returns None when the table cannot be followed that way and must be read whole
         (:meth:`read`): it was never read, it was rewritten since (another generation), or its rows
-        are not those seen plus new ones (fewer rows, or a taken row that is not newer: a rewrite
-        that did not say so, or writers that did not share a lock).
+        are not those seen plus new ones (fewer rows, the last row seen moved, or a new row that is
+        not newer: a rewrite that did not say so, or writers that did not share a lock).
         """
         version = self._checked_out
         if self._generation is None or generation_of(self._table.schema) != self._generation:
@@ -201,13 +205,23 @@ class NamespaceTable:
         total = self._table.count_rows()
         if total < self._rows:
             return None
-        if total == self._rows:
+        start = self._rows - 1 if self._last is not None else self._rows
+        if total == start:
             return Changes(version=version, leaves=[], branches=[], removed=set())
-        arrow = self._table.take_offsets(list(range(self._rows, total))).to_arrow().combine_chunks()
-        if arrow.num_rows != total - self._rows or int(pc.min(arrow.column("rev")).as_py()) <= self._rev:
+        arrow = self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks()
+        if arrow.num_rows != total - start:
+            return None
+        if self._last is not None:
+            if (arrow.column("id")[0].as_py(), arrow.column("rev")[0].as_py()) != self._last:
+                return None
+            arrow = arrow.slice(1)
+        if not arrow.num_rows:
+            return Changes(version=version, leaves=[], branches=[], removed=set())
+        if int(pc.min(arrow.column("rev")).as_py()) <= self._rev:
             return None
         self._rows = total
         self._rev = int(pc.max(arrow.column("rev")).as_py())
+        self._last = _last_row(arrow)
         positions, kinds = _latest_positions(arrow)
         alive, is_leaf = _kind_masks(kinds)
         ids = arrow.column("id").take(pa.array(positions)).to_pylist()
@@ -249,6 +263,7 @@ class NamespaceTable:
             raise StoreError(f"could not write to the memory store: {exc}") from exc
         self._rev = rev
         self._rows += len(rows)
+        self._last = (rows[-1]["id"], rev)
         for row in rows:
             if row["kind"] == DELETED:
                 self._ids.discard(row["id"])
@@ -327,6 +342,7 @@ class NamespaceTable:
             raise StoreError(f"could not write to the memory store: {exc}") from exc
         self._rev = rev
         self._rows += data.num_rows
+        self._last = _last_row(data)
         self._ids = (self._ids - set(gone)) | kept
         self._appends_since_compaction += 1
         self._maintain()
@@ -342,6 +358,7 @@ class NamespaceTable:
         arrow = self._table.to_arrow().combine_chunks()
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
+        self._last = _last_row(arrow)
         positions, is_leaf = _live_positions(arrow)
         self._ids = set(arrow.column("id").take(pa.array(positions)).to_pylist())
         return arrow, positions, is_leaf
@@ -360,7 +377,8 @@ class NamespaceTable:
             self._table.add(live, mode="overwrite")
             self._generation = generation
             self._schema = None
-            self._rows = len(self._ids)
+            self._rows = live.num_rows
+            self._last = _last_row(live)
             self._appends_since_compaction = 0
         elif self._appends_since_compaction >= COMPACT_EVERY:
             self._table.optimize()
@@ -528,6 +546,13 @@ def object_store_options(
             )
         options["allow_http"] = "true"
     return options
+
+
+def _last_row(arrow: pa.Table) -> tuple[str, int] | None:
+    """(id, rev) of the last row of ``arrow``, None when it has none."""
+    if not arrow.num_rows:
+        return None
+    return arrow.column("id")[-1].as_py(), int(arrow.column("rev")[-1].as_py())
 
 
 def _latest_positions(arrow: pa.Table) -> tuple[np.ndarray, pa.Array]:
