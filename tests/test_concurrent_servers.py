@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from tests.test_stdio import server_env
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
@@ -30,7 +31,7 @@ def memory_text(process: int, i: int) -> str:
 
 
 async def remember_all(home: Path, process: int, stored: dict[int, list[str]]) -> None:
-    params = StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+    params = StdioServerParameters(command=COMMAND, args=["serve"], env=server_env(home))
     async with Client(params) as client:
         for i in range(PER_PROCESS):
             result = await client.call_tool(

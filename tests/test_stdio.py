@@ -18,8 +18,15 @@ COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
 TIMEOUT = 60.0
 
 
-def server_params(home: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=COMMAND, args=["serve"], env={"MEMTREE_HOME": str(home)})
+def server_env(home: Path, **variables: str) -> dict[str, str]:
+    """The environment of a server in a subprocess: its home, and the PYTHONPATH of this run, so the
+    command imports the code under test (the MCP client passes on only a few variables)."""
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return {**inherited, "MEMTREE_HOME": str(home), **variables}
+
+
+def server_params(home: Path, **variables: str) -> StdioServerParameters:
+    return StdioServerParameters(command=COMMAND, args=["serve"], env=server_env(home, **variables))
 
 
 async def call(params: StdioServerParameters, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
