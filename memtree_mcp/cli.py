@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from memtree_mcp import __version__
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import InvalidInput, MemtreeError
+from memtree_mcp.inputs import INVISIBLE
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -115,6 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     ui.add_argument("--allow-edit", action="store_true", help="let the page forget memories")
 
+    forget = commands.add_parser(
+        "forget", parents=[common], help="delete memories: by id, those a query lists, or a whole subtree"
+    )
+    forget.add_argument("ids", nargs="*", metavar="ID", help="the memories to delete")
+    forget.add_argument("--query", help="list the memories this matches; with --yes, delete those listed")
+    forget.add_argument(
+        "--all-under",
+        metavar="NODE",
+        help="every memory under NODE (a summary id; semantic-root for the whole namespace); needs --yes",
+    )
+    forget.add_argument("--yes", action="store_true", help="delete what --query lists or --all-under covers")
+    commands.add_parser(
+        "purge",
+        parents=[common],
+        help="remove forgotten memories and earlier versions from disk now (restore cannot undo it)",
+    )
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
@@ -151,6 +169,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
         if value is not None
     }
     return Settings(**overrides)
+
+
+def _terminal(text: str) -> str:
+    """``text`` safe to print: control characters (escape sequences, carriage returns) become '?',
+    and invisible ones (bidi overrides, tag characters) are dropped."""
+    return "".join(
+        "?" if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in INVISIBLE.sub("", text)
+    )
 
 
 def _jsonl(path: str) -> Iterator[object]:
@@ -233,7 +259,7 @@ def recall(args: argparse.Namespace, settings: Settings, service: MemoryService)
         print("no memories match.")
     for hit in found.hits:
         print(f"[{hit.score:.3f}] {hit.kind} {hit.id} ({hit.time_from})")
-        print(f"    {hit.text}")
+        print(f"    {_terminal(hit.text)}")
     return 0
 
 
@@ -312,6 +338,51 @@ def ui(args: argparse.Namespace, settings: Settings, service: MemoryService) -> 
     return 0
 
 
+def forget(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    if sum([bool(args.ids), args.query is not None, args.all_under is not None]) != 1:
+        raise InvalidInput("give memory ids, or --query TEXT, or --all-under NODE: one of them.")
+    if args.ids:
+        deleted = service.forget(ids=args.ids, limit=None).deleted
+    elif args.query is not None:
+        listed = service.forget(query=args.query).candidates
+        if not listed:
+            print("no memory matches closely enough: nothing to forget.")
+            return 0
+        for candidate in listed:
+            print(f"{candidate.id}  [{candidate.relevance:.2f}]  {candidate.time}")
+            print(f"    {_terminal(candidate.text)}")
+        if not args.yes:
+            print(
+                f"{len(listed)} listed, nothing deleted: add --yes to delete all of them, "
+                "or give the ids of those to delete."
+            )
+            return 0
+        deleted = service.forget(ids=[candidate.id for candidate in listed], limit=None).deleted
+    else:
+        if not args.yes:
+            count = service.node_view(args.all_under).leaf_count
+            print(f"{args.all_under} covers {count} memories; nothing deleted. Add --yes to delete them all.")
+            return 0
+        deleted = service.forget(node_id=args.all_under, confirm=True, limit=None).deleted
+    print(f"forgot {len(deleted)} memories")
+    if settings.retention > 0:
+        print(
+            "their text stays on disk, and `memtree-mcp restore` can bring them back, until the namespace "
+            "is purged: after MEMTREE_RETENTION, or now with `memtree-mcp purge`."
+        )
+    return 0
+
+
+def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+    for name in names:
+        version = service.purge(name)
+        print(
+            f"{name}: purged; nothing forgotten is left on disk, and the history starts at version {version}"
+        )
+    return 0
+
+
 def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     for version, written in service.history():
         print(f"{version}\t{written}")
@@ -352,6 +423,8 @@ COMMANDS: dict[str, Command] = {
     "namespaces": namespaces,
     "tree": tree,
     "ui": ui,
+    "forget": forget,
+    "purge": purge,
     "history": history,
     "restore": restore,
     "reindex": reindex,

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "EmbedderMismatch",
     "InvalidInput",
+    "LockTimeout",
     "MemtreeError",
     "NotFound",
     "ProviderError",
@@ -30,6 +31,10 @@ class NotFound(MemtreeError):
 
 class StoreError(MemtreeError):
     """The database could not be read or written; the previous state is kept."""
+
+
+class LockTimeout(StoreError):
+    """Another writer held the namespace longer than MEMTREE_LOCK_TIMEOUT; nothing was written."""
 
 
 class EmbedderMismatch(StoreError):

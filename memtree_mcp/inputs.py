@@ -9,6 +9,7 @@ what to do.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -43,7 +44,19 @@ MAX_NAMESPACE_CHARS = 64
 # Timestamps and versions (``as_of``): ISO 8601 needs far fewer characters than this.
 MAX_TIME_CHARS = 64
 MAX_OUTLINE_DEPTH = 20
+# One forget call deletes at most this many memories (ids, or the memories under a summary); more,
+# and the roots, only from the CLI (``memtree-mcp forget --all-under``), a person's own act.
+MAX_FORGET = 50
+# A forget query lists at most this many candidates.
+FORGET_CANDIDATES = 10
 _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
+# Characters that change what a reader sees without being seen, removed from every text stored or
+# looked up: Unicode tag characters (U+E0000-E007F, which can spell hidden instructions to a
+# model), variation selectors, and the bidirectional embeddings, overrides and isolates that can
+# make text display in another order than it is read (U+202A-202E, U+2066-2069).
+INVISIBLE = re.compile("[\U000e0000-\U000e007f\ufe00-\ufe0f\U000e0100-\U000e01ef\u202a-\u202e\u2066-\u2069]")
+# A version number for ``as_of``: ASCII digits only (``str.isdigit`` also takes '²' and '١').
+_VERSION = re.compile("[0-9]{1,18}")
 
 
 def check_tree(tree: object) -> TreeName:
@@ -97,6 +110,36 @@ def check_node(memory: Memory, node_id: object) -> str:
     except KeyError:
         raise NotFound(f"no node {node_id!r}; recall or navigate give the ids of existing nodes.") from None
     return node_id
+
+
+def check_flag(value: object, what: str) -> bool:
+    """``value`` if it is true or false; InvalidInput for anything else ('yes', 1, "true")."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be true or false; got {value!r:.40}.")
+    return value
+
+
+def check_ids(ids: object, limit: int | None) -> list[str]:
+    """``ids`` without repeats, if it is a non-empty list of at most ``limit`` node ids."""
+    if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
+        raise InvalidInput(
+            "ids must be a non-empty list of memory ids, as recall or a forget query give them."
+        )
+    if limit is not None and len(ids) > limit:
+        raise InvalidInput(f"at most {limit} ids a call; got {len(ids)}.")
+    for node_id in ids:
+        if not isinstance(node_id, str) or not 0 < len(node_id) <= MAX_NODE_ID_CHARS:
+            raise InvalidInput(f"each id must be a memory id, as recall gives them; got {node_id!r:.40}.")
+    return list(dict.fromkeys(ids))
+
+
+def check_version(when: object) -> int | None:
+    """The version number ``when`` names (ASCII digits), or None when it is meant as a time."""
+    if not isinstance(when, str) or len(when) > MAX_TIME_CHARS:
+        raise InvalidInput(
+            "as_of must be a version number or an ISO 8601 time such as '2024-05-08T13:56:00Z'."
+        )
+    return int(when.strip()) if _VERSION.fullmatch(when.strip()) else None
 
 
 def check_range(value: object, what: str, low: int, high: int) -> int:

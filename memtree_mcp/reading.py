@@ -3,6 +3,9 @@
 Every read follows other processes first (:meth:`Spaces.reading`) and holds the namespace's lock
 only while it walks the trees: queries are embedded before, results are turned into the models
 the tools return after.
+
+Nothing forgotten is read back: the live trees no longer hold it, and ``as_of`` rebuilds an
+earlier version from its memories that still exist (:func:`~memtree_mcp.maintenance.memory_as_of`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from memtree_mcp.core.navigation import view as view_node
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import (
+    FORGET_CANDIDATES,
     KINDS,
     MAX_AGENT_STEPS,
     MAX_CHILD_INDEX,
@@ -35,6 +39,7 @@ from memtree_mcp.inputs import (
     MAX_QUERY_CHARS,
     MAX_TOKENS,
     MIN_SUMMARY_TOKENS,
+    check_flag,
     check_node,
     check_range,
     check_session,
@@ -48,7 +53,14 @@ from memtree_mcp.maintenance import memory_as_of
 from memtree_mcp.outline import plain_outline
 from memtree_mcp.providers.llm import TextGenerator
 from memtree_mcp.refine import Refinement, SummaryQuestion
-from memtree_mcp.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
+from memtree_mcp.results import (
+    ContextLine,
+    ForgetCandidate,
+    NavigateResult,
+    NodeView,
+    RecallHit,
+    RecallResult,
+)
 from memtree_mcp.spaces import Space, Spaces
 
 T = TypeVar("T")
@@ -109,6 +121,7 @@ class Reader:
             raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
         if kind not in KINDS:
             raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+        check_flag(expand, "expand")
         where = RecallFilter(
             kind=kind,  # type: ignore[arg-type]
             time_from=parse_timestamp(time_from) if time_from is not None else None,
@@ -119,21 +132,58 @@ class Reader:
         if self._spaces.get(name, create=False) is None:
             return RecallResult(hits=[], namespace=name)
         vector = self._embed(text)
-        with self._spaces.reading(name) as space:
-            assert space is not None
-            memory = (
-                space.memory if as_of is None else memory_as_of(space.table, as_of, space.memory.dimension)
-            )
-            hits = memory.recall(
+
+        def recall_in(memory: Memory) -> list[Hit]:
+            return memory.recall(
                 vector,
                 k,
                 query_text=text,
                 strategy=strategy,
                 where=where,
                 max_tokens=max_tokens,
-                expand=bool(expand),
+                expand=expand,
             )
+
+        with self._spaces.reading(name) as space:
+            assert space is not None
+            if as_of is None:
+                hits = recall_in(space.memory)
+            else:
+                table, dimension, present = (
+                    space.table,
+                    space.memory.dimension,
+                    frozenset(space.memory.leaves),
+                )
+        if as_of is not None:
+            # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
+            hits = recall_in(memory_as_of(table, as_of, dimension, present))
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+
+    def forget_candidates(self, name: str, query: str) -> list[ForgetCandidate]:
+        """The memories of namespace ``name`` a forget ``query`` matches, most relevant first, at
+        most FORGET_CANDIDATES; none when nothing relevant matches. Raises InvalidInput for a bad
+        query."""
+        text = check_text(query, "query", MAX_QUERY_CHARS)
+        if self._spaces.get(name, create=False) is None:
+            return []
+        vector = self._embed(text)
+        with self._spaces.reading(name) as space:
+            assert space is not None
+            memory = space.memory
+            hits = memory.recall(vector, FORGET_CANDIDATES, query_text=text, where=RecallFilter(kind="leaf"))
+            leaves = [memory.leaves[hit.id] for hit in hits]
+        found = [(_candidate_relevance(float(leaf.vector @ vector)), leaf) for leaf in leaves]
+        found.sort(key=lambda pair: -pair[0])
+        return [
+            ForgetCandidate(
+                id=leaf.id,
+                relevance=round(relevance, 2),
+                text=leaf.text,
+                time=format_timestamp(leaf.timestamp),
+            )
+            for relevance, leaf in found
+            if relevance >= FORGET_MIN_RELEVANCE
+        ]
 
     def summary_plan(
         self,
@@ -209,6 +259,7 @@ class Reader:
         if index is not None:
             check_range(index, "index", 0, MAX_CHILD_INDEX)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        check_flag(agent, "agent")
         if agent and text is None:
             raise InvalidInput("agent=true needs a query: what the agent should look for.")
         vector = self._embed(text) if text is not None else None
@@ -252,6 +303,19 @@ class Reader:
         branch = memory.branch(node_id)
         tree = branch.tree if branch is not None else "semantic"
         return node_view(view_node(memory, node_id, tree))
+
+
+# How closely a forget candidate means what the query means: its cosine to the query mapped from
+# 0.25 (0: all-MiniLM-L6-v2 gives unrelated texts up to about that) to 0.85 (1: the same thing said
+# again), the scale of recall's relevance; a candidate needs FORGET_MIN_RELEVANCE, so a query that
+# matches nothing lists nothing, and forget can only delete what it listed (or was named by id).
+_UNRELATED_COSINE = 0.25
+_SAME_COSINE = 0.85
+FORGET_MIN_RELEVANCE = 0.3
+
+
+def _candidate_relevance(cosine: float) -> float:
+    return min(max((cosine - _UNRELATED_COSINE) / (_SAME_COSINE - _UNRELATED_COSINE), 0.0), 1.0)
 
 
 def _agent_policy(model: TextGenerator, query: str, lock: threading.RLock | None) -> Policy:

@@ -58,12 +58,21 @@ class SummaryResult(BaseModel):
     namespace: str
 
 
+class ForgetCandidate(BaseModel):
+    """A memory a forget query matches: delete it by passing its id back in ``ids``."""
+
+    id: str
+    relevance: float = Field(description="How closely it matches the query, from 0 to 1.")
+    text: str
+    time: str = Field(description="When it was remembered (ISO 8601, UTC).")
+
+
 class ForgetResult(BaseModel):
-    """What ``forget`` deleted, or would delete."""
+    """What ``forget`` deleted, or for a query the memories it matches (nothing deleted)."""
 
     deleted: list[str] = Field(description="Ids of the memories deleted.")
-    candidates: list[RecallHit] = Field(
-        description="For a query without confirm: the memories that confirm=true would delete."
+    candidates: list[ForgetCandidate] = Field(
+        description="For a query: the memories it matches, most relevant first; none is deleted."
     )
     namespace: str
 

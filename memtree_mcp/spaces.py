@@ -6,11 +6,16 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
 - opens the store (lazily: lancedb loads on the first call, never before the MCP handshake);
 - follows other processes: before every read or write it looks at the table's latest version and
   reloads the memory when someone else committed;
-- serialises writers: a per-namespace file lock across processes (and the space's own lock
-  across threads);
+- serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
+  taken before the space's own lock, so a writer waiting for another process never holds up the
+  readers of this one; it gives up after MEMTREE_LOCK_TIMEOUT and names the process in the way;
 - commits: a write's changed and removed nodes go to the table in one commit (:meth:`Spaces.change`),
   and when anything fails the memory is reloaded from the table, which still holds the previous
   version; no half-change stays in RAM or on disk.
+
+- purges: once a forget is older than MEMTREE_RETENTION, the namespace's table is rewritten so
+  that no file holds the forgotten text (checked after each commit and when a read follows the
+  table: a comparison of two numbers unless a purge is due).
 
 It knows nothing of LLMs: a part that must hear about loads (refinement picks up the branches
 still waiting for a summary) registers ``on_load``.
@@ -19,21 +24,26 @@ still waiting for a summary) registers ``on_load``.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import platformdirs
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.errors import LockTimeout, StoreError
 
 if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
@@ -98,7 +108,9 @@ class Spaces:
                     region=self.settings.s3_region,
                     allow_http=self.settings.s3_allow_http,
                 )
-                self._store = LanceStore(home, embedder.identity, embedder.dimension, options)
+                self._store = LanceStore(
+                    home, embedder.identity, embedder.dimension, options, history=self.settings.retention
+                )
             return self._store
 
     def get(self, name: str, *, create: bool) -> Space | None:
@@ -130,21 +142,25 @@ class Spaces:
             return
         with space.lock:
             self.follow(space)
+            self._purge_when_idle(space)
             yield space
 
     @contextmanager
     def writing(self, name: str, *, create: bool = True) -> Iterator[Space | None]:
         """The up-to-date space of ``name`` while this thread alone may write it, in any process.
 
-        Yields None when the namespace has no table and ``create`` is false.
+        The file lock comes first: while a writer waits for another process it holds nothing this
+        process's readers need. Yields None when the namespace has no table and ``create`` is
+        false. Raises LockTimeout when another writer keeps the namespace past MEMTREE_LOCK_TIMEOUT.
         """
         space = self.get(name, create=create)
         if space is None:
             yield None
             return
-        with space.lock, self.file_lock(name):
+        with self.file_lock(name), space.lock:
             self.follow(space)
             yield space
+            self._purge_if_due(space)
 
     @contextmanager
     def change(self, space: Space) -> Iterator[ChangeSet]:
@@ -170,6 +186,49 @@ class Spaces:
         """Reload ``space`` if another process committed since it was read."""
         if space.table.latest_version() != space.version:
             self.reload(space)
+
+    def purge(self, space: Space) -> int:
+        """Rewrite ``space``'s table so no file holds anything forgotten; returns its new version.
+
+        Call it inside :meth:`writing`. Earlier versions go too: ``restore`` cannot reach behind it.
+        """
+        started = time.perf_counter()
+        space.version = space.table.purge()
+        log.info(
+            "purged namespace %s (now version %d) in %.0f ms",
+            space.name,
+            space.version,
+            (time.perf_counter() - started) * 1000,
+        )
+        return space.version
+
+    def _purge_due(self, space: Space) -> bool:
+        forgotten = space.table.oldest_forget
+        return forgotten is not None and time.time() - forgotten >= self.settings.retention
+
+    def _purge_if_due(self, space: Space) -> None:
+        """Purge ``space`` if a forget has outlived MEMTREE_RETENTION; hold its write lock.
+
+        A failure is logged, not raised: the call that triggered it has done its own work, and
+        the next commit or read tries again.
+        """
+        if not self._purge_due(space):
+            return
+        try:
+            self.purge(space)
+        except StoreError as exc:
+            log.warning("could not purge namespace %s: %s", space.name, exc)
+
+    def _purge_when_idle(self, space: Space) -> None:
+        """Purge ``space`` from a read if it is due and no writer holds the namespace (never waits)."""
+        if not self._purge_due(space):
+            return
+        try:
+            with self.file_lock(space.name, timeout=0):
+                self.follow(space)
+                self._purge_if_due(space)
+        except LockTimeout:
+            pass  # a writer is busy: its commit, or a later read, purges
 
     def reload(self, space: Space) -> None:
         """Read ``space``'s memory afresh from the latest version of its table."""
@@ -208,8 +267,9 @@ class Spaces:
             self._spaces.clear()
             self._store = None
 
-    def file_lock(self, name: str) -> FileLock:
-        """The lock writers of namespace ``name`` take, across the processes of this machine."""
+    def file_lock(self, name: str, *, timeout: float | None = None) -> WriteLock:
+        """The lock writers of namespace ``name`` take, across the processes and threads of this
+        machine; waiting gives up after ``timeout`` seconds (MEMTREE_LOCK_TIMEOUT by default)."""
         # For an object-store home it cannot live in the store, and it does not reach other
         # machines (docs/deploy.md).
         home = self.settings.home
@@ -220,4 +280,64 @@ class Spaces:
         else:
             folder = Path(home) / ".locks"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return FileLock(str(folder / f"{name}.lock"))
+        wait = self.settings.lock_timeout if timeout is None else timeout
+        return WriteLock(folder / f"{name}.lock", name, wait)
+
+
+class WriteLock:
+    """A namespace's write lock: a file lock with a deadline that says who holds it.
+
+    The holder notes its pid, command and start time in a file beside the lock (``<name>.holder``),
+    so a writer that gives up can name the process in its way. Each ``WriteLock`` opens the lock
+    file afresh, so threads of one process exclude each other as processes do; it is not
+    re-entrant.
+    """
+
+    def __init__(self, path: Path, namespace: str, timeout: float) -> None:
+        self.path = path
+        self.holder_path = path.with_suffix(".holder")
+        self.namespace = namespace
+        self.timeout = timeout
+        self._lock = FileLock(str(path))
+
+    def __enter__(self) -> WriteLock:
+        try:
+            self._lock.acquire(timeout=self.timeout, poll_interval=0.02)
+        except Timeout:
+            raise LockTimeout(
+                f"namespace '{self.namespace}' is being written by {self.holder()}; gave up after "
+                f"{self.timeout:g} s (MEMTREE_LOCK_TIMEOUT). Try again later, or stop that process."
+            ) from None
+        try:
+            note = {"pid": os.getpid(), "command": _command(), "since": time.time()}
+            self.holder_path.write_text(json.dumps(note), encoding="utf-8")
+        except OSError:
+            pass  # only a courtesy to the next writer
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        with suppress(OSError):
+            self.holder_path.unlink(missing_ok=True)
+        self._lock.release()
+
+    def holder(self) -> str:
+        """Who holds the lock, as far as its note says: 'process 4242 (memtree-mcp serve) since …'."""
+        try:
+            note = json.loads(self.holder_path.read_text(encoding="utf-8"))
+            pid, command, since = int(note["pid"]), str(note["command"]), float(note["since"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another process"
+        moment = time.strftime("%H:%M:%S", time.localtime(since))
+        who = "this process" if pid == os.getpid() else f"process {pid}"
+        return f"{who} ({_printable(command)}, since {moment})"
+
+
+def _command() -> str:
+    """This program's name and subcommand (never its other arguments, which may hold secrets)."""
+    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:2]]) if sys.argv and sys.argv[0] else "python"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)[:80]

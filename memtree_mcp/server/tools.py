@@ -24,8 +24,10 @@ from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
     Content,
+    Flag,
     HitCount,
     MemoryContext,
+    MemoryIds,
     Namespace,
     NodeId,
     OptionalQuery,
@@ -126,7 +128,7 @@ async def recall(
     tags: Annotated[Tags, Field(description="Only memories with at least one of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
     session: Annotated[Session, Field(description="Only memories of this session.")] = None,
     expand: Annotated[
-        bool, Field(description="Replace each summary by its best memories (memories only).")
+        Flag, Field(description="Replace each summary by its best memories (memories only).")
     ] = False,
     roots: Roots = None,
     as_of: Annotated[
@@ -182,7 +184,7 @@ async def navigate(
     ] = "semantic",
     query: Annotated[OptionalQuery, Field(description="What you are looking for.")] = None,
     agent: Annotated[
-        bool,
+        Flag,
         Field(description="Let the server's memory agent walk the tree for `query` and report back."),
     ] = False,
     max_steps: Annotated[
@@ -262,26 +264,27 @@ async def summarize(
 
 async def forget(
     ctx: MemoryContext,
-    node_id: Annotated[
-        NodeId, Field(description="The memory (or, with confirm, the summary) to delete.")
-    ] = None,
     query: Annotated[
-        OptionalQuery, Field(description="Find memories to delete; lists them unless confirm.")
+        OptionalQuery,
+        Field(description="List the memories matching this (id, relevance, text); deletes nothing."),
     ] = None,
-    confirm: Annotated[
-        bool, Field(description="Really delete what the query finds or the summary covers.")
-    ] = False,
+    ids: Annotated[
+        MemoryIds, Field(description="Delete these memories: ids from recall or a query's list.")
+    ] = None,
+    node_id: Annotated[
+        NodeId, Field(description="Delete this memory, or with confirm every memory under this summary.")
+    ] = None,
+    confirm: Annotated[Flag, Field(description="Delete every memory under the summary node_id.")] = False,
     namespace: Namespace = None,
     roots: Roots = None,
 ) -> ForgetResult:
-    """Delete memories for good: one memory by id, every memory under a summary (confirm=true), or the
-    memories a query finds (confirm=true; without it the candidates are only listed).
+    """Delete memories. First list them with query, then pass the ids of those to delete as ids.
 
-    Deleted text disappears from every summary and from recall at once.
+    node_id deletes one memory, or with confirm a summary's memories (50 at most, never a root).
     """
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    return await _run(service.forget, node_id, query, confirm, namespace)
+    return await _run(functools.partial(service.forget, ids=ids), node_id, query, confirm, namespace)
 
 
 async def _run(operation: Callable[..., T], *args: object) -> T:

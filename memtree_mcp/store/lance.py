@@ -7,10 +7,17 @@ highest revision of each id. This was measured against updating rows with ``merg
 store of 1,000 memories a merge_insert commit took 19 ms just after compaction and up to 95 ms
 200 commits later, where an append of the same rows takes 4–7 ms (``docs/benchmarks.md``).
 
-Superseded revisions are dropped by rewriting the table with its live rows once they outnumber
-the live ones; small files from many appends are compacted with ``optimize()`` on a schedule.
+Superseded revisions are dropped by rewriting the table with each id's latest row once they
+outnumber the live ones; small files from many appends are compacted with ``optimize()`` on a
+schedule, which also deletes the versions older than the history kept (MEMTREE_RETENTION).
 The table's schema metadata records the schema version and the embedder's identity and
 dimension, so a store is never read with vectors from another model.
+
+Forgetting appends deletion rows: the forgotten text stays in the files of earlier revisions
+and versions (so ``restore`` can undo a forget) until :meth:`NamespaceTable.purge` rewrites the
+table with its live rows alone and deletes every earlier version and unreferenced file. The
+deletion rows survive the squash and go only with a purge, so the time of the oldest of them
+(:attr:`NamespaceTable.oldest_forget`) says how long forgotten text has stayed on disk.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -98,17 +107,31 @@ class Snapshot:
 class NamespaceTable:
     """The table of one namespace."""
 
-    def __init__(self, table: Any, embedder: str, dimension: int, db: Any = None, name: str = "") -> None:
+    def __init__(
+        self,
+        table: Any,
+        embedder: str,
+        dimension: int,
+        db: Any = None,
+        name: str = "",
+        history: float = 7 * 86_400.0,
+    ) -> None:
+        """``history``: seconds of versions that compaction keeps (MEMTREE_RETENTION)."""
         self._table = table
         self._db = db
         self.name = name
         self.embedder = embedder
         self.dimension = dimension
+        self.history = history
         self._rev = -1
         self._rows = 0
         self._ids: set[str] = set()
+        self._deleted = 0  # ids whose latest row deletes them
         self._appends_since_compaction = 0
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
+        # When the oldest deletion row still in the table was written: forgotten text has been on
+        # disk since then. None when nothing was forgotten since the last purge.
+        self.oldest_forget: float | None = None
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
@@ -174,6 +197,9 @@ class NamespaceTable:
         for row in rows:
             if row["kind"] == DELETED:
                 self._ids.discard(row["id"])
+                self._deleted += 1
+                if self.oldest_forget is None:
+                    self.oldest_forget = row["updated"]
             else:
                 self._ids.add(row["id"])
         self._appends_since_compaction += 1
@@ -194,18 +220,43 @@ class NamespaceTable:
             self._table.restore(version)
         except Exception as exc:  # Lance raises several types for a missing version
             raise StoreError(f"namespace '{self.name}' has no version {version} to restore: {exc}") from exc
-        self._live_rows()  # the revision counter and live ids follow the restored content
+        self._scan()  # the revision counter, live ids and deletions follow the restored content
+        return self.latest_version()
+
+    def purge(self) -> int:
+        """Rewrite the table with its live rows alone and delete every earlier version and every
+        file the new one does not use, so nothing forgotten or superseded stays on disk.
+
+        The caller must hold the namespace's write lock. A process reading an earlier version at
+        that moment gets an error; the next read sees the purged table. Returns the new version.
+        Raises StoreError when Lance refuses.
+        """
+        try:
+            self._table.add(self._live_rows(), mode="overwrite")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
+        self._rows = len(self._ids)
+        self._deleted = 0
+        self._appends_since_compaction = 0
+        self.oldest_forget = None
         return self.latest_version()
 
     def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The whole table (every revision) and ``_live_positions`` of it; notes its size, last
-        revision and live ids."""
+        revision, live ids and oldest deletion."""
         # One chunk per column: taking rows from hundreds of fragments' chunks is several times slower.
         arrow = self._table.to_arrow().combine_chunks()
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
-        positions, is_leaf = _live_positions(arrow)
+        latest = _latest_positions(arrow)
+        positions, is_leaf = _live_positions(arrow, latest)
         self._ids = set(arrow.column("id").take(pa.array(positions)).to_pylist())
+        self._deleted = len(latest) - len(positions)
+        deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
+        self.oldest_forget = pc.min(deleted).as_py() if len(deleted) else None
         return arrow, positions, is_leaf
 
     def _live_rows(self) -> pa.Table:
@@ -213,13 +264,19 @@ class NamespaceTable:
         return arrow.take(pa.array(positions))
 
     def _maintain(self) -> None:
-        if self._rows > 2 * len(self._ids) + SQUASH_SLACK:
-            # Superseded revisions dominate: keep only the live rows, in one overwrite commit.
-            self._table.add(self._live_rows(), mode="overwrite")
-            self._rows = len(self._ids)
+        if self._rows - self._deleted > 2 * len(self._ids) + SQUASH_SLACK:
+            # Superseded revisions dominate: keep each id's latest row, in one overwrite commit. A
+            # deletion row stays (it is tiny) until a purge: it dates the forgotten text that
+            # earlier versions still hold.
+            arrow, _, _ = self._scan()
+            latest = arrow.take(pa.array(_latest_positions(arrow)))
+            self._table.add(latest, mode="overwrite")
+            self._rows = latest.num_rows
             self._appends_since_compaction = 0
         elif self._appends_since_compaction >= COMPACT_EVERY:
-            self._table.optimize()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Lance warns when the history kept is short
+                self._table.optimize(cleanup_older_than=timedelta(seconds=self.history))
             self._appends_since_compaction = 0
 
 
@@ -230,11 +287,19 @@ class LanceStore:
     """
 
     def __init__(
-        self, home: str | Path, embedder: str, dimension: int, storage_options: dict[str, str] | None = None
+        self,
+        home: str | Path,
+        embedder: str,
+        dimension: int,
+        storage_options: dict[str, str] | None = None,
+        *,
+        history: float = 7 * 86_400.0,
     ) -> None:
+        """``history``: seconds of versions that compaction keeps (MEMTREE_RETENTION)."""
         self.home = str(home)
         self.embedder = embedder
         self.dimension = dimension
+        self.history = history
         if "://" not in self.home:
             Path(self.home).mkdir(parents=True, exist_ok=True, mode=0o700)
         self._db = lancedb.connect(self.home, storage_options=storage_options or None)
@@ -259,7 +324,7 @@ class LanceStore:
                 namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
             )
         self._check(namespace, table.schema)
-        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
+        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace, self.history)
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
         """A namespace's live nodes whatever embedder built it, with that embedder and dimension.
@@ -358,13 +423,13 @@ def object_store_options(
     return options
 
 
-def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Where each id's highest revision is, unless it deletes the id, by id; and which are leaves.
+def _latest_positions(arrow: pa.Table) -> np.ndarray:
+    """Where each id's highest revision is (a deletion row included), by id.
 
-    Computed on the id, rev and kind columns alone, without converting a row to Python.
+    Computed on the id and rev columns alone, without converting a row to Python.
     """
     if arrow.num_rows == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+        return np.zeros(0, dtype=np.int64)
     order = pc.sort_indices(
         arrow.select(["id", "rev"]), sort_keys=[("id", "ascending"), ("rev", "descending")]
     )
@@ -372,7 +437,17 @@ def _live_positions(arrow: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     first = np.ones(len(ids), dtype=bool)  # the first row of each id, in this order its latest revision
     if len(ids) > 1:
         first[1:] = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1)).to_numpy(zero_copy_only=False)
-    keep = order.to_numpy()[first]
+    return np.asarray(order.to_numpy()[first])
+
+
+def _live_positions(arrow: pa.Table, latest: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each id's highest revision is, unless it deletes the id, by id; and which are leaves.
+
+    ``latest``: :func:`_latest_positions` of ``arrow``, when the caller has it already.
+    """
+    if arrow.num_rows == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    keep = _latest_positions(arrow) if latest is None else latest
     kinds = arrow.column("kind").take(pa.array(keep))
     alive = pc.not_equal(kinds, DELETED).to_numpy(zero_copy_only=False)
     is_leaf = pc.equal(kinds, "leaf").to_numpy(zero_copy_only=False)
