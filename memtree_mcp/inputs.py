@@ -79,11 +79,19 @@ def check_namespace(namespace: str | None, default: str) -> str:
     return namespace
 
 
+def visible(text: str) -> str:
+    """``text`` without the invisible characters of :data:`INVISIBLE`."""
+    return INVISIBLE.sub("", text)
+
+
 def check_text(value: object, what: str, limit: int) -> str:
-    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes."""
+    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes.
+
+    Invisible characters (:data:`INVISIBLE`) are removed first.
+    """
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be text, not {type(value).__name__}.")
-    text = value.strip()
+    text = visible(value).strip()
     if not text:
         raise InvalidInput(
             f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}."
@@ -149,6 +157,8 @@ def check_range(value: object, what: str, low: int, high: int) -> int:
 
 
 def check_role(role: object) -> str:
+    if isinstance(role, str):
+        role = visible(role)
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
         raise InvalidInput(
             f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS})."
@@ -163,6 +173,8 @@ def check_tags(tags: object) -> tuple[str, ...]:
         raise InvalidInput(f"at most {MAX_TAGS} tags per memory; got {len(tags)}.")
     cleaned: list[str] = []
     for tag in tags:
+        if isinstance(tag, str):
+            tag = visible(tag)
         if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
             raise InvalidInput(
                 f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}."
@@ -175,6 +187,8 @@ def check_tags(tags: object) -> tuple[str, ...]:
 def check_session(session: object) -> str | None:
     if session is None:
         return None
+    if isinstance(session, str):
+        session = visible(session)
     if not isinstance(session, str) or not session.strip() or len(session) > MAX_SESSION_CHARS:
         raise InvalidInput(f"session must be text of 1 to {MAX_SESSION_CHARS} characters, or left out.")
     if not session.isprintable():
@@ -187,6 +201,8 @@ def parse_timestamp(value: object) -> float:
     if not isinstance(value, str):
         raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
     try:
+        if not value.isascii():  # fromisoformat reads other scripts' digits too
+            raise ValueError(value)
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(

@@ -40,7 +40,13 @@ def resolve_version(table: NamespaceTable, when: str) -> int:
             known = f"{versions[0][0]} to {versions[-1][0]}" if versions else "none"
             raise InvalidInput(f"no version {wanted}; the versions kept are {known}.")
         return wanted
-    moment = parse_timestamp(when)
+    try:
+        moment = parse_timestamp(when)
+    except InvalidInput:
+        raise InvalidInput(
+            f"as_of {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
+            "lists them) nor an ISO 8601 time such as '2024-05-08T13:56:00Z'."
+        ) from None
     # Times are shown to the second (`history`), so a version counts from the second it was written.
     earlier = [v for v, at in versions if math.floor(at) <= moment]
     if not earlier:

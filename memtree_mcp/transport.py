@@ -10,6 +10,13 @@ locked down by default rather than by configuration:
   headers must name the bound address or a loopback name.
 * **Bounded bodies.** The SDK's ``max_request_body_size`` answers oversized POSTs with 413 before
   they are parsed.
+* **Bounded connections and sessions.** At most :data:`MAX_CONNECTIONS` connections and requests at
+  once (more are answered 503); a connection must send a complete request head within
+  :data:`HEADER_TIMEOUT_SECONDS` (uvicorn waits for ever, so one slow client could hold sockets
+  open); at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
+  :data:`SESSION_IDLE_SECONDS` without a request (the client then starts a new one). A local
+  memory server has a handful of clients: the SDK's defaults (10,000 sessions, kept 30 minutes)
+  let one client exhaust it.
 
 Shutdown: uvicorn's graceful shutdown (SIGINT/SIGTERM) stops accepting connections, lets
 in-flight requests finish (open SSE streams get :data:`GRACEFUL_SHUTDOWN_SECONDS`), then runs
@@ -19,6 +26,7 @@ lifespan :func:`memtree_mcp.server.build_server` installs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,20 +40,39 @@ from memtree_mcp.http_guards import BearerTokenMiddleware, HostGuardMiddleware, 
 from memtree_mcp.ui.api import ui_app
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from memtree_mcp.service import MemoryService
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_SECONDS",
+    "HEADER_TIMEOUT_SECONDS",
+    "MAX_CONNECTIONS",
+    "MAX_SESSIONS",
+    "SESSION_IDLE_SECONDS",
     "HttpTransport",
     "UiMount",
     "http_app",
     "serve_http",
+    "server_config",
 ]
 
 HttpTransport = Literal["sse", "streamable-http"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long shutdown waits for open connections; SSE streams never end on their own."""
+
+MAX_CONNECTIONS = 64
+"""Connections and requests served at once; more are answered 503 (uvicorn's ``limit_concurrency``)."""
+
+HEADER_TIMEOUT_SECONDS = 10.0
+"""How long a connection may take to send a complete request head."""
+
+MAX_SESSIONS = 32
+"""Streamable-HTTP sessions open at once; a client opening one more is answered 503."""
+
+SESSION_IDLE_SECONDS = 15 * 60.0
+"""A streamable-HTTP session without a request for this long is closed."""
 
 
 class UiMount:
@@ -93,6 +120,8 @@ def http_app(
     allowed_hosts: Sequence[str] = (),
     ui_service: MemoryService | None = None,
     ui_allow_edit: bool = False,
+    max_sessions: int = MAX_SESSIONS,
+    session_idle_seconds: float = SESSION_IDLE_SECONDS,
 ) -> ASGIApp:
     """The ASGI app serving ``server``: the SDK's app behind the checks described in the module doc.
 
@@ -100,8 +129,9 @@ def http_app(
     With ``ui_service``, the memory explorer at ``/ui/`` (read-only unless ``ui_allow_edit``; its
     JSON API requires the token when there is one, its page does not).
     ``allowed_hosts`` adds ``Host`` names clients may use besides the bound address and loopback
-    (needed when binding a wildcard address). Build one app per ``MCPServer``: the SDK's
-    streamable-HTTP session manager can run only once.
+    (needed when binding a wildcard address). ``max_sessions`` and ``session_idle_seconds`` bound
+    the streamable-HTTP sessions. Build one app per ``MCPServer``: the SDK's streamable-HTTP
+    session manager can run only once.
 
     Raises:
         InvalidInput: non-loopback ``host`` without ``token``, an empty token, or a bad limit.
@@ -111,7 +141,11 @@ def http_app(
     app: ASGIApp
     if transport == "streamable-http":
         app = server.streamable_http_app(
-            max_request_body_size=max_body_bytes, transport_security=security, host=host
+            max_request_body_size=max_body_bytes,
+            transport_security=security,
+            host=host,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_seconds,
         )
     else:
         app = server.sse_app(max_request_body_size=max_body_bytes, transport_security=security, host=host)
@@ -132,15 +166,58 @@ def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8765, 
     import uvicorn
 
     app = http_app(server, host=host, port=port, **options)
-    config = uvicorn.Config(
+    uvicorn.Server(server_config(app, host=host, port=port, log_level=server.settings.log_level)).run()
+
+
+def server_config(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    log_level: str = "WARNING",
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    max_connections: int = MAX_CONNECTIONS,
+) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: the connection limits of the module doc, graceful shutdown."""
+    import uvicorn
+
+    return uvicorn.Config(
         app,
         host=host.strip("[]"),
         port=port,
-        log_level=server.settings.log_level.lower(),
+        log_level=log_level.lower(),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         # The SDK's lifespan starts the streamable-HTTP session manager; it must run.
         lifespan="on",
         server_header=False,
         proxy_headers=False,
+        limit_concurrency=max_connections,
+        http=_with_header_deadline(header_timeout),
     )
-    uvicorn.Server(config).run()
+
+
+def _with_header_deadline(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection that has not sent a complete request head
+    ``seconds`` after it opened or after its last response."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadline(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_request_head()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._await_request_head()
+
+        def _await_request_head(self) -> None:
+            # A new request head replaces ``self.cycle``; if it has not by the deadline, give up.
+            waiting = self.cycle
+
+            def expire() -> None:
+                if self.cycle is waiting and not self.transport.is_closing():
+                    self.transport.close()
+
+            self.loop.call_later(seconds, expire)
+
+    return HeaderDeadline
