@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memtree_mcp")
 
+# How long a writer that lets readers in (Spaces.let_readers_in) waits for them at most.
+READERS_TURN_SECONDS = 1.0
+
 
 @dataclass
 class ChangeSet:
@@ -62,13 +65,23 @@ class ChangeSet:
 
 @dataclass
 class Space:
-    """A namespace's in-memory state and the table version it reflects."""
+    """A namespace's in-memory state and the table version it reflects.
+
+    ``lock`` is held by whoever reads or changes ``memory``; ``readers_waiting`` counts the readers
+    waiting for it, and ``passed`` (on ``lock``) tells a writer that lets them in that they have.
+    """
 
     name: str
     memory: Memory
     table: NamespaceTable
     version: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
+    readers_waiting: int = 0
+    counting: threading.Lock = field(default_factory=threading.Lock)
+    passed: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.passed = threading.Condition(self.lock)
 
 
 class Spaces:
@@ -140,10 +153,30 @@ class Spaces:
         if space is None:
             yield None
             return
-        with space.lock:
+        with space.counting:
+            space.readers_waiting += 1
+        try:
+            space.lock.acquire()
+        finally:
+            with space.counting:
+                space.readers_waiting -= 1
+        try:
             self.follow(space)
             self._purge_when_idle(space)
             yield space
+        finally:
+            space.passed.notify_all()
+            space.lock.release()
+
+    def let_readers_in(self, space: Space) -> None:
+        """Inside :meth:`writing`, between two consistent steps of a long change: let the readers
+        waiting for ``space`` read it as it is now (for at most a second), then carry on.
+
+        They may see the change's first steps before it is committed; if the commit fails, the
+        reload takes those away again. The file lock stays held: no other writer gets in.
+        """
+        if space.readers_waiting:
+            space.passed.wait_for(lambda: not space.readers_waiting, timeout=READERS_TURN_SECONDS)
 
     @contextmanager
     def writing(self, name: str, *, create: bool = True) -> Iterator[Space | None]:

@@ -7,7 +7,8 @@ it touched for an LLM summary, and commits all changed and removed nodes at once
 
 Embedding is done before any lock is taken: a 100,000-character ``remember`` embeds for seconds,
 and recall, the explorer and other writers must not wait for it. Large writes embed one at a time
-(:data:`LARGE_WRITES`), so several at once cannot multiply the embedder's working memory.
+(:data:`LARGE_WRITES`), so several at once cannot multiply the embedder's working memory, and a
+long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
 
 Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
 MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``).
@@ -47,10 +48,13 @@ from memtree_mcp.spaces import Spaces
 log = logging.getLogger("memtree_mcp")
 
 # A write of more chunks than this is large (8 chunks: about 8,000 characters): large writes embed
-# one at a time. Measured with the local embedder, one 100,000-character remember (106 chunks)
-# adds about 150 MB at its peak (bench/bigwrite.py); three at once used to add 1.3 GB.
+# one at a time, so three 100,000-character remembers at once peak at 160 MB over the server's
+# resident memory instead of each adding its own (bench/bigwrite.py).
 LARGE_WRITE_CHUNKS = 8
 LARGE_WRITES = 1
+# A write lets waiting readers in after every this many leaves it files (Spaces.let_readers_in):
+# filing the 106 chunks of 100,000 characters held the namespace for 1.5 to 4 seconds.
+READERS_EVERY = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,8 @@ class Writer:
                     )
                     change.changed |= memory.add_leaf(leaf)
                     ids.append(leaf.id)
+                    if len(ids) % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
                 refine = self._refinement.mark(memory, change.changed, forgotten=False)
             path = [
                 PathStep(id=b.id, label=b.label)
@@ -258,10 +264,12 @@ class Writer:
                 assert node_id is not None
                 targets = _under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
-                for leaf_id in targets:
+                for done, leaf_id in enumerate(targets, start=1):
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
                     change.changed = (change.changed | leaf_changed) - leaf_removed
                     change.removed |= leaf_removed
+                    if done % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
                 # What the forgotten memories said must not survive in any LLM summary either.
                 refine = self._refinement.mark(memory, change.changed, forgotten=True)
         self._refinement.submit(name, refine)

@@ -219,3 +219,45 @@ def test_large_writes_embed_one_at_a_time(settings: Settings, embedder: MiniLMEm
     memory = service.memory()
     assert memory is not None and len(memory.leaves) == 3 * (LARGE_WRITE_CHUNKS + 4) + 1
     service.close()
+
+
+def test_a_long_filing_lets_waiting_readers_in(
+    settings: Settings, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtree_mcp.core.memory import Memory
+    from memtree_mcp.writing import READERS_EVERY
+
+    service = MemoryService(settings, embedder=embedder)
+    service.remember("The user's cat is called Miso.")
+    reached, go_on, reader_done = threading.Event(), threading.Event(), threading.Event()
+    add_leaf = Memory.add_leaf
+    filed: list[str] = []
+
+    def gated(memory: Memory, leaf: Any) -> set[str]:
+        filed.append(leaf.id)
+        if len(filed) == 2:  # hold the writer inside its change, with the space's lock held
+            reached.set()
+            assert go_on.wait(60)
+        if len(filed) == 2 * READERS_EVERY + 1:  # a reader let in at a turn has finished by now
+            assert reader_done.wait(60)
+        return add_leaf(memory, leaf)
+
+    monkeypatch.setattr(Memory, "add_leaf", gated)
+    parts = [f"Part {p} of the long report: the pipeline ran and the numbers held." for p in range(300)]
+    writer = threading.Thread(target=service.remember, args=["\n\n".join(parts)])
+    writer.start()
+    assert reached.wait(60)
+    found: list[Any] = []
+    reader = threading.Thread(target=lambda: (found.append(service.recall("cat", k=1)), reader_done.set()))
+    reader.start()
+    space = service.spaces["default"]
+    for _ in range(3000):  # bounded polling until the reader waits for the space
+        if space.readers_waiting:
+            break
+        reader.join(0.01)
+    go_on.set()
+    reader.join(60)
+    writer.join(120)
+    assert found and found[0].hits[0].text == "The user's cat is called Miso."
+    assert len(filed) > 2 * READERS_EVERY
+    service.close()
