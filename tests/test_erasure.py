@@ -215,3 +215,21 @@ def test_the_cli_purges_by_hand_at_once_with_no_retention_and_on_open_when_due(t
     assert cli(home, "recall", "bastion", MEMTREE_RETENTION="0").returncode == 0
     assert files_holding(home, MARKER) == []
     assert cli(home, "doctor").returncode == 0
+
+
+def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes(
+    service: MemoryService, settings: Settings, embedder: MiniLMEmbedder
+) -> None:
+    home = Path(settings.home)
+    remember_then_forget_the_secret(service)
+    forgotten_at = service.spaces["default"].table.oldest_forget
+    service.reindex()
+    fresh = MemoryService(settings.model_copy(update={"retention": 3_600.0}), embedder=embedder)
+    assert fresh.recall("bastion").hits
+    assert fresh.spaces["default"].table.oldest_forget == forgotten_at
+    assert files_holding(home, MARKER)  # the versions before the re-index
+    fresh.close()
+    due = MemoryService(settings.model_copy(update={"retention": 0.0}), embedder=embedder)
+    assert due.recall("bastion").hits  # opening it purges
+    assert files_holding(home, MARKER) == [] and due.doctor() == []
+    due.close()

@@ -346,17 +346,30 @@ class LanceStore:
         ``namespace``.
 
         Written as a new version of the table with this store's schema and embedder; the earlier
-        versions stay in the history. Returns the new version. Raises StoreError when Lance refuses.
+        versions stay in the history, and so do the table's deletion rows, which date the forgotten
+        text those versions hold (:attr:`NamespaceTable.oldest_forget`). Returns the new version.
+        Raises StoreError when Lance refuses.
         """
         schema = node_schema(self.embedder, self.dimension)
         nodes = [*memory.leaves, *memory.semantic.branches, *memory.temporal.branches]
         rows = _node_rows(memory, nodes, (), time.time())
+        rows += [_deletion_row(node_id, self.dimension, at) for node_id, at in self._deletions(namespace)]
         data = pa.Table.from_pylist([{**row, "rev": 0} for row in rows], schema=schema)
         try:
             table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
         return int(table.version)
+
+    def _deletions(self, namespace: str) -> list[tuple[str, float]]:
+        """(id, time) of the deletion rows namespace ``namespace``'s table holds now, if it has one."""
+        try:
+            table = self._db.open_table(namespace)
+        except (FileNotFoundError, ValueError):
+            return []
+        rows = table.to_arrow().select(["id", "kind", "updated"])
+        deleted = rows.filter(pc.equal(rows.column("kind"), DELETED))
+        return list(zip(deleted.column("id").to_pylist(), deleted.column("updated").to_pylist(), strict=True))
 
     def _check(self, namespace: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
