@@ -136,7 +136,8 @@ def test_the_dynamodb_commit_store_of_lancedb_works_through_the_service(
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    home = f"s3+ddb://{BUCKET}/memtree?ddbTableName=memtree-commits"
+    # A prefix of its own: the other tests' memories stay in the bucket's memtree/.
+    home = f"s3+ddb://{BUCKET}/memtree-ddb?ddbTableName=memtree-commits"
     settings = Settings(home=home, namespace="default", lock_dir=str(tmp_path / "locks"))
     first = MemoryService(settings, embedder=embedder)
     for fact in FACTS[:3]:
