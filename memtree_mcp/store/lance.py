@@ -503,7 +503,12 @@ class LanceStore:
                     namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
                 )
             except Exception as exc:  # Lance raises RuntimeError or OSError for I/O
-                raise home_error(self.home, exc, "write") from exc
+                # Another process created it first: ``exist_ok`` still refuses it, its schema
+                # carrying another generation than ours. Use that one.
+                try:
+                    table = self._db.open_table(namespace)
+                except Exception:
+                    raise home_error(self.home, exc, "write") from exc
         check_schema(namespace, table.schema, self.embedder, self.dimension)
         return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace, self.history)
 
