@@ -274,7 +274,7 @@ def test_forgetting_a_summary_needs_confirm_and_takes_all_its_memories(chat: Mem
     assert after is not None and not set(gone.deleted) & set(after.leaves)
     with pytest.raises(NotFound):
         chat.forget(node_id="m-no-such-node")
-    with pytest.raises(InvalidInput, match="give one of"):
+    with pytest.raises(InvalidInput, match="give either query"):
         chat.forget()
 
 
