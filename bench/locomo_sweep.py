@@ -165,6 +165,23 @@ def evaluate(
 Grid = list[tuple[str, str, dict[str, Any]]]
 GRIDS: dict[str, Callable[[], Grid]] = {
     "baseline": lambda: [("hybrid", "hybrid", {}), ("gather", "gather", {})],
+    # gather's three weights around the default (0.5, 0.5, 0.5), every combination.
+    "gather": lambda: [
+        (
+            f"gather author {a} segment {g} content {c}",
+            "gather",
+            {"AUTHOR_WEIGHT": a, "SEGMENT_WEIGHT": g, "CONTENT_SHARE": c},
+        )
+        for a in (0.25, 0.5, 1.0)
+        for g in (0.25, 0.5, 0.75)
+        for c in (0.3, 0.5, 0.7)
+    ],
+    # hybrid's own neighbours under gather: the lexical weight and the neighbour decay.
+    "gather-hybrid-knobs": lambda: [
+        (f"gather lexical {w} decay {d}", "gather", {"LEXICAL_WEIGHT": w, "NEIGHBOUR_DECAY": d})
+        for w in (0.4, 0.5, 0.7)
+        for d in (0.3, 0.4, 0.5)
+    ],
 }
 
 

@@ -42,9 +42,17 @@ def _name_pattern(name: str) -> re.Pattern[str]:
 
 
 def named_authors(text: str, authors: Iterable[str]) -> list[str]:
-    """The authors (roles of stored memories) that ``text`` names as a whole word, in any case,
-    longest first, so that a name inside a longer one is replaced after it."""
-    found = [a for a in authors if a.strip() and _name_pattern(a).search(text)]
+    """The authors (roles of stored memories) that ``text`` names, longest first.
+
+    A name is found as a whole word in any case, but only where ``text`` writes it with a capital
+    initial, as a name is written: roles that are common nouns ("user", "assistant") are not
+    taken for a person in "the user table" (every name in the LoCoMo questions is capitalised).
+    """
+    found = [
+        author
+        for author in authors
+        if author.strip() and any(m.group(0)[:1].isupper() for m in _name_pattern(author).finditer(text))
+    ]
     return sorted(found, key=lambda a: (-len(a), a))
 
 

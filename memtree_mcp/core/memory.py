@@ -2,7 +2,14 @@
 
 Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/benchmarks.md``):
 
-- ``hybrid`` (default): every leaf gets a dense score (cosine to the query) and a lexical one
+- ``gather`` (default): ``hybrid`` that matches the authors a query names (the ``role`` of
+  stored memories, "What did Caroline paint?") as authors, not as words: their memories get
+  ``AUTHOR_WEIGHT`` standard deviations more, the names leave the BM25 query, and the dense score
+  mixes in (``CONTENT_SHARE``) the query embedded with the names replaced by "they"; after the
+  propagation along time each leaf gets ``SEGMENT_WEIGHT`` times the standardised BM25 score of
+  its segment of the timeline scored as one document (``core/gathering.py``). Without a name in
+  the query it is ``hybrid`` plus the segment score.
+- ``hybrid``: every leaf gets a dense score (cosine to the query) and a lexical one
   (BM25, ``core/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
   dominates) and they are summed with the lexical one weighted by ``LEXICAL_WEIGHT``. Relevance then
   propagates along time: each leaf adds ``NEIGHBOUR_DECAY``^r times the score of the leaves r places
