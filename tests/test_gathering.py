@@ -9,6 +9,7 @@ timeline rebuilt from the leaves' order.
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memtree_mcp.core.memory as core_memory
-from memtree_mcp.core.gathering import STAND_IN, named_authors, standardised, without_names
+from memtree_mcp.core.gathering import STAND_IN, dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
@@ -25,6 +26,7 @@ from memtree_mcp.core.temporal import is_boundary
 DIM = 16
 WORDS = "coffee espresso beans alps hiking trail python typing jazz record vinyl garden tomato cello".split()
 AUTHORS = ("Ana", "Bo", "Annabel", "user")
+DAY0 = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 
 
 def random_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
@@ -38,7 +40,8 @@ def random_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
         text=f"{author} said: note {i}, {words}",
         vector=vector,
         seq=i,
-        timestamp=1000.0 + 60.0 * i + (30_000.0 if rng.random() < 0.05 else 0.0) * i,
+        # About five memories a day, from 1 January 2024.
+        timestamp=DAY0 + 17_000.0 * i + (30_000.0 if rng.random() < 0.05 else 0.0) * i,
         role=author,
         session=None if rng.random() < 0.2 else f"s{i // 7}",
         content_hash=f"h{i}",
@@ -99,6 +102,10 @@ def gather_by_brute_force(
     if bm25:
         lexical = z([bm25.get(leaf.id, 0.0) for leaf in leaves])
         fused = [f + core_memory.LEXICAL_WEIGHT * b for f, b in zip(fused, lexical, strict=True)]
+    spans = dated_spans(text)
+    dated = [any(start <= leaf.timestamp < end for start, end in spans) for leaf in leaves]
+    if any(dated) and not all(dated):
+        fused = [f + core_memory.DATE_WEIGHT * d for f, d in zip(fused, dated, strict=True)]
     lowered = {name.lower() for name in names}
     fused = [
         f + core_memory.AUTHOR_WEIGHT * (leaf.role.lower() in lowered)
@@ -133,9 +140,10 @@ def test_gather_scores_every_memory_as_the_brute_force_computation(
     rng = np.random.default_rng(seed + 100)
     for text in (
         "what did Ana say about hiking trail",
-        "Bo's jazz record",
+        "Bo's jazz record on 3 January, 2024",
         "coffee beans",
-        "annabel and ANA garden",
+        "annabel and ANA garden in January 2024",
+        "typing on 2024-01-05 or January 9, 2024",
     ):
         query = unit(rng)
         content = unit(rng) if with_content else None
@@ -226,6 +234,41 @@ def test_names_are_replaced_whole_with_their_possessive_longest_first() -> None:
     )
     assert without_names("Banana with Ana", ["Ana"], stand_in=" ") == "Banana with"
     assert without_names("nothing here", []) == "nothing here"
+
+
+def day(year: int, month: int, number: int) -> float:
+    return datetime(year, month, number, tzinfo=UTC).timestamp()
+
+
+def test_dates_with_a_year_name_a_day_or_a_month_and_a_bare_year_names_nothing() -> None:
+    assert dated_spans("on 16 November, 2023?") == [(day(2023, 11, 16), day(2023, 11, 17))]
+    assert dated_spans("on 8th December, 2023") == [(day(2023, 12, 8), day(2023, 12, 9))]
+    assert dated_spans("on December 1,2023 taken") == [(day(2023, 12, 1), day(2023, 12, 2))]
+    assert dated_spans("Nov. 3, 2024") == [(day(2024, 11, 3), day(2024, 11, 4))]
+    assert dated_spans("in December 2023") == [(day(2023, 12, 1), day(2024, 1, 1))]
+    assert dated_spans("2023-11-21 and 2023-12") == [
+        (day(2023, 11, 21), day(2023, 11, 22)),
+        (day(2023, 12, 1), day(2024, 1, 1)),
+    ]
+    assert dated_spans("the 2024 budget, due in May") == []
+    assert dated_spans("on 30 February, 2023") == [(day(2023, 2, 1), day(2023, 3, 1))]  # its month
+
+
+def test_a_query_naming_a_day_ranks_what_was_said_that_day_first() -> None:
+    memory = Memory(DIM)
+    vector = unit(np.random.default_rng(3))
+    for i, stamp in enumerate([day(2024, 3, 1), day(2024, 3, 2), day(2024, 3, 3)]):
+        memory.add_leaf(
+            Leaf(
+                id=f"m{i}",
+                text=f"we talked about the garden ({('red', 'tan', 'sky')[i]})",
+                vector=vector,
+                seq=i,
+                timestamp=stamp,
+            )
+        )
+    hits = memory.recall(vector, 3, query_text="What about the garden on 2 March, 2024?")
+    assert hits[0].id == "m1"
 
 
 def test_standardised_values_have_mean_zero_and_unit_spread() -> None:

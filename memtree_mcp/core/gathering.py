@@ -1,5 +1,5 @@
-"""The pieces of ``gather`` recall that are not in ``hybrid``: authors named in a query, and
-segments of the conversation scored as a whole.
+"""The pieces of ``gather`` recall that are not in ``hybrid``: authors and dates named in a
+query, and segments of the conversation scored as a whole.
 
 A question about a person's activities ("Which cities has John been to?") is answered by what
 that person said, often in several sessions, in words other than the question's. Two things
@@ -19,15 +19,20 @@ get in the way of plain dense + BM25 scoring, measured on the LoCoMo dev split
   memories) and lifts every memory by its segment's standardised score: the temporal hierarchy as
   a first stage, as SegTreeMem's segment scores (seed 001 §4.3), but ranking leaves inside it
   instead of leaving the memories of a weak segment out.
+- a date. "What did Tim say about his injury on 16 November, 2023?" asks about what was said that
+  day; the words "16 November" are rarely in the memory, its timestamp is. Memories dated within
+  a day or month the query names with its year (:func:`dated_spans`) get ``DATE_WEIGHT`` more.
 
-Both weights are in standard deviations of scores standardised over the memory, so they mean the
+The weights are in standard deviations of scores standardised over the memory, so they mean the
 same in any memory and with any embedder.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -63,6 +68,55 @@ def without_names(text: str, names: Iterable[str], stand_in: str = STAND_IN) -> 
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
+_MONTH_NUMBER = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+_MONTH_NUMBER.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4})"
+# Most specific first: a day, then a month of a year. A bare year or month is left alone ("the
+# 2024 budget" is about 2024, not necessarily said then).
+_DATES = [
+    re.compile(rf"\b{_YEAR}-(?P<num>\d{{2}})-(?P<day>\d{{2}})\b"),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s*{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s*{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_YEAR}-(?P<num>\d{{2}})\b(?!-)"),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+]
+
+
+def dated_spans(text: str) -> list[tuple[float, float]]:
+    """The periods ``text`` names by an explicit date with its year, as [start, end) in seconds
+    since the epoch (UTC): a day ("21 November, 2023", "November 6, 2023", "2023-11-21") or a
+    month ("December 2023", "2023-12"). A date inside a longer one counts once."""
+    spans: list[tuple[float, float]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _DATES:
+        for match in pattern.finditer(text):
+            if any(start < match.end() and match.start() < end for start, end in taken):
+                continue
+            found = match.groupdict()
+            month = int(found["num"]) if found.get("num") else _MONTH_NUMBER[found["month"].lower()]
+            year = int(found["year"])
+            try:
+                if found.get("day"):
+                    start = datetime(year, month, int(found["day"]), tzinfo=UTC)
+                    end = start.timestamp() + 86400.0
+                else:
+                    start = datetime(year, month, 1, tzinfo=UTC)
+                    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC).timestamp()
+            except ValueError:  # "31 February", month 13: not a date
+                continue
+            taken.append((match.start(), match.end()))
+            spans.append((start.timestamp(), end))
+    return spans
+
+
 def standardised(values: np.ndarray) -> np.ndarray:
-    """``values`` as z-scores (mean 0, standard deviation 1; all zeros when they are all equal)."""
-    return (values - values.mean()) / (float(values.std()) + 1e-6)
+    """``values`` as z-scores (mean 0, standard deviation 1), in float64; all zeros when they are
+    all equal (to rounding: equal float32 cosines must not become noise divided by nothing)."""
+    exact = np.asarray(values, dtype=np.float64)
+    mean = float(exact.mean()) if len(exact) else 0.0
+    spread = float(exact.std()) if len(exact) else 0.0
+    if spread <= 1e-6 * max(1.0, abs(mean)):
+        return np.zeros(len(exact))
+    return (exact - mean) / spread

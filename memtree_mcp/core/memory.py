@@ -7,7 +7,8 @@ Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``
   ``AUTHOR_WEIGHT`` standard deviations more, the names leave the BM25 query, and the dense score
   mixes in (``CONTENT_SHARE``) the query embedded with the names replaced by "they"; after the
   propagation along time each leaf gets ``SEGMENT_WEIGHT`` times the standardised BM25 score of
-  its segment of the timeline scored as one document (``core/gathering.py``). Without a name in
+  its segment of the timeline scored as one document, and memories dated within a day or month
+  the query names get ``DATE_WEIGHT`` more (``core/gathering.py``). Without a name or a date in
   the query it is ``hybrid`` plus the segment score.
 - ``hybrid``: every leaf gets a dense score (cosine to the query) and a lexical one
   (BM25, ``core/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
@@ -44,7 +45,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
-from memtree_mcp.core.gathering import named_authors, standardised, without_names
+from memtree_mcp.core.gathering import dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.hierarchy import Linkage
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
@@ -81,6 +82,8 @@ NEIGHBOUR_RADIUS = 2
 AUTHOR_WEIGHT = 0.5
 SEGMENT_WEIGHT = 0.5
 CONTENT_SHARE = 0.5
+# The lift of a memory dated within a day or month the query names ("on 16 November, 2023").
+DATE_WEIGHT = 2.0
 # SegTreeMem's fixed setting (seed 001 Table 4): decay α = 0.1 over a horizon of H = 2 hops.
 PROPAGATION_DECAY = 0.1
 PROPAGATION_HORIZON = 2
@@ -194,6 +197,7 @@ class Memory:
         self.lexical = LexicalIndex()
         self._slot_row = np.zeros(0, dtype=np.int64)  # lexical slot -> leaf-index row
         self._slot_author = np.zeros(0, dtype=np.int64)  # lexical slot -> code of its author
+        self._slot_stamp = np.zeros(0, dtype=np.float64)  # lexical slot -> the leaf's timestamp
         self._author_code: dict[str, int] = {}  # casefolded role -> code
         self._arrays = {"semantic": _TreeArrays(), "temporal": _TreeArrays()}
         self._by_hash: dict[str, str] = {}
@@ -218,10 +222,12 @@ class Memory:
         self.lexical.add_many((leaf.id, leaf.text) for leaf in ordered)
         self._slot_row = np.full(len(ordered) + 16, -1, dtype=np.int64)
         self._slot_author = np.full(len(ordered) + 16, -1, dtype=np.int64)
+        self._slot_stamp = np.full(len(ordered) + 16, -1, dtype=np.float64)
         for row, leaf in enumerate(ordered):
             slot = self.lexical.slot(leaf.id)
             self._slot_row[slot] = row
             self._slot_author[slot] = self._code_of(leaf.role)
+            self._slot_stamp[slot] = leaf.timestamp
         for leaf in ordered:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
@@ -405,8 +411,11 @@ class Memory:
             size = max(2 * len(self._slot_row), slot + 1, 16)
             self._slot_row = _grown(self._slot_row, size)
             self._slot_author = _grown(self._slot_author, size)
+            self._slot_stamp = _grown(self._slot_stamp, size)
+        leaf = self.leaves[leaf_id]
         self._slot_row[slot] = self.leaf_index.row(leaf_id)
-        self._slot_author[slot] = self._code_of(self.leaves[leaf_id].role)
+        self._slot_author[slot] = self._code_of(leaf.role)
+        self._slot_stamp[slot] = leaf.timestamp
 
     def _code_of(self, role: str) -> int:
         return self._author_code.setdefault(role.casefold(), len(self._author_code))
@@ -707,7 +716,7 @@ class Memory:
         if not len(dense) or (lexical is None and not names and float(cosines.max()) < RELEVANCE_FLOOR):
             return _Names(self.leaf_index, []), dense[:0]
         mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
-        fused = (dense - mean) / spread
+        fused = standardised(dense)
         if lexical is not None:
             rows, values = lexical
             bm25 = np.zeros(len(dense), dtype=np.float64)
@@ -715,6 +724,9 @@ class Memory:
             fused = fused + LEXICAL_WEIGHT * standardised(bm25)
         if names:
             fused = fused + AUTHOR_WEIGHT * self._by_authors(names)
+        spans = dated_spans(query_text) if query_text else []
+        if spans:
+            fused = fused + DATE_WEIGHT * self._dated_within(spans)
         timeline = self.timeline()
         fused = timeline.propagate(fused)
         if lexical is not None:
@@ -728,6 +740,19 @@ class Memory:
         slots = np.flatnonzero((self._slot_row >= 0) & np.isin(self._slot_author, codes))
         out = np.zeros(len(self.leaf_index))
         out[self._slot_row[slots]] = 1.0
+        return out
+
+    def _dated_within(self, spans: Sequence[tuple[float, float]]) -> np.ndarray:
+        """1 for each leaf-index row whose memory is dated within one of ``spans`` ([start, end)),
+        else 0; all zeros when every memory is, as the date then tells them nothing apart."""
+        live = self._slot_row >= 0
+        inside = np.zeros(len(self._slot_row), dtype=bool)
+        for start, end in spans:
+            inside |= (self._slot_stamp >= start) & (self._slot_stamp < end)
+        out = np.zeros(len(self.leaf_index))
+        out[self._slot_row[live & inside]] = 1.0
+        if out.all():
+            out[:] = 0.0
         return out
 
     def _segment_lift(self, words: str, timeline: _Timeline) -> np.ndarray:
