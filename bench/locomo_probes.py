@@ -348,7 +348,8 @@ def probes() -> list[tuple[str, str, Probe]]:
             )
         )
     out.append(("oracle", "evidence sessions first (reads the evidence)", _oracle_sessions))
-    out.append(("oracle", "memories by the named author only (hard filter)", _author(100.0)))
+    blurred = "author lift 100 before propagation (a filter that neighbours in time blur)"
+    out.append(("oracle", blurred, _author(100.0)))
     return out
 
 

@@ -167,17 +167,19 @@ GRIDS: dict[str, Callable[[], Grid]] = {
     "baseline": lambda: [("hybrid", "hybrid", {}), ("gather", "gather", {})],
     # gather's weights around the default (author 0.5, segment 0.5, content 0.5, date 2.0): the
     # first three in every combination, then the date lift alone.
-    "gather": lambda: [
-        (
-            f"gather author {a} segment {g} content {c}",
-            "gather",
-            {"AUTHOR_WEIGHT": a, "SEGMENT_WEIGHT": g, "CONTENT_SHARE": c},
-        )
-        for a in (0.25, 0.5, 1.0)
-        for g in (0.25, 0.5, 0.75)
-        for c in (0.3, 0.5, 0.7)
-    ]
-    + [(f"gather date {d}", "gather", {"DATE_WEIGHT": d}) for d in (0.0, 0.5, 1.0, 2.0, 3.0)],
+    "gather": lambda: (
+        [
+            (
+                f"gather author {a} segment {g} content {c}",
+                "gather",
+                {"AUTHOR_WEIGHT": a, "SEGMENT_WEIGHT": g, "CONTENT_SHARE": c},
+            )
+            for a in (0.25, 0.5, 1.0)
+            for g in (0.25, 0.5, 0.75)
+            for c in (0.3, 0.5, 0.7)
+        ]
+        + [(f"gather date {d}", "gather", {"DATE_WEIGHT": d}) for d in (0.0, 0.5, 1.0, 2.0, 3.0)]
+    ),
     # hybrid's own neighbours under gather: the lexical weight and the neighbour decay.
     "gather-hybrid-knobs": lambda: [
         (f"gather lexical {w} decay {d}", "gather", {"LEXICAL_WEIGHT": w, "NEIGHBOUR_DECAY": d})
