@@ -30,6 +30,7 @@ same in any memory and with any embedder.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -42,6 +43,7 @@ import numpy as np
 STAND_IN = "they"
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_pattern(name: str) -> re.Pattern[str]:
     # Whole word, any case, with or without a possessive ("Caroline's").
     return re.compile(r"(?<![\w])" + re.escape(name) + r"(?:['\u2019]s)?(?![\w])", re.IGNORECASE)
