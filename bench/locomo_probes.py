@@ -6,8 +6,10 @@ authors, the timeline, both trees) and one question, returning a score per leaf 
 recall@5/10/25 per category are computed as in ``bench/locomo.py``. Probes score leaves directly,
 so they reproduce ``hybrid`` exactly (its first row) but skip the service; the kept idea became
 the ``gather`` strategy of ``core/memory.py``, measured through the service by ``bench/locomo.py``
-and over its neighbouring settings by ``bench/locomo_sweep.py``. Two rows are oracles (they read
-the evidence or the category), to bound what session choice and author filtering could give.
+and over its neighbouring settings by ``bench/locomo_sweep.py``. The last two rows are bounds:
+the evidence sessions put first (an oracle, it reads the evidence) for what choosing sessions
+could give, and a lift of 100 for the named author's memories (close to a filter) for what
+filtering by author costs.
 
 Run from the repository root (about ten minutes on a quiet machine)::
 
