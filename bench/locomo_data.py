@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 KS = (5, 10, 25)
+SESSION_KS = (5, 10)
 K_MAX = max(KS)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVIDENCE_ID = re.compile(r"D:?(\d+):0*(\d+)")
@@ -142,4 +143,29 @@ class Scores:
                 values = np.asarray(self.per_k[k])[mask]
                 entry[f"R@{k}"] = round(100 * float(values.mean()), 2) if mask.any() else None
             out["per_category"][f"{cat} {name}"] = entry
+        return out
+
+
+class SessionScores:
+    """engram-search's metric: any evidence session among the first n distinct sessions."""
+
+    def __init__(self) -> None:
+        self.hits: dict[int, list[float]] = {n: [] for n in SESSION_KS}
+        self.categories: list[int] = []
+
+    def add(self, question: Question, turns: Sequence[str]) -> None:
+        wanted = {e.split(":")[0] for e in question.evidence}
+        sessions = list(dict.fromkeys(t.split(":")[0] for t in turns))
+        for n in SESSION_KS:
+            self.hits[n].append(float(bool(wanted & set(sessions[:n]))))
+        self.categories.append(question.category)
+
+    def summary(self) -> dict[str, Any]:
+        cats = np.asarray(self.categories)
+        out: dict[str, Any] = {f"S@{n}": round(100 * float(np.mean(self.hits[n])), 2) for n in SESSION_KS}
+        for cat, name in CATEGORIES.items():
+            mask = cats == cat
+            out[f"{cat} {name}"] = {
+                f"S@{n}": round(100 * float(np.asarray(self.hits[n])[mask].mean()), 2) for n in SESSION_KS
+            }
         return out

@@ -9,7 +9,7 @@ What it measures, for each size N (``--sizes``):
    (``Memory.add_leaf``), row building and LanceDB commits.
 2. ``remember``. ``--remember-calls`` further memories are remembered one call each, on top of
    the N, each timed end to end (no LLM) with the same split per call.
-3. ``recall``. ``--queries`` questions (k = 10, ``hybrid``) timed three ways: ``service.recall``
+3. ``recall``. ``--queries`` questions (k = 10, the default strategy) timed three ways: ``service.recall``
    (query embedding, version check and the in-memory search), the query embedding alone, and
    ``Memory.recall`` with the precomputed vector (embedding excluded). The exact brute-force
    matrix-vector product over the leaves' vectors (numpy, float32) is timed on its own, and next to
@@ -87,6 +87,7 @@ from memtree_mcp.store.lance import NamespaceTable
 
 NAMESPACE = "scale"
 RECALL_K = 10
+COMPARED_STRATEGIES = ("gather", "hybrid")  # timed one after the other for each question
 DEFAULT_DATA = Path("../shared/bench/locomo/locomo-dev.json")
 TARGETS_MS = {
     "recall_p50": {10_000: 15.0, 100_000: 40.0},
@@ -391,12 +392,18 @@ def bench_size(
         follow: list[float] = []
         brute: list[float] = []
         hits: list[int] = []
+        # The default strategy above; each of these too, interleaved question by question.
+        by_strategy: dict[str, list[float]] = {name: [] for name in COMPARED_STRATEGIES}
         vectors = inner.embed_batch(questions)
         for question, vector in zip(questions, vectors, strict=True):
             started = time.perf_counter()
             found = service.recall(question, k=RECALL_K, namespace=NAMESPACE)
             full.append(time.perf_counter() - started)
             hits.append(len(found.hits))
+            for name, times in by_strategy.items():
+                started = time.perf_counter()
+                service.recall(question, k=RECALL_K, namespace=NAMESPACE, strategy=name)
+                times.append(time.perf_counter() - started)
             started = time.perf_counter()
             inner.embed_batch([question])
             embed_only.append(time.perf_counter() - started)
@@ -414,6 +421,7 @@ def bench_size(
             "k": RECALL_K,
             "mean_hits": round(statistics.fmean(hits), 2) if hits else 0,
             "service_recall": summary_ms(full),
+            "service_recall_by_strategy": {name: summary_ms(times) for name, times in by_strategy.items()},
             "embedding_only": summary_ms(embed_only),
             "memory_recall_only": summary_ms(core),
             "version_check": summary_ms(follow),

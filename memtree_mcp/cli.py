@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("query")
     recall.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
     recall.add_argument("--max-tokens", type=int, help="budget for the hits' text")
-    recall.add_argument("--strategy", default="hybrid", help="hybrid (default), collapsed, propagate-down, …")
+    recall.add_argument("--strategy", default="gather", help="gather (default), hybrid, collapsed, …")
     recall.add_argument("--kind", default="any", choices=["any", "leaf", "summary"])
     recall.add_argument("--as-of", help="recall from memory as it was at this version or ISO 8601 time")
     recall.add_argument(

@@ -127,9 +127,18 @@ class Reader:
             tags=check_tags(tags),
             session=check_session(session),
         )
-        if self._spaces.get(name, create=False) is None:
+        known = self._spaces.get(name, create=False)
+        if known is None:
             return RecallResult(hits=[], namespace=name)
-        vector = self._embed(text)
+        texts = [text]
+        if strategy == "gather":
+            # gather also embeds the query without the authors it names, in the same batch.
+            content = self._content_text(known, text)
+            if content is not None:
+                texts.append(content)
+        vectors = self._embedder().embed_batch(texts)
+        vector = vectors[0]
+        content_query = vectors[1] if len(texts) > 1 else None
 
         def recall_in(memory: Memory) -> list[Hit]:
             return memory.recall(
@@ -143,6 +152,7 @@ class Reader:
                 min_relevance=min_relevance,
                 supersede=True,
                 cost=recall_cost,
+                content_query=content_query,
             )
 
         with self._spaces.reading(name) as space:
@@ -181,6 +191,16 @@ class Reader:
         found = [hit for hit in hits if hit.relevance >= DEFAULT_MIN_RELEVANCE]
         found.sort(key=lambda hit: -hit.relevance)
         return [_recall_hit(hit) for hit in found]
+
+    def _content_text(self, space: Space, text: str) -> str | None:
+        """``text`` without the authors it names (``Memory.content_text``), from the memory as
+        this process holds it, without waiting for its lock: authors come and go rarely, so it is
+        not followed first, unless it was never loaded. Recall matches the names again on the
+        memory it ranks."""
+        if space.version < 0:
+            with self._spaces.reading(space.name) as loaded:
+                return loaded.memory.content_text(text) if loaded is not None else None
+        return space.memory.content_text(text)
 
     def summary_plan(
         self,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memtree_mcp.config import Settings
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.memory import DEFAULT_STRATEGY, Memory
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.inputs import MAX_FORGET, check_flag, check_namespace
@@ -110,7 +110,7 @@ class MemoryService:
         max_tokens: int | None = None,
         namespace: str | None = None,
         *,
-        strategy: str = "hybrid",
+        strategy: str = DEFAULT_STRATEGY,
         kind: str = "any",
         time_from: str | None = None,
         time_to: str | None = None,
@@ -122,15 +122,16 @@ class MemoryService:
     ) -> RecallResult:
         """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
-        ``strategy`` is one of STRATEGIES (``hybrid``: dense + lexical with propagation along time;
-        ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
-        filters are ISO 8601; ``tags`` keeps memories with any of them; ``expand`` replaces summaries
-        by their best memories; ``as_of`` (a version number or an ISO 8601 time) recalls from the
-        memory as it was then, less what has been forgotten since. Hits below ``min_relevance``
-        (0 to 1) are left out, so ``k`` is a most, not a quota; no text appears twice; a memory a
-        later one updates comes after the update and names it (``superseded_by``). ``max_tokens``
-        bounds the text the model reads (``rendering.recall_text``). Raises InvalidInput for bad
-        arguments.
+        ``strategy`` is one of STRATEGIES (``gather``: hybrid, with the authors a query names matched
+        as authors and each memory lifted by its stretch of conversation; ``hybrid``: dense + lexical
+        with propagation along time; ``collapsed``: dense over every node); ``kind`` is ``any``,
+        ``leaf`` or ``summary``; the time filters are ISO 8601; ``tags`` keeps memories with any of
+        them; ``expand`` replaces summaries by their best memories; ``as_of`` (a version number or an
+        ISO 8601 time) recalls from the memory as it was then, less what has been forgotten since.
+        Hits below ``min_relevance`` (0 to 1) are left out, so ``k`` is a most, not a quota; no text
+        appears twice; a memory a later one updates comes after the update and names it
+        (``superseded_by``). ``max_tokens`` bounds the text the model reads
+        (``rendering.recall_text``). Raises InvalidInput for bad arguments.
         """
         return self.reader.recall(
             self.resolve_namespace(namespace),

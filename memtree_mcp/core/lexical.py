@@ -275,10 +275,7 @@ class LexicalIndex:
 
         Free slots score zero, and so does every document sharing no term with the query.
         """
-        query_counts: dict[str, int] = {}
-        for term in self._tokenize(query):
-            if term in self._postings:
-                query_counts[term] = query_counts.get(term, 0) + 1
+        query_counts = self._query_counts(query)
         if not query_counts:
             return None
         n = len(self._slot_of)
@@ -292,6 +289,50 @@ class LexicalIndex:
             norm = self.k1 * (1.0 - self.b + self.b * self._lengths[slots] / avgdl)
             scores[slots] += (qtf * idf) * tfs * (self.k1 + 1.0) / (tfs + norm)
         return scores
+
+    def group_score_array(self, query: str, group_of_slot: np.ndarray, groups: int) -> np.ndarray | None:
+        """BM25 scores of groups of documents, each group scored as one document made of its
+        members' texts (the same as an index of the groups' joined texts would give), by group
+        number; None when no query term occurs in the index.
+
+        ``group_of_slot`` holds the group (0 to ``groups`` - 1) of the document in each slot
+        (``slot``), -1 for a slot left out (a free one, or a document in no group); it must cover
+        every slot. Groups without a member score zero and do not count as documents.
+        """
+        query_counts = self._query_counts(query)
+        if not query_counts:
+            return None
+        size = len(self._id_of)
+        member = group_of_slot[:size]
+        kept = member >= 0
+        lengths = np.bincount(member[kept], weights=self._lengths[:size][kept], minlength=groups)
+        present = np.bincount(member[kept], minlength=groups) > 0
+        n = int(present.sum())
+        scores = np.zeros(groups, dtype=np.float64)
+        if n == 0:
+            return scores
+        norm = self.k1 * (1.0 - self.b + self.b * lengths / (float(lengths.sum()) / n))
+        for term, qtf in query_counts.items():
+            postings = self._postings[term]
+            slots, tfs = postings.slots[: postings.size], postings.tfs[: postings.size]
+            where = group_of_slot[slots]
+            inside = where >= 0
+            tf = np.bincount(where[inside], weights=tfs[inside], minlength=groups)
+            df = int(np.count_nonzero(tf))
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            # Empty groups (tf 0) add nothing, even where their norm is 0 (b = 1, no words).
+            scores += (qtf * idf) * tf * (self.k1 + 1.0) / np.maximum(tf + norm, 1e-12)
+        return scores
+
+    def _query_counts(self, query: str) -> dict[str, int]:
+        """The query's terms that occur in the index, each with how often the query has it."""
+        counts: dict[str, int] = {}
+        for term in self._tokenize(query):
+            if term in self._postings:
+                counts[term] = counts.get(term, 0) + 1
+        return counts
 
     def coverage(self, query: str, doc_id: str) -> float:
         """The share of ``query``'s distinct terms that ``doc_id`` contains, each weighted by its idf.

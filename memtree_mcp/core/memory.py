@@ -2,7 +2,15 @@
 
 Recall strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/benchmarks.md``):
 
-- ``hybrid`` (default): every leaf gets a dense score (cosine to the query) and a lexical one
+- ``gather`` (default): ``hybrid`` that matches the authors a query names (the ``role`` of
+  stored memories, "What did Caroline paint?") as authors, not as words: their memories get
+  ``AUTHOR_WEIGHT`` standard deviations more, the names leave the BM25 query, and the dense score
+  mixes in (``CONTENT_SHARE``) the query embedded with the names replaced by "they"; after the
+  propagation along time each leaf gets ``SEGMENT_WEIGHT`` times the standardised BM25 score of
+  its segment of the timeline scored as one document, and memories dated within a day or month
+  the query names get ``DATE_WEIGHT`` more (``core/gathering.py``). Without a name or a date in
+  the query it is ``hybrid`` plus the segment score.
+- ``hybrid``: every leaf gets a dense score (cosine to the query) and a lexical one
   (BM25, ``core/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
   dominates) and they are summed with the lexical one weighted by ``LEXICAL_WEIGHT``. Relevance then
   propagates along time: each leaf adds ``NEIGHBOUR_DECAY``^r times the score of the leaves r places
@@ -28,6 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -36,6 +45,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
+from memtree_mcp.core.gathering import dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.hierarchy import Linkage
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
@@ -46,8 +56,16 @@ from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, Tempora
 
 HitKind = Literal["leaf", "summary"]
 KindFilter = Literal["any", "leaf", "summary"]
-Strategy = Literal["hybrid", "collapsed", "propagate-down", "propagate-up", "refine"]
-STRATEGIES: tuple[Strategy, ...] = ("hybrid", "collapsed", "propagate-down", "propagate-up", "refine")
+Strategy = Literal["gather", "hybrid", "collapsed", "propagate-down", "propagate-up", "refine"]
+STRATEGIES: tuple[Strategy, ...] = (
+    "gather",
+    "hybrid",
+    "collapsed",
+    "propagate-down",
+    "propagate-up",
+    "refine",
+)
+DEFAULT_STRATEGY: Strategy = "gather"
 
 # Collapsed retrieval drops nodes less similar than this (θ_retrieve of seed 000 §3.2). Unrelated
 # texts score around 0 to 0.1 with all-MiniLM-L6-v2; anything on the subject scores well above.
@@ -58,6 +76,14 @@ RELEVANCE_FLOOR = 0.2
 LEXICAL_WEIGHT = 0.5
 NEIGHBOUR_DECAY = 0.4
 NEIGHBOUR_RADIUS = 2
+# Gather recall (core/gathering.py), in standard deviations of the standardised scores: the lift
+# of a memory whose author the query names, and the weight of its segment's BM25 score; and the
+# share of the query-without-names vector in the dense score.
+AUTHOR_WEIGHT = 0.5
+SEGMENT_WEIGHT = 0.5
+CONTENT_SHARE = 0.5
+# The lift of a memory dated within a day or month the query names ("on 16 November, 2023").
+DATE_WEIGHT = 2.0
 # SegTreeMem's fixed setting (seed 001 Table 4): decay α = 0.1 over a horizon of H = 2 hops.
 PROPAGATION_DECAY = 0.1
 PROPAGATION_HORIZON = 2
@@ -170,8 +196,12 @@ class Memory:
         self._branch_index: VectorIndex | None = VectorIndex(dimension)
         self.lexical = LexicalIndex()
         self._slot_row = np.zeros(0, dtype=np.int64)  # lexical slot -> leaf-index row
+        self._slot_author = np.zeros(0, dtype=np.int64)  # lexical slot -> code of its author
+        self._slot_stamp = np.zeros(0, dtype=np.float64)  # lexical slot -> the leaf's timestamp
+        self._author_code: dict[str, int] = {}  # casefolded role -> code
         self._arrays = {"semantic": _TreeArrays(), "temporal": _TreeArrays()}
         self._by_hash: dict[str, str] = {}
+        self._authors: Counter[str] = Counter()  # memories by role, for names in a query
         self._timeline: _Timeline | None = None
         self._structure: _TreeStructure | None = None
         self.next_seq = 0
@@ -183,6 +213,7 @@ class Memory:
         self.leaves.clear()
         self._by_hash.clear()
         ordered = sorted(leaves, key=lambda leaf: leaf.seq)
+        self._authors = Counter(leaf.role for leaf in ordered)
         ids = [leaf.id for leaf in ordered]
         self.leaf_index = VectorIndex(self.dimension, capacity=_headroom(len(ordered)))
         if ordered:
@@ -190,8 +221,13 @@ class Memory:
         self.lexical = LexicalIndex()
         self.lexical.add_many((leaf.id, leaf.text) for leaf in ordered)
         self._slot_row = np.full(len(ordered) + 16, -1, dtype=np.int64)
-        for row, leaf_id in enumerate(ids):
-            self._slot_row[self.lexical.slot(leaf_id)] = row
+        self._slot_author = np.full(len(ordered) + 16, -1, dtype=np.int64)
+        self._slot_stamp = np.full(len(ordered) + 16, -1, dtype=np.float64)
+        for row, leaf in enumerate(ordered):
+            slot = self.lexical.slot(leaf.id)
+            self._slot_row[slot] = row
+            self._slot_author[slot] = self._code_of(leaf.role)
+            self._slot_stamp[slot] = leaf.timestamp
         for leaf in ordered:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
@@ -228,6 +264,7 @@ class Memory:
         self.leaves[leaf.id] = leaf
         if leaf.content_hash:
             self._by_hash[leaf.content_hash] = leaf.id
+        self._authors[leaf.role] += 1
         self.next_seq = leaf.seq + 1
         changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
         self.leaf_index.upsert(leaf.id, leaf.vector)
@@ -286,6 +323,7 @@ class Memory:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
                 self._by_hash[leaf.content_hash] = leaf.id
+            self._authors[leaf.role] += 1
             self.leaf_index.upsert(leaf.id, leaf.vector)
             self.lexical.add(leaf.id, leaf.text)
             self._map_slot(leaf.id)
@@ -321,6 +359,9 @@ class Memory:
         leaf = self.leaves.pop(leaf_id)
         if self._by_hash.get(leaf.content_hash) == leaf_id:
             del self._by_hash[leaf.content_hash]
+        self._authors[leaf.role] -= 1
+        if self._authors[leaf.role] <= 0:
+            del self._authors[leaf.role]
         self._slot_row[self.lexical.slot(leaf_id)] = -1
         moved = self.leaf_index.remove(leaf_id)
         self.lexical.remove(leaf_id)
@@ -367,10 +408,17 @@ class Memory:
     def _map_slot(self, leaf_id: str) -> None:
         slot = self.lexical.slot(leaf_id)
         if slot >= len(self._slot_row):
-            grown = np.full(max(2 * len(self._slot_row), slot + 1, 16), -1, dtype=np.int64)
-            grown[: len(self._slot_row)] = self._slot_row
-            self._slot_row = grown
+            size = max(2 * len(self._slot_row), slot + 1, 16)
+            self._slot_row = _grown(self._slot_row, size)
+            self._slot_author = _grown(self._slot_author, size)
+            self._slot_stamp = _grown(self._slot_stamp, size)
+        leaf = self.leaves[leaf_id]
         self._slot_row[slot] = self.leaf_index.row(leaf_id)
+        self._slot_author[slot] = self._code_of(leaf.role)
+        self._slot_stamp[slot] = leaf.timestamp
+
+    def _code_of(self, role: str) -> int:
+        return self._author_code.setdefault(role.casefold(), len(self._author_code))
 
     def _index_branch(self, branch: Branch) -> None:
         index = self._branch_index
@@ -429,7 +477,7 @@ class Memory:
         k: int,
         *,
         query_text: str = "",
-        strategy: Strategy = "hybrid",
+        strategy: Strategy = DEFAULT_STRATEGY,
         where: RecallFilter | None = None,
         max_tokens: int | None = None,
         min_score: float = MIN_SCORE,
@@ -437,6 +485,7 @@ class Memory:
         min_relevance: float = 0.0,
         supersede: bool = False,
         cost: Callable[[Hit], float] | None = None,
+        content_query: Vector | None = None,
     ) -> list[Hit]:
         """The best ``k`` nodes for a query (its vector and text) that pass ``where`` and fit the budget.
 
@@ -450,7 +499,9 @@ class Memory:
         ``max_tokens`` (``cost`` of each hit, by default its text's tokens) is skipped, so a long
         summary never crowds out the short memories that follow it. With ``expand``, only
         memories are returned: a summary in the ranking stands for its memories, which take its
-        place, best first, those already taken or filtered out left aside.
+        place, best first, those already taken or filtered out left aside. ``content_query`` is
+        for ``gather``: the embedding of the query with the authors it names replaced
+        (:meth:`content_text`); without it the query's own vector stands in.
         """
         where = where or RecallFilter()
         # Ask for more than k when a budget may make some hits be skipped.
@@ -460,7 +511,10 @@ class Memory:
             # Summaries must make the ranking to be expanded; the memories they bring are filtered.
             where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
         ids: _Names | list[str]
-        if strategy == "hybrid":
+        if strategy == "gather":
+            ids, scores = self._gathered(query, query_text, content_query)
+            ranked = self._ranked(ids, scores, where, want, -math.inf)
+        elif strategy == "hybrid":
             ids, scores = self._hybrid(query, query_text, where)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy in ("propagate-down", "propagate-up"):
@@ -474,7 +528,7 @@ class Memory:
             ranked = self._ranked(ids, scores, where, want, min_score)
         if expand:
             ranked = self._expanded(ranked, ids, scores, query, final_where)
-        judge = _Relevance(self, query, query_text, lend=strategy == "hybrid")
+        judge = _Relevance(self, query, query_text, lend=strategy in ("gather", "hybrid"))
         shown = _Shown(min_covers=2 if final_where.kind == "summary" else SUMMARY_MIN_COVERS)
         chosen: list[Hit] = []
         first: Hit | None = None  # the best-ranked hit, whatever its relevance
@@ -632,6 +686,91 @@ class Memory:
         # Summaries have no lexical score: they compete by their dense score on the leaves' scale.
         parts, branch_dense = self._branch_scores(query, dense)
         return _Names(self.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
+
+    def authors_named(self, query_text: str) -> list[str]:
+        """The authors (roles) of stored memories that ``query_text`` names, longest first."""
+        # A copy taken in one step (no lock needed): the service asks before it embeds, outside
+        # the namespace's lock, while a writer may be adding memories.
+        return named_authors(query_text, list(self._authors))
+
+    def content_text(self, query_text: str) -> str | None:
+        """``query_text`` with the authors it names replaced by a pronoun (what ``gather`` embeds
+        as ``content_query``), or None when it names none."""
+        names = self.authors_named(query_text)
+        return without_names(query_text, names) if names else None
+
+    def _gathered(
+        self, query: Vector, query_text: str, content_query: Vector | None
+    ) -> tuple[_Names, np.ndarray]:
+        """Gather scoring (``core/gathering.py``): hybrid's fusion with the authors the query names
+        matched as authors, and each memory lifted by its segment's BM25 score."""
+        names = self.authors_named(query_text) if query_text else []
+        if content_query is None:
+            cosines = self.leaf_index.score_array(query)
+            dense = cosines
+        else:
+            # One pass over the matrix for both vectors.
+            pair = self.leaf_index.vectors() @ np.stack([query, content_query]).astype(np.float32).T
+            cosines = pair[:, 0]
+            dense = (1.0 - CONTENT_SHARE) * cosines + CONTENT_SHARE * pair[:, 1]
+        words = without_names(query_text, names, stand_in=" ") if names else query_text
+        lexical = self._lexical_rows(words) if words else None
+        if not len(dense) or (lexical is None and not names and float(cosines.max()) < RELEVANCE_FLOOR):
+            return _Names(self.leaf_index, []), dense[:0]
+        mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
+        fused = standardised(dense)
+        if lexical is not None:
+            rows, values = lexical
+            bm25 = np.zeros(len(dense), dtype=np.float64)
+            bm25[rows] = values
+            fused = fused + LEXICAL_WEIGHT * standardised(bm25)
+        if names:
+            fused = fused + AUTHOR_WEIGHT * self._by_authors(names)
+        spans = dated_spans(query_text) if query_text else []
+        if spans:
+            fused = fused + DATE_WEIGHT * self._dated_within(spans)
+        timeline = self.timeline()
+        fused = timeline.propagate(fused)
+        if lexical is not None:
+            fused = fused + SEGMENT_WEIGHT * self._segment_lift(words, timeline)
+        parts, branch_dense = self._branch_scores(query, dense)
+        return _Names(self.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
+
+    def _by_authors(self, names: Collection[str]) -> np.ndarray:
+        """1 for each leaf-index row whose memory's author is one of ``names`` (any case), else 0."""
+        codes = [self._author_code[key] for name in names if (key := name.casefold()) in self._author_code]
+        slots = np.flatnonzero((self._slot_row >= 0) & np.isin(self._slot_author, codes))
+        out = np.zeros(len(self.leaf_index))
+        out[self._slot_row[slots]] = 1.0
+        return out
+
+    def _dated_within(self, spans: Sequence[tuple[float, float]]) -> np.ndarray:
+        """1 for each leaf-index row whose memory is dated within one of ``spans`` ([start, end)),
+        else 0; all zeros when every memory is, as the date then tells them nothing apart."""
+        live = self._slot_row >= 0
+        inside = np.zeros(len(self._slot_row), dtype=bool)
+        for start, end in spans:
+            inside |= (self._slot_stamp >= start) & (self._slot_stamp < end)
+        out = np.zeros(len(self.leaf_index))
+        out[self._slot_row[live & inside]] = 1.0
+        if out.all():
+            out[:] = 0.0
+        return out
+
+    def _segment_lift(self, words: str, timeline: _Timeline) -> np.ndarray:
+        """By leaf-index row, the standardised BM25 score of the memory's segment of the timeline,
+        the segment scored as one document (segments count as the documents of the standardising)."""
+        n = len(self.leaf_index)
+        segment_of_row = timeline.segment_of_rows(n)
+        groups = int(segment_of_row.max()) + 1 if n else 0
+        slot_rows = self._slot_row
+        group_of_slot = np.where(slot_rows >= 0, segment_of_row[np.maximum(slot_rows, 0)], -1)
+        scores = self.lexical.group_score_array(words, group_of_slot, groups)
+        lift = np.zeros(groups)
+        if scores is not None and groups:
+            held = np.bincount(segment_of_row, minlength=groups) > 0  # numbers a removal left empty
+            lift[held] = standardised(scores[held])
+        return lift[segment_of_row]
 
     def _lexical_rows(self, query_text: str) -> tuple[np.ndarray, np.ndarray] | None:
         """Leaf-index rows of the leaves sharing a word with the query, and their BM25 scores."""
@@ -1153,6 +1292,12 @@ class _Timeline:
         places[rows] = np.arange(len(rows))
         return places
 
+    def segment_of_rows(self, n: int) -> np.ndarray:
+        """The segment number of each of the ``n`` leaf-index rows (all in the timeline)."""
+        out = np.zeros(n, dtype=np.int64)
+        out[self.rows] = self.segment
+        return out
+
     def neighbours(self, row: int, places: np.ndarray) -> list[tuple[int, int]]:
         """The leaf-index rows within ``NEIGHBOUR_RADIUS`` of leaf ``row`` in time and in its
         segment, with their distance: the leaves :meth:`propagate` lends score to it.
@@ -1250,6 +1395,13 @@ class _TreeStructure:
             total += decay**hop * moved
             step = moved
         return total
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` extended to ``size`` entries with -1."""
+    grown = np.full(size, -1, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
 
 
 def _headroom(size: int) -> int:

@@ -118,9 +118,9 @@ async def recall(
         Share, Field(description="Hide hits below this; 0 shows all.")
     ] = DEFAULT_MIN_RELEVANCE,
     strategy: Annotated[
-        Literal["hybrid", "collapsed", "propagate-down", "propagate-up", "refine"],
-        Field(description="Ranking; 'hybrid' is best."),
-    ] = "hybrid",
+        Literal["gather", "hybrid", "collapsed", "propagate-down", "propagate-up", "refine"],
+        Field(description="Ranking; 'gather' is best."),
+    ] = "gather",
     kind: Annotated[
         Literal["any", "leaf", "summary"], Field(description="Memories, summaries or both.")
     ] = "any",

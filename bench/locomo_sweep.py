@@ -1,0 +1,270 @@
+"""A core-level harness for recall strategies on LoCoMo: many settings over one build.
+
+``bench/locomo.py`` measures strategies through the service (LanceDB commits, the real write
+path) and takes a minute per build; this harness builds each conversation's ``Memory`` in core
+only, from embeddings computed once and cached, and then asks ``Memory.recall`` the questions under
+each setting, so a grid of settings costs seconds each. The same protocol (``locomo_data.py``):
+one leaf per turn in order, role = speaker, session = ``session_<n>``, timestamp = the session's
+date; ``recall(k=25, kind="leaf", min_relevance=0)`` as the service calls it (its
+``supersede`` only marks hits when there is no cut-off, so it is left out here).
+Leaf ids here are the turn order, so ties break the same way in every run (the service's are random).
+
+Besides recall@5/10/25 it reports engram-search's session metric: whether any evidence session is
+among the first 5 / 10 distinct sessions of a ranking (the ranking to depth ``SESSION_DEPTH``).
+
+Run from the repository root::
+
+    python bench/locomo_sweep.py ../shared/bench/locomo/locomo-dev.json --grid NAME
+        [--out bench/results/locomo-sweep-NAME.json]
+
+Grids are defined in ``GRIDS`` below: each is a list of (label, strategy, settings) where settings
+override the strategy's module constants of ``core/memory.py`` for that run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+from locomo_data import (
+    CATEGORIES,
+    K_MAX,
+    KS,
+    Conversation,
+    Question,
+    Scores,
+    SessionScores,
+    load_conversations,
+)
+
+import memtree_mcp.core.memory as core_memory
+from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.model import Leaf
+
+SESSION_DEPTH = 50  # leaves asked for when the session metric is computed (as bench/locomo.py)
+
+
+def cached_vectors(texts: Sequence[str], cache: Path) -> dict[str, np.ndarray]:
+    """Embeddings of ``texts`` by text, computed once with the default embedder and cached."""
+    texts = sorted(set(texts))
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    path = cache / f"locomo-vectors-{digest}.npz"
+    if path.exists():
+        stored = np.load(path)
+        return dict(zip(texts, stored["vectors"], strict=True))
+    from memtree_mcp.providers.local import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    vectors = np.concatenate([embedder.embed_batch(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, vectors=vectors)
+    return dict(zip(texts, vectors, strict=True))
+
+
+def content_vector(
+    content_of: dict[tuple[str, str], str],
+    vectors: dict[str, np.ndarray],
+    conv: Conversation,
+    question: Question,
+) -> np.ndarray | None:
+    text = content_of.get((conv.sample_id, question.text))
+    return None if text is None else vectors[text]
+
+
+def build(conv: Conversation, vectors: dict[str, np.ndarray]) -> tuple[Memory, dict[str, str]]:
+    """The conversation's memory, and the turn id of each leaf id."""
+    memory = Memory(384)
+    turn_of: dict[str, str] = {}
+    by_text: dict[str, str] = {}
+    for seq, turn in enumerate(conv.turns):
+        if turn.text in by_text:  # the service stores an exact repeat once
+            continue
+        leaf_id = f"t{seq:05d}"
+        memory.add_leaf(
+            Leaf(
+                id=leaf_id,
+                text=turn.text,
+                vector=vectors[turn.text],
+                seq=memory.next_seq,
+                timestamp=turn.timestamp,
+                role=turn.text.split(" said", 1)[0][:32] or "user",
+                session=turn.session,
+                content_hash=turn.text,
+            )
+        )
+        by_text[turn.text] = leaf_id
+        turn_of[leaf_id] = turn.id
+    return memory, turn_of
+
+
+@contextmanager
+def settings(values: dict[str, Any]):  # type: ignore[no-untyped-def]
+    old = {name: getattr(core_memory, name) for name in values}
+    for name, value in values.items():
+        setattr(core_memory, name, value)
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            setattr(core_memory, name, value)
+
+
+def evaluate(
+    memories: Sequence[tuple[Conversation, Memory, dict[str, str], np.ndarray, list[np.ndarray | None]]],
+    strategy: str,
+    values: dict[str, Any],
+    session_metric: bool,
+) -> dict[str, Any]:
+    scores = Scores()
+    sessions = SessionScores()
+    per_conv: dict[str, Scores] = {}
+    started = time.perf_counter()
+    asked = 0
+    with settings(values):
+        for conv, memory, turn_of, qvectors, content in memories:
+            own = per_conv[conv.sample_id] = Scores()
+            depth = SESSION_DEPTH if session_metric else K_MAX
+            for question, vector, content_query in zip(conv.questions, qvectors, content, strict=True):
+                hits = memory.recall(
+                    vector,
+                    depth,
+                    query_text=question.text,
+                    strategy=strategy,  # type: ignore[arg-type]
+                    where=RecallFilter(kind="leaf"),
+                    min_relevance=0.0,
+                    supersede=False,  # with no cut-off it only marks: the same order
+                    content_query=content_query,
+                )
+                asked += 1
+                turns = [turn_of[h.id] for h in hits]
+                scores.add(question, dict.fromkeys(KS, turns))
+                own.add(question, dict.fromkeys(KS, turns))
+                if session_metric:
+                    sessions.add(question, turns)
+    elapsed = time.perf_counter() - started
+    out = scores.summary()
+    out["per_conversation"] = {name: s.summary()["overall"] for name, s in per_conv.items()}
+    if session_metric:
+        out["sessions"] = sessions.summary()
+    out["ms_per_recall_core"] = round(1000 * elapsed / max(asked, 1), 2)
+    return out
+
+
+Grid = list[tuple[str, str, dict[str, Any]]]
+GRIDS: dict[str, Callable[[], Grid]] = {
+    "baseline": lambda: [("hybrid", "hybrid", {}), ("gather", "gather", {})],
+    # gather's weights around the default (author 0.5, segment 0.5, content 0.5), every
+    # combination, without the date lift (these were measured before it was added:
+    # bench/results/locomo-sweep-gather-before-dates.json).
+    "gather": lambda: [
+        (
+            f"gather author {a} segment {g} content {c}",
+            "gather",
+            {"AUTHOR_WEIGHT": a, "SEGMENT_WEIGHT": g, "CONTENT_SHARE": c, "DATE_WEIGHT": 0.0},
+        )
+        for a in (0.25, 0.5, 1.0)
+        for g in (0.25, 0.5, 0.75)
+        for c in (0.3, 0.5, 0.7)
+    ],
+    # The date lift alone, the other weights at their defaults.
+    "gather-dates": lambda: [
+        (f"gather date {d}", "gather", {"DATE_WEIGHT": d}) for d in (0.0, 0.5, 1.0, 2.0, 3.0)
+    ],
+    # hybrid's own neighbours under gather: the lexical weight and the neighbour decay (without
+    # the date lift, as the "gather" grid).
+    "gather-hybrid-knobs": lambda: [
+        (
+            f"gather lexical {w} decay {d}",
+            "gather",
+            {"LEXICAL_WEIGHT": w, "NEIGHBOUR_DECAY": d, "DATE_WEIGHT": 0.0},
+        )
+        for w in (0.4, 0.5, 0.7)
+        for d in (0.3, 0.4, 0.5)
+    ],
+}
+
+
+def row(label: str, summary: dict[str, Any]) -> str:
+    overall = summary["overall"]
+    cats = [summary["per_category"][f"{c} {n}"]["R@10"] for c, n in CATEGORIES.items()]
+    cells = [f"{overall[f'R@{k}']:.1f}" for k in KS] + [f"{c:.1f}" for c in cats]
+    if "sessions" in summary:
+        cells += [f"{summary['sessions']['S@5']:.1f}", f"{summary['sessions']['S@10']:.1f}"]
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--grid", default="baseline", choices=sorted(GRIDS))
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--sessions", action="store_true", help="also engram-search's session metric")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
+    )
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    conversations = load_conversations(args.data, args.limit)
+    vectors = cached_vectors(
+        [t.text for c in conversations for t in c.turns]
+        + [q.text for c in conversations for q in c.questions],
+        args.cache,
+    )
+    started = time.perf_counter()
+    memories = []
+    for conv in conversations:
+        memory, turn_of = build(conv, vectors)
+        memories.append((conv, memory, turn_of, np.stack([vectors[q.text] for q in conv.questions])))
+    # What the service embeds with each question for gather: the question without the authors.
+    content_of = {
+        (conv.sample_id, q.text): text
+        for conv, memory, _, _ in memories
+        for q in conv.questions
+        if (text := memory.content_text(q.text)) is not None
+    }
+    content_vectors = cached_vectors(list(content_of.values()), args.cache)
+    prepared = [
+        (
+            conv,
+            memory,
+            turn_of,
+            qvectors,
+            [content_vector(content_of, content_vectors, conv, q) for q in conv.questions],
+        )
+        for conv, memory, turn_of, qvectors in memories
+    ]
+    print(f"built {len(memories)} memories in {time.perf_counter() - started:.1f} s", flush=True)
+    head = "| setting | R@5 | R@10 | R@25 | " + " | ".join(f"R@10 {n}" for n in CATEGORIES.values())
+    head += " | S@5 | S@10 |" if args.sessions else " |"
+    print(head, flush=True)
+    results = []
+    for label, strategy, values in GRIDS[args.grid]():
+        summary = evaluate(prepared, strategy, values, args.sessions)
+        print(row(label, summary), f"{summary['ms_per_recall_core']} ms", flush=True)
+        results.append({"label": label, "strategy": strategy, "settings": values, **summary})
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        report = {
+            "data": str(args.data),
+            "grid": args.grid,
+            "command": shlex.join([sys.executable, *sys.argv]),
+            "results": results,
+        }
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
