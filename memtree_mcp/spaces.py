@@ -151,6 +151,9 @@ class Spaces:
             yield None
             return
         with space.lock, self.file_lock(name):
+            if space.table.outdated:
+                # Written by an older memtree-mcp: rewritten in the current layout before any write.
+                space.table.upgrade()
             self.follow(space)
             yield space
 

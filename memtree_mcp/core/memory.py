@@ -25,10 +25,11 @@ With ``expand``, a summary that makes the cut is replaced by its own best memori
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -41,6 +42,7 @@ from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.relevance import CONFIDENT, UPDATE_MEANING, relevance, supersedes
+from memtree_mcp.core.representative import derive_vector, derive_vectors
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
 
@@ -198,8 +200,12 @@ class Memory:
                 self._by_hash[leaf.content_hash] = leaf.id
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
-        self.semantic.adopt([b for b in stored if b.tree == "semantic"])
-        self.temporal.adopt([b for b in stored if b.tree == "temporal"])
+        for tree in (self.semantic, self.temporal):
+            mine = [b for b in stored if b.tree == tree.tree_name]
+            if any(b.vector is None and b.children for b in mine):
+                # Stores keep no branch vector: each is the mean of its leaves'.
+                derive_vectors(mine, self.leaf_index.row_of, self.leaf_index.vectors())
+            tree.adopt(mine)
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self._arrays = {
             tree.tree_name: _TreeArrays.build(tree, self.leaf_index)
@@ -292,6 +298,7 @@ class Memory:
         self._drop_branches(removed)
         for tree in (self.semantic, self.temporal):
             mine = [branch for branch in branches if branch.tree == tree.tree_name]
+            _derive_missing_vectors(mine, self.leaves, tree.branches)
             tree.apply(mine, removed)
             arrays = self._arrays[tree.tree_name]
             for branch in mine:
@@ -1250,6 +1257,21 @@ class _TreeStructure:
             total += decay**hop * moved
             step = moved
         return total
+
+
+def _derive_missing_vectors(
+    branches: Sequence[Branch], leaves: Mapping[str, Leaf], held: Mapping[str, Branch]
+) -> None:
+    """Give the stored ``branches`` of one tree that come without a vector theirs, from their
+    children (deepest first, so a changed child's comes before its parent reads it): the changed
+    ones among ``branches``, the others as ``held`` (the tree before the change)."""
+    missing = sorted((b for b in branches if b.vector is None and b.children), key=lambda b: -b.depth)
+    if not missing:
+        return
+    incoming = {b.id: b for b in branches}
+    lookup = collections.ChainMap(incoming, held)  # type: ignore[arg-type]
+    for branch in missing:
+        derive_vector(branch, leaves, lookup)
 
 
 def _headroom(size: int) -> int:

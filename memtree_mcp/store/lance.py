@@ -23,11 +23,12 @@ is not the rows it saw plus the new ones, reads the table whole.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,12 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 
-SCHEMA_VERSION = "1"
+log = logging.getLogger("memtree_mcp")
+
+SCHEMA_VERSION = "2"
+# Versions this code reads; a table of an older one is rewritten in the current one before its
+# first write (:meth:`NamespaceTable.upgrade`), and its rows are converted as they are read.
+READABLE_VERSIONS = ("1", "2")
 # The kind of a row that records a node's deletion: its id's latest revision says it is gone.
 DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
@@ -61,21 +67,27 @@ SQUASH_SLACK = 2_000
 
 
 def node_schema(embedder: str, dimension: int) -> pa.Schema:
-    """The row layout of a namespace table, with the embedder and a new generation in its metadata."""
+    """The row layout of a namespace table, with the embedder and a new generation in its metadata.
+
+    Only what cannot be derived is stored. A leaf's vector (``embedding``: float32 bytes) is
+    written once, when the leaf is new: moving in a tree never rewrites a leaf's row, since each
+    leaf's parents are read off its parents' ``children``. A branch's row holds no vector (under
+    average linkage it is the mean of its leaves', recomputed on load, ``core/representative.py``):
+    a remember rewrites every branch on its paths, and with a vector each of those rows was 1.5 KB
+    of the 2 KB, so the revisions in the history were mostly copies of vectors.
+    """
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
             pa.field("rev", pa.int64(), nullable=False),
             pa.field("kind", pa.string(), nullable=False),
             pa.field("tree", pa.string(), nullable=False),
-            pa.field("semantic_parent", pa.string()),
-            pa.field("temporal_parent", pa.string()),
+            pa.field("parent", pa.string()),
             pa.field("children", pa.list_(pa.string())),
             pa.field("depth", pa.int32()),
             pa.field("text", pa.string()),
             pa.field("label", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dimension)),
-            pa.field("cohesion", pa.float64()),
+            pa.field("embedding", pa.binary()),
             pa.field("leaf_count", pa.int64()),
             pa.field("first_seq", pa.int64()),
             pa.field("last_seq", pa.int64()),
@@ -167,15 +179,12 @@ class NamespaceTable:
                 past = self._db.open_table(self.name, version=version)
             except Exception as exc:  # Lance raises several types for a missing version
                 raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
-            arrow = past.to_arrow().combine_chunks()
+            arrow = _as_current(past.to_arrow().combine_chunks())
             positions, is_leaf = _live_positions(arrow)
-        vectors = _vector_matrix(arrow, self.dimension)
-        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
-        branches = [
-            _branch_from_row(row) for row in _rows(arrow, vectors, positions[~is_leaf], BRANCH_COLUMNS)
-        ]
+        leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
+        branches = _branches_at(arrow, positions[~is_leaf])
         leaves.sort(key=lambda leaf: leaf.seq)
-        del arrow, vectors
+        del arrow
         # Arrow's allocator keeps the table's pages after it is freed (measured: 500 MB of the
         # resident memory after loading 100k memories); give them back.
         pa.default_memory_pool().release_unused()
@@ -208,7 +217,7 @@ class NamespaceTable:
         start = self._rows - 1 if self._last is not None else self._rows
         if total == start:
             return Changes(version=version, leaves=[], branches=[], removed=set())
-        arrow = self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks()
+        arrow = _as_current(self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks())
         if arrow.num_rows != total - start:
             return None
         if self._last is not None:
@@ -228,12 +237,8 @@ class NamespaceTable:
         removed = {node_id for node_id, kept in zip(ids, alive.tolist(), strict=True) if not kept}
         self._ids.difference_update(removed)
         self._ids.update(node_id for node_id in ids if node_id not in removed)
-        vectors = _vector_matrix(arrow, self.dimension)
-        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
-        branches = [
-            _branch_from_row(row)
-            for row in _rows(arrow, vectors, positions[alive & ~is_leaf], BRANCH_COLUMNS)
-        ]
+        leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
+        branches = _branches_at(arrow, positions[alive & ~is_leaf])
         return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
 
     def commit(
@@ -250,7 +255,7 @@ class NamespaceTable:
         revision numbers only grow. Returns the new table version. Raises StoreError when Lance
         refuses the write; the table then still holds its previous version.
         """
-        rows = _node_rows(memory, changed, removed, time.time() if now is None else now)
+        rows = _node_rows(memory, changed, removed, time.time() if now is None else now, self._ids)
         if not rows:
             return self.latest_version()
         rev = self._rev + 1
@@ -299,7 +304,7 @@ class NamespaceTable:
             # namespace then asks for that embedder again.
             self._table.restore(version)
             return self.latest_version()
-        past = table.to_arrow().combine_chunks()
+        past = _as_current(table.to_arrow().combine_chunks())
         now, positions, _ = self._scan()
         # A revision is known by its id, rev and time of writing (a rewrite may reuse revs).
         live = set(
@@ -330,7 +335,7 @@ class NamespaceTable:
             parts.append(rows)
         gone = sorted(self._ids - kept)
         if gone:
-            deletions = [{**_deletion_row(node_id, self.dimension, stamp), "rev": rev} for node_id in gone]
+            deletions = [{**_deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
             parts.append(pa.Table.from_pylist(deletions, schema=self._table.schema))
         if not parts:
             return self.latest_version()
@@ -348,6 +353,34 @@ class NamespaceTable:
         self._maintain()
         return int(self._table.version)
 
+    @property
+    def outdated(self) -> bool:
+        """Whether the table was written in an older schema version (readable, but it must be
+        upgraded, :meth:`upgrade`, before anything is written to it)."""
+        return (self._table.schema.metadata or {}).get(META_SCHEMA) != SCHEMA_VERSION.encode()
+
+    def upgrade(self) -> int:
+        """Rewrite a table of an older schema version in the current one, every row (superseded
+        revisions and deletions too) converted, in one overwrite commit under a new generation;
+        returns the new version. Earlier versions stay in the history in their own layout, which
+        :meth:`read` and :meth:`restore` still read.
+
+        The caller must hold the namespace's write lock. Raises StoreError when Lance refuses.
+        """
+        if not self.outdated:
+            return self.latest_version()
+        arrow = _as_current(self._table.to_arrow().combine_chunks())
+        schema = node_schema(self.embedder, self.dimension)
+        try:
+            self._db.create_table(self.name, data=arrow.cast(schema), schema=schema, mode="overwrite")
+            self._table = self._db.open_table(self.name)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
+        self._schema = None
+        self._generation = None  # read whole next time
+        log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
+        return self.latest_version()
+
     def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The whole table (every revision) and ``_live_positions`` of it; notes its size, last
         revision and live ids."""
@@ -355,7 +388,7 @@ class NamespaceTable:
         schema = self._table.schema
         check_schema(self.name, schema, self.embedder, self.dimension)
         self._generation = generation_of(schema)
-        arrow = self._table.to_arrow().combine_chunks()
+        arrow = _as_current(self._table.to_arrow().combine_chunks())
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._last = _last_row(arrow)
@@ -464,7 +497,7 @@ def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: in
     vectors come from another embedder or dimension than ``embedder`` and ``dimension``."""
     meta = schema.metadata or {}
     version = meta.get(META_SCHEMA, b"?").decode()
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise StoreError(
             f"namespace '{namespace}' has schema version {version}; this memtree-mcp reads version "
             f"{SCHEMA_VERSION}. Upgrade memtree-mcp, or point MEMTREE_HOME at another directory."
@@ -587,20 +620,18 @@ def _kind_masks(kinds: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return alive, is_leaf
 
 
-# The columns _leaf_from_row and _branch_from_row read (besides the vector): a reload converts only
+# The columns _leaf_from_row and _branch_from_row read (a leaf's vector apart): a reload converts only
 # these to Python.
 LEAF_COLUMNS = ("id", "text", "first_seq", "first_ts", "role", "tags", "session", "content_hash", "created")
 BRANCH_COLUMNS = (
     "id",
     "tree",
     "kind",
-    "semantic_parent",
-    "temporal_parent",
+    "parent",
     "depth",
     "children",
     "text",
     "label",
-    "cohesion",
     "leaf_count",
     "first_seq",
     "last_seq",
@@ -610,74 +641,120 @@ BRANCH_COLUMNS = (
 )
 
 
-def _vector_matrix(arrow: pa.Table, dimension: int) -> np.ndarray:
-    """The vector column of a one-chunk table as a read-only (rows, dimension) view, no copy."""
-    column = arrow.column("vector")
-    chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    flat = chunk.flatten().to_numpy(zero_copy_only=False)
-    return flat.reshape(len(chunk), dimension)
+def _as_current(arrow: pa.Table) -> pa.Table:
+    """Rows read from a table of any readable schema version, in the current layout.
+
+    Version 1 stored a vector on every row (a fixed-size list, zeros for deletions), a cohesion,
+    and each node's parents in both trees: a leaf's vector becomes its ``embedding``, a branch's
+    parent in its own tree its ``parent``; the rest is dropped (derived on load).
+    """
+    if "embedding" in arrow.column_names:
+        return arrow
+    is_leaf = pc.equal(arrow.column("kind"), "leaf")
+    vectors = arrow.column("vector").combine_chunks()
+    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    dimension = vectors.type.list_size
+    leaf_mask = is_leaf.to_numpy(zero_copy_only=False)
+    blobs = [
+        flat[i * dimension : (i + 1) * dimension].tobytes() if leaf else None
+        for i, leaf in enumerate(leaf_mask.tolist())
+    ]
+    parent = pc.if_else(
+        pc.equal(arrow.column("tree"), "semantic"),
+        arrow.column("semantic_parent"),
+        arrow.column("temporal_parent"),
+    )
+    parent = pc.if_else(is_leaf, pa.scalar(None, pa.string()), parent)
+    columns = {name: arrow.column(name) for name in arrow.column_names}
+    columns["parent"] = parent
+    columns["embedding"] = pa.array(blobs, pa.binary())
+    schema = node_schema("", 0)
+    return pa.table([columns[f.name] for f in schema], schema=schema.remove_metadata())
+
+
+def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.ndarray:
+    """The vectors of the leaf rows at ``positions``, gathered in one writable float32 matrix."""
+    part = arrow.column("embedding").take(pa.array(positions)).combine_chunks()
+    if part.null_count:
+        raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
+    if not len(part):
+        return np.zeros((0, dimension), dtype=np.float32)
+    offsets = np.frombuffer(part.buffers()[1], dtype=np.int32)[part.offset : part.offset + len(part) + 1]
+    if not np.all(np.diff(offsets) == dimension * 4):
+        raise StoreError(f"a stored memory's vector is not {dimension} float32 values")
+    # The values of a binary array lie end to end: one view over them all, then one copy.
+    data = np.frombuffer(
+        part.buffers()[2], dtype=np.float32, count=len(part) * dimension, offset=int(offsets[0])
+    )
+    return data.reshape(len(part), dimension).copy()
 
 
 def _rows(
-    arrow: pa.Table, vectors: np.ndarray, positions: np.ndarray, columns: Sequence[str]
+    arrow: pa.Table, positions: np.ndarray, columns: Sequence[str], vectors: np.ndarray | None = None
 ) -> Iterator[dict[str, Any]]:
-    """The rows at ``positions`` as dicts of ``columns`` and their vector (``vectors`` by position).
+    """The rows at ``positions`` as dicts of ``columns`` (and ``vector``, a view of its line of
+    ``vectors``, when given).
 
-    The vectors are gathered in one numpy copy (writable float32; each row gets a view of its
-    line), the other columns go to Python lists column by column: converting the table row by row
-    was most of a reload's time.
+    The other columns go to Python lists column by column: converting the table row by row was
+    most of a reload's time.
     """
     if not len(positions):
         return
-    gathered = np.take(vectors, positions, axis=0).astype(np.float32, copy=False)
     part = arrow.select(list(columns)).take(pa.array(positions))
     values = [part.column(name).to_pylist() for name in columns]
     for i, row in enumerate(zip(*values, strict=True)):
         record = dict(zip(columns, row, strict=True))
-        record["vector"] = gathered[i]
+        if vectors is not None:
+            record["vector"] = vectors[i]
         yield record
+
+
+def _leaves_at(arrow: pa.Table, positions: np.ndarray, dimension: int) -> list[Leaf]:
+    vectors = _leaf_vectors(arrow, positions, dimension) if len(positions) else None
+    return [_leaf_from_row(row) for row in _rows(arrow, positions, LEAF_COLUMNS, vectors)]
+
+
+def _branches_at(arrow: pa.Table, positions: np.ndarray) -> list[Branch]:
+    return [_branch_from_row(row) for row in _rows(arrow, positions, BRANCH_COLUMNS)]
 
 
 # -- rows: the table's format, private to this module -----------------------------------------
 
 
 def _node_rows(
-    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float
+    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float, stored: Container[str] = ()
 ) -> list[dict[str, Any]]:
     """The rows of the nodes ``changed`` as ``memory`` holds them, then one deletion row per id of
-    ``removed``, each in id order."""
+    ``removed``, each in id order. A leaf in ``stored`` (already in the table) has no new row: its
+    record never changes, only its place in the trees, which its parents' rows hold."""
     gone = set(removed)
     rows: list[dict[str, Any]] = []
     for node_id in sorted(set(changed) - gone):
         leaf = memory.leaves.get(node_id)
         if leaf is not None:
-            semantic_parent = memory.semantic.parent_of.get(node_id)
-            temporal_parent = memory.temporal.parent_of.get(node_id)
-            depth = memory.semantic.depth_of(node_id)
-            rows.append(_leaf_row(leaf, semantic_parent, temporal_parent, depth, now))
+            if node_id not in stored:
+                rows.append(_leaf_row(leaf, now))
         else:
             branch = memory.branch(node_id)
             if branch is None:
                 raise KeyError(node_id)
-            rows.append(_branch_row(branch, memory.dimension, now))
-    rows += [_deletion_row(node_id, memory.dimension, now) for node_id in sorted(gone)]
+            rows.append(_branch_row(branch, now))
+    rows += [_deletion_row(node_id, now) for node_id in sorted(gone)]
     return rows
 
 
-def _deletion_row(node_id: str, dimension: int, now: float) -> dict[str, Any]:
+def _deletion_row(node_id: str, now: float) -> dict[str, Any]:
     """The revision that deletes a node; squashing the table drops it with the node's history."""
     return {
         "id": node_id,
         "kind": DELETED,
         "tree": "",
-        "semantic_parent": None,
-        "temporal_parent": None,
+        "parent": None,
         "children": [],
         "depth": 0,
         "text": "",
         "label": "",
-        "vector": np.zeros(dimension, dtype=np.float32),
-        "cohesion": 0.0,
+        "embedding": None,
         "leaf_count": 0,
         "first_seq": -1,
         "last_seq": -1,
@@ -686,29 +763,25 @@ def _deletion_row(node_id: str, dimension: int, now: float) -> dict[str, Any]:
         "role": None,
         "tags": [],
         "session": None,
-        "metadata": json.dumps({}),
+        "metadata": None,
         "content_hash": None,
         "created": None,
         "updated": now,
     }
 
 
-def _leaf_row(
-    leaf: Leaf, semantic_parent: str | None, temporal_parent: str | None, depth: int, now: float
-) -> dict[str, Any]:
-    """The table row of a leaf; ``depth`` is its depth in the semantic tree."""
+def _leaf_row(leaf: Leaf, now: float) -> dict[str, Any]:
+    """The table row of a leaf: its record and vector; its parents are its parents' business."""
     return {
         "id": leaf.id,
         "kind": "leaf",
         "tree": "shared",
-        "semantic_parent": semantic_parent,
-        "temporal_parent": temporal_parent,
+        "parent": None,
         "children": [],
-        "depth": depth,
+        "depth": 0,
         "text": leaf.text,
         "label": "",
-        "vector": leaf.vector,
-        "cohesion": 1.0,
+        "embedding": np.asarray(leaf.vector, dtype=np.float32).tobytes(),
         "leaf_count": 1,
         "first_seq": leaf.seq,
         "last_seq": leaf.seq,
@@ -717,28 +790,26 @@ def _leaf_row(
         "role": leaf.role,
         "tags": list(leaf.tags),
         "session": leaf.session,
-        "metadata": json.dumps({}),
+        "metadata": None,
         "content_hash": leaf.content_hash,
         "created": leaf.created,
         "updated": now,
     }
 
 
-def _branch_row(branch: Branch, dimension: int, now: float) -> dict[str, Any]:
-    """The table row of a root or internal node."""
-    vector = branch.vector if branch.vector is not None else np.zeros(dimension, dtype=np.float32)
+def _branch_row(branch: Branch, now: float) -> dict[str, Any]:
+    """The table row of a root or internal node, without its vector (derived from its leaves)."""
+    refined = _refinement(branch)
     return {
         "id": branch.id,
         "kind": branch.kind,
         "tree": branch.tree,
-        "semantic_parent": branch.parent if branch.tree == "semantic" else None,
-        "temporal_parent": branch.parent if branch.tree == "temporal" else None,
+        "parent": branch.parent,
         "children": list(branch.children),
         "depth": branch.depth,
         "text": branch.text,
         "label": branch.label,
-        "vector": vector,
-        "cohesion": branch.cohesion,
+        "embedding": None,
         "leaf_count": branch.leaf_count,
         "first_seq": branch.first_seq,
         "last_seq": branch.last_seq,
@@ -747,7 +818,7 @@ def _branch_row(branch: Branch, dimension: int, now: float) -> dict[str, Any]:
         "role": None,
         "tags": [],
         "session": None,
-        "metadata": json.dumps(_refinement(branch)),
+        "metadata": json.dumps(refined) if refined else None,
         "content_hash": None,
         "created": None,
         "updated": now,
@@ -777,8 +848,8 @@ def _leaf_from_row(row: dict[str, Any]) -> Leaf:
 
 
 def _branch_from_row(row: dict[str, Any]) -> Branch:
-    tree = row["tree"]
-    is_zero = row["leaf_count"] == 0
+    """A stored branch; its vector is left to be derived from its leaves (``Memory.load``,
+    ``Memory.apply``)."""
     raw = row.get("metadata")
     try:
         refined = json.loads(raw) if raw and raw != "{}" else {}  # most rows: nothing refined
@@ -788,15 +859,14 @@ def _branch_from_row(row: dict[str, Any]) -> Branch:
         refined = {}
     return Branch(
         id=row["id"],
-        tree=tree,
+        tree=row["tree"],
         kind=row["kind"],
-        parent=row["semantic_parent"] if tree == "semantic" else row["temporal_parent"],
+        parent=row["parent"],
         depth=int(row["depth"]),
         children=list(row["children"] or []),
         text=row["text"] or "",
         label=row["label"] or "",
-        vector=None if is_zero else row["vector"],
-        cohesion=float(row["cohesion"]),
+        vector=None,
         leaf_count=int(row["leaf_count"]),
         first_seq=int(row["first_seq"]),
         last_seq=int(row["last_seq"]),
