@@ -136,7 +136,8 @@ async def test_a_first_recall_and_remember_during_the_background_load_answer_as_
     assert ids == [hit.id for hit in expected.hits]
     assert len(reads) == 1  # read once, by whichever came first; the others waited for it
     memory = fresh.memory()
-    assert memory is not None and "Biscuit turned four in May." in {leaf.text for leaf in memory.leaves.values()}
+    assert memory is not None
+    assert "Biscuit turned four in May." in {leaf.text for leaf in memory.leaves.values()}
     fresh.close()
 
 

@@ -318,7 +318,8 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_r
     expected = memory_state(memory)
     schema = schema_1(embedder.identity, embedder.dimension)
     db = lancedb.connect(settings.home)
-    db.create_table("default", data=pa.Table.from_pylist(schema_1_rows(memory, 1.0), schema=schema), schema=schema)
+    rows = pa.Table.from_pylist(schema_1_rows(memory, 1.0), schema=schema)
+    db.create_table("default", data=rows, schema=schema)
     old_version = int(db.open_table("default").version)
 
     service = MemoryService(settings, embedder=embedder)
