@@ -28,7 +28,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -689,33 +689,42 @@ def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.
     return data.reshape(len(part), dimension).copy()
 
 
-def _rows(
-    arrow: pa.Table, positions: np.ndarray, columns: Sequence[str], vectors: np.ndarray | None = None
-) -> Iterator[dict[str, Any]]:
-    """The rows at ``positions`` as dicts of ``columns`` (and ``vector``, a view of its line of
-    ``vectors``, when given).
-
-    The other columns go to Python lists column by column: converting the table row by row was
-    most of a reload's time.
-    """
-    if not len(positions):
-        return
-    part = arrow.select(list(columns)).take(pa.array(positions))
-    values = [part.column(name).to_pylist() for name in columns]
-    for i, row in enumerate(zip(*values, strict=True)):
-        record = dict(zip(columns, row, strict=True))
-        if vectors is not None:
-            record["vector"] = vectors[i]
-        yield record
-
-
 def _leaves_at(arrow: pa.Table, positions: np.ndarray, dimension: int) -> list[Leaf]:
-    vectors = _leaf_vectors(arrow, positions, dimension) if len(positions) else None
-    return [_leaf_from_row(row) for row in _rows(arrow, positions, LEAF_COLUMNS, vectors)]
+    """The leaves in the rows at ``positions``, built column by column (no dict per row)."""
+    if not len(positions):
+        return []
+    vectors = _leaf_vectors(arrow, positions, dimension)
+    part = arrow.select(list(LEAF_COLUMNS)).take(pa.array(positions))
+    ids, texts, seqs, stamps, roles, tags, sessions, hashes, created = (
+        part.column(name).to_pylist() for name in LEAF_COLUMNS
+    )
+    return [
+        Leaf(
+            id=ids[i],
+            text=texts[i],
+            vector=vectors[i],
+            seq=int(seqs[i]),
+            timestamp=float(stamps[i]),
+            role=roles[i] or "user",
+            tags=tuple(tags[i] or ()),
+            session=sessions[i],
+            content_hash=hashes[i] or "",
+            created=float(created[i] or 0.0),
+        )
+        for i in range(len(ids))
+    ]
 
 
 def _branches_at(arrow: pa.Table, positions: np.ndarray) -> list[Branch]:
-    return [_branch_from_row(row) for row in _rows(arrow, positions, BRANCH_COLUMNS)]
+    """The branches in the rows at ``positions``, built column by column (no dict per row)."""
+    if not len(positions):
+        return []
+    part = arrow.select(list(BRANCH_COLUMNS)).take(pa.array(positions))
+    columns = [part.column(name).to_pylist() for name in BRANCH_COLUMNS]
+    return [
+        _branch_from_row(dict(zip(BRANCH_COLUMNS, values, strict=True)))
+        for values in zip(*columns, strict=True)
+    ]
 
 
 # -- rows: the table's format, private to this module -----------------------------------------
