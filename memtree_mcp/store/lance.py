@@ -12,6 +12,12 @@ the live ones; small files from many appends are compacted with ``optimize()`` o
 The table's schema metadata records the schema version and the embedder's identity and
 dimension, so a store is never read with vectors from another model.
 
+Only what cannot be derived is stored (schema version 2, :func:`node_schema`): a leaf's vector
+once, as bytes, when the leaf is new; no vector on a branch's row (the mean of its leaves', derived
+on load); no parents on a leaf's row. Measured with ``bench/scale.py`` on the same 10k memories
+(same vectors): 190 MB on disk before, 65 MB after. A table of schema version 1 is read as it is
+(its rows converted as they are read) and rewritten in version 2 before its first write.
+
 Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
 the revisions that bring an earlier version back), so a process that has read it can catch up by
 reading only the rows with a higher ``rev`` than any it has seen (:meth:`NamespaceTable.changes`),
