@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, NoReturn
 
@@ -23,6 +24,7 @@ from memtree_mcp import __version__
 from memtree_mcp.config import Settings, settings_or_problem
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
+from memtree_mcp.inputs import INVISIBLE
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -135,12 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
 
     forget = commands.add_parser(
-        "forget", parents=[common], help="delete memories by id, or list what a query finds first"
+        "forget", parents=[common], help="delete memories: by id, those a query lists, or a whole subtree"
     )
-    forget.add_argument("ids", nargs="*", metavar="ID", help="ids of memories (or, with --all, summaries)")
-    forget.add_argument("--query", help="list the memories this query finds (delete them with --yes)")
-    forget.add_argument("--yes", action="store_true", help="delete what --query lists")
-    forget.add_argument("--all", action="store_true", help="delete every memory under the summaries given")
+    forget.add_argument("ids", nargs="*", metavar="ID", help="the memories to delete")
+    forget.add_argument("--query", help="list the memories this matches; with --yes, delete those listed")
+    forget.add_argument(
+        "--all-under",
+        metavar="NODE",
+        help="every memory under NODE (a summary id; semantic-root for the whole namespace); needs --yes",
+    )
+    forget.add_argument("--yes", action="store_true", help="delete what --query lists or --all-under covers")
+    commands.add_parser(
+        "purge",
+        parents=[common],
+        help="remove forgotten memories and earlier versions from disk now (restore cannot undo it)",
+    )
     commands.add_parser("history", parents=[common], help="list the versions the store keeps")
     restore = commands.add_parser(
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
@@ -173,6 +184,14 @@ def flag_settings(args: argparse.Namespace) -> dict[str, str]:
         "log_level": getattr(args, "log_level", None),
     }
     return {key: value for key, value in flags.items() if value is not None}
+
+
+def _terminal(text: str) -> str:
+    """``text`` safe to print: control characters (escape sequences, carriage returns) become '?',
+    and invisible ones (bidi overrides, tag characters) are dropped."""
+    return "".join(
+        "?" if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in INVISIBLE.sub("", text)
+    )
 
 
 def _jsonl(lines: Iterable[str], path: str) -> Iterator[object]:
@@ -312,7 +331,7 @@ def recall(args: argparse.Namespace, settings: Settings, service: MemoryService)
     if args.json:
         print(found.model_dump_json(indent=2))
         return 0
-    print(recall_text(found))  # what an agent reads, so a person sees the same
+    print(_terminal(recall_text(found)))  # what an agent reads, so a person sees the same
     return 0
 
 
@@ -413,31 +432,58 @@ def ui(args: argparse.Namespace, settings: Settings, service: MemoryService) -> 
 
 
 def forget(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    """Delete memories by id (every memory under a summary with --all), or list what a query
-    finds; --yes then deletes exactly the relevant ones listed, never anything not shown."""
-    from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+    """Delete memories by id, or list what a query finds (the text an agent reads) and with --yes
+    delete exactly those listed, or with --all-under NODE --yes every memory under a summary or
+    root: the only bulk wipe, a person's own act."""
     from memtree_mcp.rendering import forget_text
 
-    if bool(args.ids) == (args.query is not None):
-        raise InvalidInput("give the ids of memories to delete, or --query to list candidates first.")
-    if args.query is not None:
+    if sum([bool(args.ids), args.query is not None, args.all_under is not None]) != 1:
+        raise InvalidInput(
+            "give the ids of memories to delete, or --query TEXT to list candidates first, "
+            "or --all-under NODE: one of them."
+        )
+    if args.ids:
+        deleted = service.forget(ids=args.ids, limit=None).deleted
+    elif args.query is not None:
         listed = service.forget(query=args.query)
-        print(forget_text(listed))
-        chosen = [hit.id for hit in listed.candidates if hit.relevance >= DEFAULT_MIN_RELEVANCE]
+        print(_terminal(forget_text(listed)))
+        chosen = [hit.id for hit in listed.candidates]
         if not args.yes:
             if chosen:
                 print(
-                    f"--yes deletes the {counted(len(chosen), 'memory', 'memories')} from relevance "
-                    f"{DEFAULT_MIN_RELEVANCE} up; or forget them by id."
+                    f"--yes deletes the {counted(len(chosen), 'memory', 'memories')} listed; "
+                    "or forget some of them by id."
                 )
             return 0
-        ids = chosen
+        deleted = service.forget(ids=chosen, limit=None).deleted if chosen else []
     else:
-        ids = args.ids
-    deleted: list[str] = []
-    for node_id in ids:
-        deleted += service.forget(node_id=node_id, confirm=args.all).deleted
+        if not args.yes:
+            count = service.node_view(args.all_under).leaf_count
+            print(
+                f"{args.all_under} covers {counted(count, 'memory', 'memories')}; nothing deleted. "
+                "Add --yes to delete them all."
+            )
+            return 0
+        deleted = service.forget(node_id=args.all_under, confirm=True, limit=None).deleted
     print(f"deleted {counted(len(deleted), 'memory', 'memories')}")
+    if deleted and settings.retention > 0:
+        print(
+            "their text stays on disk, and `memtree-mcp restore` can bring them back, until the namespace "
+            "is purged: after MEMTREE_RETENTION, or now with `memtree-mcp purge`."
+        )
+    return 0
+
+
+def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+    if not names:
+        print(f"no namespaces yet in {settings.home}: nothing to purge")
+        return 0
+    for name in names:
+        version = service.purge(name)
+        print(
+            f"{name}: purged; nothing forgotten is left on disk, and the history starts at version {version}"
+        )
     return 0
 
 
@@ -482,6 +528,7 @@ COMMANDS: dict[str, Command] = {
     "tree": tree,
     "ui": ui,
     "forget": forget,
+    "purge": purge,
     "history": history,
     "restore": restore,
     "reindex": reindex,

@@ -35,6 +35,9 @@ HOME_SCHEMES = ("s3", "s3+ddb")
 S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # Kernel file systems: a path there is not a place on a disk (/dev/shm, a tmpfs, is).
 KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")
+# MEMTREE_RETENTION: seconds, or a number with a unit (``30m``, ``12h``, ``7d``, ``2w``).
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?) *([smhdw]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
 
 
 def default_home() -> str:
@@ -149,6 +152,20 @@ class Settings(BaseSettings):
         default=None,
         description="Local directory of the writers' lock files; for an s3:// home, the user cache.",
     )
+    lock_timeout: float = Field(
+        default=10.0,
+        ge=0,
+        le=3_600,
+        allow_inf_nan=False,
+        description="Seconds a write waits for another process's write to the namespace before giving up.",
+    )
+    retention: float = Field(
+        default=7 * 86_400.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="How long forgotten memories stay on disk (and earlier versions in the history) "
+        "before they are purged: seconds or 30m, 12h, 7d, 2w; 0 purges at each forget.",
+    )
 
     @field_validator("home")
     @classmethod
@@ -179,6 +196,16 @@ class Settings(BaseSettings):
         if value.startswith("litellm:") and not litellm_installed():
             raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
         return value
+
+    @field_validator("retention", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        found = _DURATION.fullmatch(value.strip().lower())
+        if found is None:
+            raise ValueError(f"{value[:40]!r} is not a duration; use seconds or a unit: 30m, 12h, 7d, 2w")
+        return float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
 
     @field_validator("namespace")
     @classmethod

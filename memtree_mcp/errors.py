@@ -10,6 +10,7 @@ __all__ = [
     "ConfigurationError",
     "EmbedderMismatch",
     "InvalidInput",
+    "LockTimeout",
     "MemtreeError",
     "NotFound",
     "ProviderError",
@@ -35,6 +36,10 @@ class NotFound(MemtreeError):
 
 class StoreError(MemtreeError):
     """The database could not be read or written; the previous state is kept."""
+
+
+class LockTimeout(StoreError):
+    """Another writer held the namespace longer than MEMTREE_LOCK_TIMEOUT; nothing was written."""
 
 
 class EmbedderMismatch(StoreError):

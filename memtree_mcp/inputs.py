@@ -9,6 +9,7 @@ what to do.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -43,7 +44,19 @@ MAX_NAMESPACE_CHARS = 64
 # Timestamps and versions (``as_of``): ISO 8601 needs far fewer characters than this.
 MAX_TIME_CHARS = 64
 MAX_OUTLINE_DEPTH = 20
+# One forget call deletes at most this many memories (ids, or the memories under a summary); more,
+# and the roots, only from the CLI (``memtree-mcp forget --all-under``), a person's own act.
+MAX_FORGET = 50
+# A forget query lists at most this many candidates.
+FORGET_CANDIDATES = 10
 _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
+# Characters that change what a reader sees without being seen, removed from every text stored or
+# looked up: Unicode tag characters (U+E0000-E007F, which can spell hidden instructions to a
+# model), variation selectors, and the bidirectional embeddings, overrides and isolates that can
+# make text display in another order than it is read (U+202A-202E, U+2066-2069).
+INVISIBLE = re.compile("[\U000e0000-\U000e007f\ufe00-\ufe0f\U000e0100-\U000e01ef\u202a-\u202e\u2066-\u2069]")
+# A version number for ``as_of``: ASCII digits only (``str.isdigit`` also takes '²' and '١').
+_VERSION = re.compile("[0-9]{1,18}")
 
 
 def check_tree(tree: object) -> TreeName:
@@ -66,11 +79,19 @@ def check_namespace(namespace: str | None, default: str) -> str:
     return namespace
 
 
+def visible(text: str) -> str:
+    """``text`` without the invisible characters of :data:`INVISIBLE`."""
+    return INVISIBLE.sub("", text)
+
+
 def check_text(value: object, what: str, limit: int) -> str:
-    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes."""
+    """``value`` stripped, if it is non-empty text of at most ``limit`` characters without control codes.
+
+    Invisible characters (:data:`INVISIBLE`) are removed first.
+    """
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be text, not {type(value).__name__}.")
-    text = value.strip()
+    text = visible(value).strip()
     if not text:
         raise InvalidInput(
             f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}."
@@ -99,6 +120,36 @@ def check_node(memory: Memory, node_id: object) -> str:
     return node_id
 
 
+def check_flag(value: object, what: str) -> bool:
+    """``value`` if it is true or false; InvalidInput for anything else ('yes', 1, "true")."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be true or false; got {value!r:.40}.")
+    return value
+
+
+def check_ids(ids: object, limit: int | None) -> list[str]:
+    """``ids`` without repeats, if it is a non-empty list of at most ``limit`` node ids."""
+    if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
+        raise InvalidInput(
+            "ids must be a non-empty list of memory ids, as recall or a forget query give them."
+        )
+    if limit is not None and len(ids) > limit:
+        raise InvalidInput(f"at most {limit} ids a call; got {len(ids)}.")
+    for node_id in ids:
+        if not isinstance(node_id, str) or not 0 < len(node_id) <= MAX_NODE_ID_CHARS:
+            raise InvalidInput(f"each id must be a memory id, as recall gives them; got {node_id!r:.40}.")
+    return list(dict.fromkeys(ids))
+
+
+def check_version(when: object) -> int | None:
+    """The version number ``when`` names (ASCII digits), or None when it is meant as a time."""
+    if not isinstance(when, str) or len(when) > MAX_TIME_CHARS:
+        raise InvalidInput(
+            "as_of must be a version number or an ISO 8601 time such as '2024-05-08T13:56:00Z'."
+        )
+    return int(when.strip()) if _VERSION.fullmatch(when.strip()) else None
+
+
 def check_range(value: object, what: str, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {value!r}.")
@@ -113,6 +164,8 @@ def check_share(value: object, what: str) -> float:
 
 
 def check_role(role: object) -> str:
+    if isinstance(role, str):
+        role = visible(role)
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS or not role.isprintable():
         raise InvalidInput(
             f"role must be a short word such as 'user' or 'assistant' (at most {MAX_ROLE_CHARS})."
@@ -127,6 +180,8 @@ def check_tags(tags: object) -> tuple[str, ...]:
         raise InvalidInput(f"at most {MAX_TAGS} tags per memory; got {len(tags)}.")
     cleaned: list[str] = []
     for tag in tags:
+        if isinstance(tag, str):
+            tag = visible(tag)
         if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
             raise InvalidInput(
                 f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}."
@@ -139,6 +194,8 @@ def check_tags(tags: object) -> tuple[str, ...]:
 def check_session(session: object) -> str | None:
     if session is None:
         return None
+    if isinstance(session, str):
+        session = visible(session)
     if not isinstance(session, str) or not session.strip() or len(session) > MAX_SESSION_CHARS:
         raise InvalidInput(f"session must be text of 1 to {MAX_SESSION_CHARS} characters, or left out.")
     if not session.isprintable():
@@ -151,6 +208,8 @@ def parse_timestamp(value: object) -> float:
     if not isinstance(value, str):
         raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
     try:
+        if not value.isascii():  # fromisoformat reads other scripts' digits too
+            raise ValueError(value)
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(

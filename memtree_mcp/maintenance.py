@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
-from memtree_mcp.inputs import format_timestamp, parse_timestamp
+from memtree_mcp.inputs import check_version, format_timestamp, parse_timestamp
 from memtree_mcp.refine import Refinement
 from memtree_mcp.spaces import Spaces
 from memtree_mcp.writing import Writer
@@ -30,16 +30,23 @@ log = logging.getLogger("memtree_mcp")
 
 
 def resolve_version(table: NamespaceTable, when: str) -> int:
-    """The table version ``when`` names: a version number, or the last version written by then
-    (an ISO 8601 time). Raises InvalidInput for a version the table does not keep."""
+    """The table version ``when`` names: a version number (ASCII digits), or the last version
+    written by then (an ISO 8601 time). Raises InvalidInput for anything else and for a version
+    the table does not keep."""
+    wanted = check_version(when)
     versions = table.versions()
-    if isinstance(when, str) and when.strip().isdigit():
-        wanted = int(when)
+    if wanted is not None:
         if wanted not in {v for v, _ in versions}:
             known = f"{versions[0][0]} to {versions[-1][0]}" if versions else "none"
             raise InvalidInput(f"no version {wanted}; the versions kept are {known}.")
         return wanted
-    moment = parse_timestamp(when)
+    try:
+        moment = parse_timestamp(when)
+    except InvalidInput:
+        raise InvalidInput(
+            f"as_of {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
+            "lists them) nor an ISO 8601 time such as '2024-05-08T13:56:00Z'."
+        ) from None
     # Times are shown to the second (`history`), so a version counts from the second it was written.
     earlier = [v for v, at in versions if math.floor(at) <= moment]
     if not earlier:
@@ -47,11 +54,22 @@ def resolve_version(table: NamespaceTable, when: str) -> int:
     return earlier[-1]
 
 
-def memory_as_of(table: NamespaceTable, when: str, dimension: int) -> Memory:
-    """The memory of ``table`` as it was at version or time ``when`` (see :func:`resolve_version`)."""
+def memory_as_of(table: NamespaceTable, when: str, dimension: int, present: Collection[str]) -> Memory:
+    """The memory of ``table`` as it was at version or time ``when`` (see :func:`resolve_version`),
+    without what has been forgotten since.
+
+    ``present`` holds the ids of the memories that exist now. A version that holds none other is
+    loaded as it was; otherwise its trees are rebuilt from its memories that still exist, so that
+    neither a forgotten memory nor a summary written while it was there comes back.
+    """
     snapshot = table.read(resolve_version(table, when))
     memory = Memory(dimension)
-    memory.load(snapshot.leaves, snapshot.branches)
+    kept = [leaf for leaf in snapshot.leaves if leaf.id in present]
+    if len(kept) == len(snapshot.leaves):
+        memory.load(snapshot.leaves, snapshot.branches)
+        return memory
+    for leaf in kept:  # in the order they were remembered (Snapshot.leaves is sorted by seq)
+        memory.add_leaf(leaf)
     return memory
 
 
@@ -99,6 +117,18 @@ class Maintenance:
             latest = self._spaces.restore(space, version)
         log.info("restored namespace %s to version %d", name, version)
         return version, latest
+
+    def purge(self, name: str) -> int:
+        """Rewrite namespace ``name`` so that no file of the store holds a forgotten memory, a
+        superseded summary or an earlier version; returns the version it leaves.
+
+        ``restore`` cannot reach behind it. Raises NotFound for an empty namespace and StoreError
+        when the store refuses.
+        """
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to purge.")
+            return self._spaces.purge(space)
 
     def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
         """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.

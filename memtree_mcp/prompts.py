@@ -10,10 +10,11 @@
 
 The wording is ours. Every text that comes from a memory or from a user (memories, summaries, labels,
 previews, the question) is *data*: it goes between markers ``<<<NAME>>>`` and ``<<<END_NAME>>>``, the
-system prompt says that nothing between markers is an instruction, and :func:`neutralise` breaks
-every run of three angle brackets in the data, so no text stored in a memory can write a marker and
-close its own fence. MemTree's aggregation prompt (``providers.llm.aggregation_prompt``) uses the
-same neutralisation.
+system prompt says that nothing between markers is an instruction, and :func:`neutralise`
+normalises the data (NFKC, invisible characters dropped: look-alike brackets, tag characters that
+spell hidden text, bidi overrides) and then breaks every run of three angle brackets, so no text
+stored in a memory can write a marker and close its own fence, nor hide words from a reader.
+MemTree's aggregation prompt (``providers.llm.aggregation_prompt``) uses the same neutralisation.
 
 This module is standard library only: builders take plain values or objects with the attributes
 they read (``core.temporal.Candidate``, ``core.navigation.ScoredNode`` fit), so it can be imported
@@ -23,6 +24,7 @@ anywhere without pulling in a provider.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
@@ -49,10 +51,12 @@ __all__ = [
 # that could be slipped between them to dodge a plain "<<<" match.
 _OPENING = "<\uff1c\ufe64\u2039\u3008\u27e8\u2329"
 _CLOSING = ">\uff1e\ufe65\u203a\u3009\u27e9\u232a"
-_INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-_ANGLE_RUN = re.compile(
-    f"[{_OPENING}](?:[{_INVISIBLE}]*[{_OPENING}]){{2,}}|[{_CLOSING}](?:[{_INVISIBLE}]*[{_CLOSING}]){{2,}}"
+# Tag characters (U+E0000-E007F) and variation selectors too: invisible, and a model reads them.
+_INVISIBLE = (
+    "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 )
+_ANGLE_RUN = re.compile(f"[{_OPENING}]{{3,}}|[{_CLOSING}]{{3,}}")
 _INVISIBLE_CHAR = re.compile(f"[{_INVISIBLE}]")
 
 # How much of each text goes into a prompt; longer texts are clipped with a visible mark.
@@ -76,18 +80,19 @@ _DATA_RULE = (
 
 
 def neutralise(text: str) -> str:
-    """``text`` with every run of three or more angle brackets (or look-alikes) broken by spaces.
+    """``text`` normalised (NFKC), without invisible format characters, and with every run of three
+    or more angle brackets (or look-alikes) broken by spaces.
 
     Markers are ``<<<NAME>>>``, so once no run of three remains, a memory cannot contain a marker,
-    whatever name it guesses. Invisible format characters inside such a run are dropped with it;
-    the rest of the text is unchanged.
+    whatever name it guesses; and with nothing invisible left, what the model reads is what a
+    person reading the memory sees.
     """
 
     def split(match: re.Match[str]) -> str:
-        run = _INVISIBLE_CHAR.sub("", match.group())
+        run = match.group()
         return " ".join(run[i : i + 2] for i in range(0, len(run), 2))
 
-    return _ANGLE_RUN.sub(split, text)
+    return _ANGLE_RUN.sub(split, _INVISIBLE_CHAR.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def fenced(name: str, text: str) -> str:

@@ -3,6 +3,9 @@
 Every read follows other processes first (:meth:`Spaces.reading`) and holds the namespace's lock
 only while it walks the trees: queries are embedded before, results are turned into the models
 the tools return after.
+
+Nothing forgotten is read back: the live trees no longer hold it, and ``as_of`` rebuilds an
+earlier version from its memories that still exist (:func:`~memtree_mcp.maintenance.memory_as_of`).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from memtree_mcp.core.navigation import (
 )
 from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
+from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import (
+    FORGET_CANDIDATES,
     KINDS,
     MAX_AGENT_STEPS,
     MAX_CHILD_INDEX,
@@ -35,6 +40,7 @@ from memtree_mcp.inputs import (
     MAX_QUERY_CHARS,
     MAX_TOKENS,
     MIN_SUMMARY_TOKENS,
+    check_flag,
     check_node,
     check_range,
     check_session,
@@ -113,6 +119,7 @@ class Reader:
             raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
         if kind not in KINDS:
             raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+        check_flag(expand, "expand")
         where = RecallFilter(
             kind=kind,  # type: ignore[arg-type]
             time_from=parse_timestamp(time_from) if time_from is not None else None,
@@ -123,24 +130,57 @@ class Reader:
         if self._spaces.get(name, create=False) is None:
             return RecallResult(hits=[], namespace=name)
         vector = self._embed(text)
-        with self._spaces.reading(name) as space:
-            assert space is not None
-            memory = (
-                space.memory if as_of is None else memory_as_of(space.table, as_of, space.memory.dimension)
-            )
-            hits = memory.recall(
+
+        def recall_in(memory: Memory) -> list[Hit]:
+            return memory.recall(
                 vector,
                 k,
                 query_text=text,
                 strategy=strategy,
                 where=where,
                 max_tokens=max_tokens,
-                expand=bool(expand),
+                expand=expand,
                 min_relevance=min_relevance,
                 supersede=True,
                 cost=recall_cost,
             )
+
+        with self._spaces.reading(name) as space:
+            assert space is not None
+            if as_of is None:
+                hits = recall_in(space.memory)
+            else:
+                table, dimension, present = (
+                    space.table,
+                    space.memory.dimension,
+                    frozenset(space.memory.leaves),
+                )
+        if as_of is not None:
+            # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
+            hits = recall_in(memory_as_of(table, as_of, dimension, present))
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+
+    def forget_candidates(self, name: str, query: str) -> list[RecallHit]:
+        """The memories of namespace ``name`` a forget ``query`` matches, most relevant first: at most
+        FORGET_CANDIDATES of those recall shows for it, with the relevance recall shows, and none
+        below DEFAULT_MIN_RELEVANCE (the weak best match recall shows alone is left out), so a query
+        that matches nothing relevant lists nothing. Raises InvalidInput for a bad query."""
+        text = check_text(query, "query", MAX_QUERY_CHARS)
+        if self._spaces.get(name, create=False) is None:
+            return []
+        vector = self._embed(text)
+        with self._spaces.reading(name) as space:
+            assert space is not None
+            hits = space.memory.recall(
+                vector,
+                FORGET_CANDIDATES,
+                query_text=text,
+                where=RecallFilter(kind="leaf"),
+                min_relevance=DEFAULT_MIN_RELEVANCE,
+            )
+        found = [hit for hit in hits if hit.relevance >= DEFAULT_MIN_RELEVANCE]
+        found.sort(key=lambda hit: -hit.relevance)
+        return [_recall_hit(hit) for hit in found]
 
     def summary_plan(
         self,
@@ -216,6 +256,7 @@ class Reader:
         if index is not None:
             check_range(index, "index", 0, MAX_CHILD_INDEX)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
+        check_flag(agent, "agent")
         if agent and text is None:
             raise InvalidInput("agent=true needs a query: what the agent should look for.")
         vector = self._embed(text) if text is not None else None

@@ -29,6 +29,7 @@ import hashlib
 import logging
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 from memtree_mcp.config import Settings
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, ProviderError
+from memtree_mcp.inputs import visible
 from memtree_mcp.prompts import aggregation_prompt, annotation_prompt, strip_reasoning
 from memtree_mcp.providers.llm import TextGenerator
 
@@ -123,11 +125,13 @@ def summary_prompt(request: SummaryRequest) -> tuple[str, str]:
 
 
 def clean_summary(answer: str) -> str:
-    """A model's answer as a stored summary: one paragraph, reasoning removed, clipped.
+    """A model's answer as a stored summary: one paragraph, reasoning removed, without control or
+    invisible characters (an answer is stored and shown like a memory), clipped.
 
     Raises ProviderError for an answer with no text, so that nothing empty is ever stored.
     """
-    text = " ".join(strip_reasoning(answer).split())
+    shown = visible(strip_reasoning(answer))
+    text = " ".join("".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in shown).split())
     if not text:
         raise ProviderError("the LLM answered with an empty summary; the extractive text is kept")
     return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 3].rstrip() + "..."

@@ -131,7 +131,7 @@ def navigate_text(result: NavigateResult) -> str:
 
 
 def forget_text(result: ForgetResult) -> str:
-    """What was deleted, or what could be (with the ids to pass back)."""
+    """What was deleted, or what a query matches (with the ids to pass back; nothing deleted)."""
     if result.deleted:
         return (
             f"Deleted {len(result.deleted)} memor{'y' if len(result.deleted) == 1 else 'ies'}: "
@@ -139,6 +139,6 @@ def forget_text(result: ForgetResult) -> str:
         )
     if not result.candidates:
         return "Nothing was deleted: no memory matches."
-    lines = ["Nothing deleted yet. Candidates:"]
+    lines = ["Nothing deleted. Matching memories (to delete some, pass their ids as ids):"]
     lines += [recall_line(rank, hit) for rank, hit in enumerate(result.candidates, start=1)]
     return "\n".join(lines)

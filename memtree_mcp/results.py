@@ -65,11 +65,12 @@ class SummaryResult(BaseModel):
 
 
 class ForgetResult(BaseModel):
-    """What ``forget`` deleted, or would delete."""
+    """What ``forget`` deleted, or for a query the memories it matches (nothing deleted)."""
 
     deleted: list[str] = Field(description="Ids of the memories deleted.")
     candidates: list[RecallHit] = Field(
-        description="For a query without confirm: the memories that confirm=true would delete."
+        description="For a query: the memories it matches, most relevant first (the relevance recall "
+        "shows, none below its cut-off); none is deleted. Delete some by passing their ids back."
     )
     namespace: str
 

@@ -28,7 +28,7 @@ from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.inputs import MAX_QUERY_CHARS, check_namespace, check_text
+from memtree_mcp.inputs import MAX_FORGET, check_flag, check_namespace
 from memtree_mcp.maintenance import Maintenance
 from memtree_mcp.reading import Reader
 from memtree_mcp.refine import Refinement, SummaryQuestion
@@ -41,7 +41,7 @@ from memtree_mcp.results import (
     SummaryResult,
 )
 from memtree_mcp.spaces import Spaces
-from memtree_mcp.writing import FORGET_CANDIDATES, Writer
+from memtree_mcp.writing import Writer
 
 if TYPE_CHECKING:
     from memtree_mcp.providers.llm import TextGenerator
@@ -126,10 +126,11 @@ class MemoryService:
         ``collapsed``: dense over every node); ``kind`` is ``any``, ``leaf`` or ``summary``; the time
         filters are ISO 8601; ``tags`` keeps memories with any of them; ``expand`` replaces summaries
         by their best memories; ``as_of`` (a version number or an ISO 8601 time) recalls from the
-        memory as it was then. Hits below ``min_relevance`` (0 to 1) are left out, so ``k`` is a
-        most, not a quota; no text appears twice; a memory a later one updates comes after the
-        update and names it (``superseded_by``). ``max_tokens`` bounds the text the model reads
-        (``rendering.recall_text``). Raises InvalidInput for bad arguments.
+        memory as it was then, less what has been forgotten since. Hits below ``min_relevance``
+        (0 to 1) are left out, so ``k`` is a most, not a quota; no text appears twice; a memory a
+        later one updates comes after the update and names it (``superseded_by``). ``max_tokens``
+        bounds the text the model reads (``rendering.recall_text``). Raises InvalidInput for bad
+        arguments.
         """
         return self.reader.recall(
             self.resolve_namespace(namespace),
@@ -199,21 +200,38 @@ class MemoryService:
         query: str | None = None,
         confirm: bool = False,
         namespace: str | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        limit: int | None = MAX_FORGET,
     ) -> ForgetResult:
-        """Delete a memory, or every memory under a summary (with ``confirm``), or those a query finds.
+        """Forget in two steps that cannot surprise: ``query`` lists the memories it matches (and
+        deletes nothing); ``ids`` deletes the memories named, such as the ones listed, and with
+        ``confirm`` every memory under a summary named. ``node_id`` (the CLI's and the explorer's)
+        deletes one memory, or with ``confirm`` every memory under a summary.
 
-        A query without ``confirm`` only lists the candidates. Deleted memories leave both trees,
-        every summary above them is recomputed without them, and all of it is one commit.
-        Raises InvalidInput for bad arguments and NotFound for an unknown node.
+        One call deletes at most ``limit`` memories and never a root's; ``limit=None`` lifts both
+        (the CLI's ``--all-under``, a person's own act). Deleted memories leave both trees, every
+        summary above them is recomputed without them, and all of it is one commit; the text
+        stays on disk until the namespace is purged (:meth:`purge`, MEMTREE_RETENTION). Raises
+        InvalidInput for bad or refused arguments and NotFound for an unknown node; nothing is
+        deleted then.
         """
         name = self.resolve_namespace(namespace)
-        if (node_id is None) == (query is None):
-            raise InvalidInput("give either node_id (a memory or a summary) or query, not both or neither.")
-        if query is not None and not confirm:
-            text = check_text(query, "query", MAX_QUERY_CHARS)
-            found = self.recall(text, k=FORGET_CANDIDATES, kind="leaf", namespace=name)
-            return ForgetResult(deleted=[], candidates=found.hits, namespace=name)
-        deleted = self.writer.forget(name, node_id, query, confirm)
+        check_flag(confirm, "confirm")
+        if sum(arg is not None for arg in (node_id, query, ids)) != 1:
+            raise InvalidInput(
+                "give either query (to list the memories it matches) or ids (the memories to delete)."
+            )
+        if query is not None:
+            if confirm:
+                raise InvalidInput(
+                    "a query only lists candidates and deletes nothing, with or without confirm; "
+                    "pass the ids of the ones to delete as ids=[...]."
+                )
+            return ForgetResult(
+                deleted=[], candidates=self.reader.forget_candidates(name, query), namespace=name
+            )
+        deleted = self.writer.forget(name, node_id=node_id, ids=ids, confirm=confirm, limit=limit)
         return ForgetResult(deleted=deleted, candidates=[], namespace=name)
 
     def navigate(
@@ -294,10 +312,20 @@ class MemoryService:
         """Bring back the memory as it was at version or time ``to``, as a new version.
 
         Returns (the version restored, the new latest version). Nothing is destroyed: restoring
-        again to the version before undoes it. Raises InvalidInput or StoreError for an unknown
+        again to the version before undoes it. It brings back forgotten memories too, as long as
+        the namespace was not purged since. Raises InvalidInput or StoreError for an unknown
         version, NotFound for an empty namespace.
         """
         return self.maintenance.restore(self.resolve_namespace(namespace), to)
+
+    def purge(self, namespace: str | None = None) -> int:
+        """Rewrite a namespace so that no file of the store holds anything forgotten or superseded,
+        nor any earlier version; returns the version it leaves. ``restore`` cannot reach behind it.
+
+        Also done on its own once a forget is older than MEMTREE_RETENTION. Raises NotFound for an
+        empty namespace and StoreError when the store refuses.
+        """
+        return self.maintenance.purge(self.resolve_namespace(namespace))
 
     def doctor(self, namespace: str | None = None, *, repair: bool = False) -> list[Problem]:
         """Check every invariant of both trees and the indexes of one namespace, read afresh from disk.

@@ -7,14 +7,19 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
 - follows other processes: before every read or write it looks at the table's latest version and,
   when someone else committed, applies what they wrote (the revisions appended since, read with
   :meth:`NamespaceTable.changes` and applied with :meth:`Memory.apply`); it reads the table whole
-  only when it was rewritten. Measured with two stdio servers on one store of 10k memories
-  (``bench/multiclient.py``): reading the table whole after every foreign ``remember`` made the
-  next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x;
-- serialises writers: a per-namespace file lock across processes (and the space's own lock
-  across threads);
+  only when it was rewritten (a purge, a restore, a re-index). Measured with two stdio servers on
+  one store of 10k memories (``bench/multiclient.py``): reading the table whole after every
+  foreign ``remember`` made the next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x;
+- serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
+  taken before the space's own lock, so a writer waiting for another process never holds up the
+  readers of this one; it gives up after MEMTREE_LOCK_TIMEOUT and names the process in the way;
 - commits: a write's changed and removed nodes go to the table in one commit (:meth:`Spaces.change`),
   and when anything fails the memory is reloaded from the table, which still holds the previous
   version; no half-change stays in RAM or on disk.
+
+- purges: once a forget is older than MEMTREE_RETENTION, the namespace's table is rewritten so
+  that no file holds the forgotten text (checked after each commit and when a read follows the
+  table: a comparison of two numbers unless a purge is due).
 
 It knows nothing of LLMs: a part that must hear about loads (refinement picks up the branches
 still waiting for a summary) registers ``on_load``.
@@ -22,30 +27,36 @@ still waiting for a summary) registers ``on_load``.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
+import json
 import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import platformdirs
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.errors import EmbedderMismatch, StoreError
+from memtree_mcp.errors import EmbedderMismatch, LockTimeout, StoreError
+from memtree_mcp.heap import give_back_freed_memory
 
 if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
 
 log = logging.getLogger("memtree_mcp")
+
+# How long a writer that lets readers in (Spaces.let_readers_in) waits for them at most.
+READERS_TURN_SECONDS = 1.0
 
 
 @dataclass
@@ -59,30 +70,23 @@ class ChangeSet:
 
 @dataclass
 class Space:
-    """A namespace's in-memory state and the table version it reflects."""
+    """A namespace's in-memory state and the table version it reflects.
+
+    ``lock`` is held by whoever reads or changes ``memory``; ``readers_waiting`` counts the readers
+    waiting for it, and ``passed`` (on ``lock``) tells a writer that lets them in that they have.
+    """
 
     name: str
     memory: Memory
     table: NamespaceTable
     version: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
+    readers_waiting: int = 0
+    counting: threading.Lock = field(default_factory=threading.Lock)
+    passed: threading.Condition = field(init=False)
 
-
-def trim_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc only; elsewhere nothing).
-
-    A whole read builds and drops hundreds of megabytes of Arrow tables and Python lists at 100k
-    memories; glibc keeps most of that freed memory in its arenas, so the resident size after a
-    load was that of its peak. Measured after a load of 10k memories: 509 MB resident, 427 MB
-    after the trim.
-    """
-    if sys.platform != "linux":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        pass
+    def __post_init__(self) -> None:
+        self.passed = threading.Condition(self.lock)
 
 
 class Spaces:
@@ -123,7 +127,9 @@ class Spaces:
                     allow_http=self.settings.s3_allow_http,
                 )
                 try:
-                    self._store = LanceStore(home, embedder.identity, embedder.dimension, options)
+                    self._store = LanceStore(
+                        home, embedder.identity, embedder.dimension, options, history=self.settings.retention
+                    )
                 except OSError as exc:  # the directory could not be created
                     raise home_error(home, exc, "create") from exc
             return self._store
@@ -155,26 +161,50 @@ class Spaces:
         if space is None:
             yield None
             return
-        with space.lock:
+        with space.counting:
+            space.readers_waiting += 1
+        try:
+            space.lock.acquire()
+        finally:
+            with space.counting:
+                space.readers_waiting -= 1
+        try:
             self.follow(space)
+            self._purge_when_idle(space)
             yield space
+        finally:
+            space.passed.notify_all()
+            space.lock.release()
+
+    def let_readers_in(self, space: Space) -> None:
+        """Inside :meth:`writing`, between two consistent steps of a long change: let the readers
+        waiting for ``space`` read it as it is now (for at most a second), then carry on.
+
+        They may see the change's first steps before it is committed; if the commit fails, the
+        reload takes those away again. The file lock stays held: no other writer gets in.
+        """
+        if space.readers_waiting:
+            space.passed.wait_for(lambda: not space.readers_waiting, timeout=READERS_TURN_SECONDS)
 
     @contextmanager
     def writing(self, name: str, *, create: bool = True) -> Iterator[Space | None]:
         """The up-to-date space of ``name`` while this thread alone may write it, in any process.
 
-        Yields None when the namespace has no table and ``create`` is false.
+        The file lock comes first: while a writer waits for another process it holds nothing this
+        process's readers need. Yields None when the namespace has no table and ``create`` is
+        false. Raises LockTimeout when another writer keeps the namespace past MEMTREE_LOCK_TIMEOUT.
         """
         space = self.get(name, create=create)
         if space is None:
             yield None
             return
-        with space.lock, self.file_lock(name):
+        with self.file_lock(name), space.lock:
             if space.table.outdated:
                 # Written by an older memtree-mcp: rewritten in the current layout before any write.
                 space.table.upgrade()
             self.follow(space)
             yield space
+            self._purge_if_due(space)
 
     @contextmanager
     def change(self, space: Space) -> Iterator[ChangeSet]:
@@ -195,6 +225,27 @@ class Spaces:
         except BaseException:
             self.reload(space)
             raise
+
+    @contextmanager
+    def maintenance_deferred(self, name: str) -> Iterator[None]:
+        """While inside, this process's commits to ``name`` neither compact nor squash its table;
+        on leaving, what is due is done once (for a bulk import).
+
+        Every compaction and squash rewrites the whole table, and the history keeps each copy for
+        MEMTREE_RETENTION: an import of 100k memories in batches of 256 made 391 commits, so four
+        or five rewrites of a growing table, most of the store's 1.3 GB on disk.
+        """
+        space = self.get(name, create=True)
+        assert space is not None
+        space.table.maintenance_deferred = True
+        try:
+            yield
+        finally:
+            space.table.maintenance_deferred = False
+            with self.writing(name) as held:
+                assert held is not None
+                held.table.maintain()
+                held.version = held.table.latest_version()
 
     def follow(self, space: Space) -> None:
         """Bring ``space`` up to the latest version of its table if another process committed since.
@@ -230,6 +281,49 @@ class Spaces:
             (time.perf_counter() - started) * 1000,
         )
 
+    def purge(self, space: Space) -> int:
+        """Rewrite ``space``'s table so no file holds anything forgotten; returns its new version.
+
+        Call it inside :meth:`writing`. Earlier versions go too: ``restore`` cannot reach behind it.
+        """
+        started = time.perf_counter()
+        space.version = space.table.purge()
+        log.info(
+            "purged namespace %s (now version %d) in %.0f ms",
+            space.name,
+            space.version,
+            (time.perf_counter() - started) * 1000,
+        )
+        return space.version
+
+    def _purge_due(self, space: Space) -> bool:
+        forgotten = space.table.oldest_forget
+        return forgotten is not None and time.time() - forgotten >= self.settings.retention
+
+    def _purge_if_due(self, space: Space) -> None:
+        """Purge ``space`` if a forget has outlived MEMTREE_RETENTION; hold its write lock.
+
+        A failure is logged, not raised: the call that triggered it has done its own work, and
+        the next commit or read tries again.
+        """
+        if not self._purge_due(space):
+            return
+        try:
+            self.purge(space)
+        except StoreError as exc:
+            log.warning("could not purge namespace %s: %s", space.name, exc)
+
+    def _purge_when_idle(self, space: Space) -> None:
+        """Purge ``space`` from a read if it is due and no writer holds the namespace (never waits)."""
+        if not self._purge_due(space):
+            return
+        try:
+            with self.file_lock(space.name, timeout=0):
+                self.follow(space)
+                self._purge_if_due(space)
+        except LockTimeout:
+            pass  # a writer is busy: its commit, or a later read, purges
+
     def reload(self, space: Space) -> None:
         """Read ``space``'s memory afresh from the latest version of its table."""
         started = time.perf_counter()
@@ -240,7 +334,7 @@ class Spaces:
         del snapshot
         space.memory = memory
         space.version = snapshot_version
-        trim_heap()
+        give_back_freed_memory()
         if self.on_load is not None:
             self.on_load(space)
         log.debug(
@@ -277,8 +371,9 @@ class Spaces:
             self._spaces.clear()
             self._store = None
 
-    def file_lock(self, name: str) -> FileLock:
-        """The lock writers of namespace ``name`` take, across the processes of this machine."""
+    def file_lock(self, name: str, *, timeout: float | None = None) -> WriteLock:
+        """The lock writers of namespace ``name`` take, across the processes and threads of this
+        machine; waiting gives up after ``timeout`` seconds (MEMTREE_LOCK_TIMEOUT by default)."""
         # For an object-store home it cannot live in the store, and it does not reach other
         # machines (docs/deploy.md).
         home = self.settings.home
@@ -300,4 +395,64 @@ class Spaces:
                 f"cannot write the lock file {path} ({exc.strerror or exc}); "
                 f"set {setting} to a directory you can write to"
             ) from exc
-        return FileLock(str(path))
+        wait = self.settings.lock_timeout if timeout is None else timeout
+        return WriteLock(path, name, wait)
+
+
+class WriteLock:
+    """A namespace's write lock: a file lock with a deadline that says who holds it.
+
+    The holder notes its pid, command and start time in a file beside the lock (``<name>.holder``),
+    so a writer that gives up can name the process in its way. Each ``WriteLock`` opens the lock
+    file afresh, so threads of one process exclude each other as processes do; it is not
+    re-entrant.
+    """
+
+    def __init__(self, path: Path, namespace: str, timeout: float) -> None:
+        self.path = path
+        self.holder_path = path.with_suffix(".holder")
+        self.namespace = namespace
+        self.timeout = timeout
+        self._lock = FileLock(str(path))
+
+    def __enter__(self) -> WriteLock:
+        try:
+            self._lock.acquire(timeout=self.timeout, poll_interval=0.02)
+        except Timeout:
+            raise LockTimeout(
+                f"namespace '{self.namespace}' is being written by {self.holder()}; gave up after "
+                f"{self.timeout:g} s (MEMTREE_LOCK_TIMEOUT). Try again later, or stop that process."
+            ) from None
+        try:
+            note = {"pid": os.getpid(), "command": _command(), "since": time.time()}
+            self.holder_path.write_text(json.dumps(note), encoding="utf-8")
+        except OSError:
+            pass  # only a courtesy to the next writer
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        with suppress(OSError):
+            self.holder_path.unlink(missing_ok=True)
+        self._lock.release()
+
+    def holder(self) -> str:
+        """Who holds the lock, as far as its note says: 'process 4242 (memtree-mcp serve) since …'."""
+        try:
+            note = json.loads(self.holder_path.read_text(encoding="utf-8"))
+            pid, command, since = int(note["pid"]), str(note["command"]), float(note["since"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another process"
+        moment = time.strftime("%H:%M:%S", time.localtime(since))
+        who = "this process" if pid == os.getpid() else f"process {pid}"
+        return f"{who} ({_printable(command)}, since {moment})"
+
+
+def _command() -> str:
+    """This program's name and subcommand (never its other arguments, which may hold secrets)."""
+    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:2]]) if sys.argv and sys.argv[0] else "python"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)[:80]

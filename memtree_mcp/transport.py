@@ -10,6 +10,13 @@ locked down by default rather than by configuration:
   headers must name the bound address or a loopback name.
 * **Bounded bodies.** The SDK's ``max_request_body_size`` answers oversized POSTs with 413 before
   they are parsed.
+* **Bounded connections and sessions.** At most :data:`MAX_CONNECTIONS` connections and requests at
+  once (more are answered 503); a connection must send a complete request head within
+  :data:`HEADER_TIMEOUT_SECONDS` (uvicorn waits for ever, so one slow client could hold sockets
+  open); at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
+  :data:`SESSION_IDLE_SECONDS` without a request (the client then starts a new one). A local
+  memory server has a handful of clients: the SDK's defaults (10,000 sessions, kept 30 minutes)
+  let one client exhaust it.
 
 Start-up: :func:`serve_http` binds the port itself before uvicorn starts, so a busy port is one
 line naming the port and the flag to change (not uvicorn's ``[Errno 98]`` and exit 3), and it
@@ -24,6 +31,7 @@ killing the process. The caller owns the :class:`~memtree_mcp.service.MemoryServ
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import signal
 import socket
@@ -40,15 +48,22 @@ from memtree_mcp.http_guards import BearerTokenMiddleware, HostGuardMiddleware, 
 from memtree_mcp.ui.api import ui_app
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from memtree_mcp.service import MemoryService
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_SECONDS",
+    "HEADER_TIMEOUT_SECONDS",
+    "MAX_CONNECTIONS",
+    "MAX_SESSIONS",
+    "SESSION_IDLE_SECONDS",
     "HttpTransport",
     "UiMount",
     "http_app",
     "listen",
     "serve_http",
+    "server_config",
     "url_of",
 ]
 
@@ -56,6 +71,18 @@ HttpTransport = Literal["sse", "streamable-http"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long shutdown waits for open connections; SSE streams never end on their own."""
+
+MAX_CONNECTIONS = 64
+"""Connections and requests served at once; more are answered 503 (uvicorn's ``limit_concurrency``)."""
+
+HEADER_TIMEOUT_SECONDS = 10.0
+"""How long a connection may take to send a complete request head."""
+
+MAX_SESSIONS = 32
+"""Streamable-HTTP sessions open at once; a client opening one more is answered 503."""
+
+SESSION_IDLE_SECONDS = 15 * 60.0
+"""A streamable-HTTP session without a request for this long is closed."""
 
 
 class UiMount:
@@ -103,6 +130,8 @@ def http_app(
     allowed_hosts: Sequence[str] = (),
     ui_service: MemoryService | None = None,
     ui_allow_edit: bool = False,
+    max_sessions: int = MAX_SESSIONS,
+    session_idle_seconds: float = SESSION_IDLE_SECONDS,
 ) -> ASGIApp:
     """The ASGI app serving ``server``: the SDK's app behind the checks described in the module doc.
 
@@ -110,8 +139,9 @@ def http_app(
     With ``ui_service``, the memory explorer at ``/ui/`` (read-only unless ``ui_allow_edit``; its
     JSON API requires the token when there is one, its page does not).
     ``allowed_hosts`` adds ``Host`` names clients may use besides the bound address and loopback
-    (needed when binding a wildcard address). Build one app per ``MCPServer``: the SDK's
-    streamable-HTTP session manager can run only once.
+    (needed when binding a wildcard address). ``max_sessions`` and ``session_idle_seconds`` bound
+    the streamable-HTTP sessions. Build one app per ``MCPServer``: the SDK's streamable-HTTP
+    session manager can run only once.
 
     Raises:
         InvalidInput: non-loopback ``host`` without ``token``, an empty token, or a bad limit.
@@ -121,7 +151,11 @@ def http_app(
     app: ASGIApp
     if transport == "streamable-http":
         app = server.streamable_http_app(
-            max_request_body_size=max_body_bytes, transport_security=security, host=host
+            max_request_body_size=max_body_bytes,
+            transport_security=security,
+            host=host,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_seconds,
         )
     else:
         app = server.sse_app(max_request_body_size=max_body_bytes, transport_security=security, host=host)
@@ -184,17 +218,7 @@ def serve_http(
     bound = int(sock.getsockname()[1])
     # Built for the port bound, which the Host checks name (port 0 binds a free one).
     app = http_app(server, host=host, port=bound, **options)
-    config = uvicorn.Config(
-        app,
-        host=host.strip("[]"),
-        port=bound,
-        log_level=server.settings.log_level.lower(),
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        # The SDK's lifespan starts the streamable-HTTP session manager; it must run.
-        lifespan="on",
-        server_header=False,
-        proxy_headers=False,
-    )
+    config = server_config(app, host=host, port=bound, log_level=server.settings.log_level)
     # uvicorn restores this handler after its graceful shutdown and raises SIGTERM again: noted
     # here, the stop ends the call instead of killing the process.
     previous = signal.signal(signal.SIGTERM, lambda _number, _frame: None)
@@ -203,3 +227,57 @@ def serve_http(
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()
+
+
+def server_config(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    log_level: str = "WARNING",
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    max_connections: int = MAX_CONNECTIONS,
+) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: the connection limits of the module doc, graceful shutdown."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host.strip("[]"),
+        port=port,
+        log_level=log_level.lower(),
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        # The SDK's lifespan starts the streamable-HTTP session manager; it must run.
+        lifespan="on",
+        server_header=False,
+        proxy_headers=False,
+        limit_concurrency=max_connections,
+        http=_with_header_deadline(header_timeout),
+    )
+
+
+def _with_header_deadline(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection that has not sent a complete request head
+    ``seconds`` after it opened or after its last response."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadline(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_request_head()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._await_request_head()
+
+        def _await_request_head(self) -> None:
+            # A new request head replaces ``self.cycle``; if it has not by the deadline, give up.
+            waiting = self.cycle
+
+            def expire() -> None:
+                if self.cycle is waiting and not self.transport.is_closing():
+                    self.transport.close()
+
+            self.loop.call_later(seconds, expire)
+
+    return HeaderDeadline

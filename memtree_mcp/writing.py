@@ -1,28 +1,39 @@
 """The write path: remember (and bulk import) and forget.
 
-Every write takes the namespace for itself (:meth:`Spaces.writing`: the space's lock and the
-file lock, after following other processes), changes the trees in memory, marks the branches it
-touched for an LLM summary, and commits all changed and removed nodes at once
+Every write takes the namespace for itself (:meth:`Spaces.writing`: the file lock, then the
+space's lock, after following other processes), changes the trees in memory, marks the branches
+it touched for an LLM summary, and commits all changed and removed nodes at once
 (:meth:`Spaces.change`); a failure anywhere leaves the previous version, on disk and in RAM.
+
+Embedding is done before any lock is taken: a 100,000-character ``remember`` embeds for seconds,
+and recall, the explorer and other writers must not wait for it. Large writes embed one at a time
+(:data:`LARGE_WRITES`), so several at once cannot multiply the embedder's working memory, and a
+long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
+
+Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
+MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.chunking import split_into_chunks
-from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.embedding import Embedder, Vector
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import (
-    MAX_QUERY_CHARS,
+    MAX_FORGET,
+    check_ids,
     check_node,
     check_role,
     check_session,
@@ -36,8 +47,14 @@ from memtree_mcp.spaces import Spaces
 
 log = logging.getLogger("memtree_mcp")
 
-# A query given to forget reaches at most this many memories at once.
-FORGET_CANDIDATES = 10
+# A write of more chunks than this is large (8 chunks: about 8,000 characters): large writes embed
+# one at a time, so three 100,000-character remembers at once peak at 160 MB over the server's
+# resident memory instead of each adding its own (bench/bigwrite.py).
+LARGE_WRITE_CHUNKS = 8
+LARGE_WRITES = 1
+# A write lets waiting readers in after every this many leaves it files (Spaces.let_readers_in):
+# filing the 106 chunks of 100,000 characters held the namespace for 1.5 to 4 seconds.
+READERS_EVERY = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +97,7 @@ class Writer:
         self._spaces = spaces
         self._embedder = embedder
         self._refinement = refinement
+        self._large_writes = threading.BoundedSemaphore(LARGE_WRITES)
 
     def chunks(
         self,
@@ -111,6 +129,10 @@ class Writer:
         stops the import with InvalidInput naming the record; every batch committed before it
         stays. Returns (memories added, duplicates skipped).
         """
+        with self._spaces.maintenance_deferred(name):
+            return self._import(name, records, batch)
+
+    def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
         for number, record in enumerate(records, start=1):
@@ -138,26 +160,19 @@ class Writer:
     def store(self, name: str, chunks: list[Chunk]) -> Stored:
         """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
 
-        Raises InvalidInput past the namespace's quota (nothing written), StoreError when the
-        commit fails (the previous state is kept) and EmbedderMismatch for a store built by
-        another model.
+        The new chunks are embedded before the namespace is locked. Raises InvalidInput past the
+        namespace's quota (nothing written), LockTimeout when another writer keeps the namespace
+        too long, StoreError when the commit fails (the previous state is kept) and
+        EmbedderMismatch for a store built by another model.
         """
+        hashes = [content_hash(chunk.text) for chunk in chunks]
+        vectors = self._vectors(name, chunks, hashes)
         refine: list[tuple[int, str]] = []
         with self._spaces.writing(name) as space:
             assert space is not None  # writing() creates the namespace
             memory = space.memory
-            hashes = [content_hash(chunk.text) for chunk in chunks]
-            fresh = [
-                i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]
-            ]
-            quota = self.settings.max_memories
-            if len(memory.leaves) + len(fresh) > quota:
-                raise InvalidInput(
-                    f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
-                    f"{len(fresh)}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
-                )
-            vectors = self._embedder().embed_batch([chunks[i].text for i in fresh]) if fresh else None
-            vector_of = {i: position for position, i in enumerate(fresh)}
+            fresh = _fresh(memory, hashes)
+            self._check_quota(name, memory, len(fresh))
             ids: list[str] = []
             with self._spaces.change(space) as change:
                 for i, chunk in enumerate(chunks):
@@ -165,11 +180,10 @@ class Writer:
                     if existing is not None:
                         ids.append(existing)
                         continue
-                    assert vectors is not None
                     leaf = Leaf(
                         id=new_leaf_id(),
                         text=chunk.text,
-                        vector=vectors[vector_of[i]],
+                        vector=vectors[hashes[i]],
                         seq=memory.next_seq,
                         timestamp=chunk.timestamp,
                         role=chunk.role,
@@ -180,6 +194,8 @@ class Writer:
                     )
                     change.changed |= memory.add_leaf(leaf)
                     ids.append(leaf.id)
+                    if len(ids) % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
                 refine = self._refinement.mark(memory, change.changed, forgotten=False)
             path = [
                 PathStep(id=b.id, label=b.label)
@@ -189,46 +205,144 @@ class Writer:
         self._refinement.submit(name, refine)
         return Stored(ids, len(fresh), path)
 
-    def forget(self, name: str, node_id: str | None, query: str | None, confirm: bool) -> list[str]:
-        """Delete one memory, every memory under a summary (with ``confirm``) or those a query finds.
+    def _vectors(self, name: str, chunks: Sequence[Chunk], hashes: Sequence[str]) -> dict[str, Vector]:
+        """A vector for every chunk by content hash, embedded without holding any lock.
 
-        Returns the ids deleted. Deleted memories leave both trees, every summary above them is
-        recomputed without them, and all of it is one commit. Raises InvalidInput for bad
-        arguments and NotFound for an unknown node.
+        Chunks already stored take their leaf's vector (the same text embeds the same), so a
+        duplicate forgotten while this write waited for the lock still has one.
         """
-        text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
-        vector = self._embedder().embed_batch([text])[0] if text is not None else None
+        known: dict[str, Vector] = {}
+        with self._spaces.reading(name) as space:
+            if space is not None:
+                memory = space.memory
+                for h in hashes:
+                    existing = memory.duplicate_of(h)
+                    if existing is not None:
+                        known[h] = memory.leaves[existing].vector
+                self._check_quota(name, memory, len(_fresh(memory, hashes)))
+        new = [i for i, h in enumerate(hashes) if h not in known and h not in hashes[:i]]
+        if new:
+            large = len(new) > LARGE_WRITE_CHUNKS
+            with self._large_writes if large else nullcontext():
+                embedded = self._embedder().embed_batch([chunks[i].text for i in new])
+            known.update((hashes[i], embedded[position]) for position, i in enumerate(new))
+        return known
+
+    def _check_quota(self, name: str, memory: Memory, adding: int) -> None:
+        quota = self.settings.max_memories
+        if len(memory.leaves) + adding > quota:
+            raise InvalidInput(
+                f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
+                f"{adding}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
+            )
+
+    def forget(
+        self,
+        name: str,
+        *,
+        node_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        limit: int | None = MAX_FORGET,
+    ) -> list[str]:
+        """Delete the memories ``ids`` (with ``confirm``, every memory under a summary among them), or
+        memory ``node_id``, or with ``confirm`` every memory under summary ``node_id``; returns the
+        ids deleted.
+
+        At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
+        CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
+        leave both trees, every summary above them is recomputed without them, and all of it is
+        one commit. Raises InvalidInput for a bad or refused request and NotFound for an unknown
+        node; nothing is deleted then.
+        """
+        if (node_id is None) == (ids is None):
+            raise InvalidInput("give either node_id or ids, not both or neither.")
+        wanted = check_ids(ids, limit) if ids is not None else None
         refine: list[tuple[int, str]] = []
         with self._spaces.writing(name, create=False) as space:
             if space is None:
-                if node_id is not None:
-                    raise NotFound(f"no node {node_id!r} in namespace '{name}'.")
-                return []
+                raise NotFound(f"namespace '{name}' holds no memories: nothing to forget.")
             memory = space.memory
-            if node_id is not None:
-                check_node(memory, node_id)
-                targets = [node_id] if node_id in memory.leaves else leaves_under(memory, node_id)
-                if len(targets) > 1 and not confirm:
-                    raise InvalidInput(
-                        f"{node_id} is a summary of {len(targets)} memories; call again with confirm=true "
-                        "to delete them all."
-                    )
+            if wanted is not None:
+                targets = _named(memory, name, wanted, confirm, limit)
             else:
-                assert vector is not None and text is not None
-                hits = memory.recall(
-                    vector, FORGET_CANDIDATES, query_text=text, where=RecallFilter(kind="leaf")
-                )
-                targets = [h.id for h in hits]
+                assert node_id is not None
+                targets = _under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
-                for leaf_id in targets:
+                for done, leaf_id in enumerate(targets, start=1):
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
                     change.changed = (change.changed | leaf_changed) - leaf_removed
                     change.removed |= leaf_removed
+                    if done % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
                 # What the forgotten memories said must not survive in any LLM summary either.
                 refine = self._refinement.mark(memory, change.changed, forgotten=True)
         self._refinement.submit(name, refine)
         log.info("forgot %d memories in namespace %s", len(targets), name)
         return targets
+
+
+def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
+    """Positions of the hashes neither stored in ``memory`` nor repeated earlier in ``hashes``."""
+    return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
+
+
+def _named(memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None) -> list[str]:
+    """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
+    memory under each summary named; at most ``limit`` of them, none under a root (see
+    :func:`_under`). NotFound or InvalidInput before anything is deleted otherwise."""
+    targets: dict[str, None] = {}
+    for node_id in ids:
+        check_node(memory, node_id)
+        if node_id in memory.leaves:
+            targets[node_id] = None
+            continue
+        branch = memory.branch(node_id)
+        assert branch is not None
+        covered = len(leaves_under(memory, node_id))
+        if limit is not None and (branch.kind == "root" or covered > limit):
+            _under(memory, name, node_id, True, limit)  # refused, confirm or not, without a retry
+        if not confirm:
+            raise InvalidInput(
+                f"{node_id} is a summary of {covered} memories, not a memory; nothing was deleted. Make "
+                "sure the user wants every memory under it gone, then pass confirm=true with it (from a "
+                f"shell: `memtree-mcp forget --all-under {node_id} --yes`)."
+            )
+        targets.update(dict.fromkeys(_under(memory, name, node_id, True, limit)))
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"these ids cover {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            "call to repeat or to split into smaller ones: tell the user, who can forget them from a "
+            "shell (`memtree-mcp forget --all-under NODE --yes`)."
+        )
+    return list(targets)
+
+
+def _under(memory: Memory, name: str, node_id: str, confirm: bool, limit: int | None) -> list[str]:
+    """The memories forgetting ``node_id`` deletes: itself, or every memory under a summary."""
+    check_node(memory, node_id)
+    if node_id in memory.leaves:
+        return [node_id]
+    branch = memory.branch(node_id)
+    assert branch is not None
+    targets = leaves_under(memory, node_id)
+    shell = f"`memtree-mcp forget --all-under {node_id} --namespace {name}`"
+    if limit is not None and branch.kind == "root":
+        raise InvalidInput(
+            f"{node_id} is the root: it holds the whole memory ({len(targets)} memories). An agent "
+            f"cannot delete it, and this is not a call to repeat; the user can, from a shell: {shell}."
+        )
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"{node_id} covers {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            f"call to repeat or to split into smaller ones: tell the user, who can run {shell}."
+        )
+    if not confirm and len(targets) > 1:
+        raise InvalidInput(
+            f"{node_id} is a summary of {len(targets)} memories. Make sure the user wants them all gone, "
+            "then call again with confirm=true; nothing was deleted."
+        )
+    return targets
 
 
 def leaves_under(memory: Memory, node_id: str) -> list[str]:

@@ -12,11 +12,12 @@ from starlette.types import ASGIApp
 
 
 @contextmanager
-def running(app_for_port: Any) -> Iterator[str]:
+def running(app_for_port: Any, config: Any = None) -> Iterator[str]:
     """Serve ``app_for_port(port)`` on a pre-bound loopback socket in a thread; yield the base URL.
 
-    The socket is listening before uvicorn starts, so clients never race the startup; the wait on
-    ``started`` is a bounded join, not a sleep, and ends early if the server thread dies.
+    ``config(app)`` gives the uvicorn.Config to serve with (a plain one by default). The socket is
+    listening before uvicorn starts, so clients never race the startup; the wait on ``started`` is
+    a bounded join, not a sleep, and ends early if the server thread dies.
     """
     import uvicorn
 
@@ -26,9 +27,8 @@ def running(app_for_port: Any) -> Iterator[str]:
     sock.listen(64)
     port = sock.getsockname()[1]
     app: ASGIApp = app_for_port(port)
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    )
+    plain = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(plain if config is None else config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     for _ in range(1000):

@@ -6,7 +6,6 @@ afterwards a fresh service must find every memory exactly once, with unique seqs
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from tests.test_stdio import server_env
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
@@ -31,9 +31,7 @@ def memory_text(process: int, i: int) -> str:
 
 
 async def remember_all(home: Path, process: int, stored: dict[int, list[str]]) -> None:
-    # The client passes on only a few variables: PYTHONPATH too, so the server runs the code tested.
-    env = {"MEMTREE_HOME": str(home), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
-    params = StdioServerParameters(command=COMMAND, args=["serve"], env=env)
+    params = StdioServerParameters(command=COMMAND, args=["serve"], env=server_env(home))
     async with Client(params) as client:
         for i in range(PER_PROCESS):
             result = await client.call_tool(

@@ -433,7 +433,8 @@ def test_the_column_wise_read_equals_the_rows_read_one_by_one(
     for i, note in enumerate(notes):
         service.remember(note, session=f"s{i // 6}", tags=["t"] if i % 4 == 0 else [])
         if i % 7 == 6:
-            service.forget(query=notes[i - 3], confirm=True)  # deletion rows, dissolved branches
+            listed = service.forget(query=notes[i - 3]).candidates
+            service.forget(ids=[c.id for c in listed])  # deletion rows, dissolved branches
         table = service.spaces["default"].table
         assert table is not None
         snapshot = table.read()

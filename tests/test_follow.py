@@ -370,6 +370,46 @@ def test_rows_deleted_behind_the_generation_s_back_are_noticed_even_after_more_a
     assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
 
 
+def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    for note in NOTES:
+        writer.remember(note)
+    follower.memory()
+    reads = Reads(follower.spaces, monkeypatch)
+    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    writer.forget(ids=[target])
+    assert_follows_without_reading_whole(follower, reads, settings, embedder)
+    # The follower dates the forget from the rows it followed, so its own reads can purge when due.
+    assert follower.spaces["default"].table.oldest_forget is not None
+
+    writer.purge()
+    # More is appended after the rewrite than it took away: the row count alone would add up; the
+    # purge's new generation says the rows seen are gone.
+    mine = follower.spaces["default"].table
+    table = writer.spaces["default"].table._table
+    for i in range(100):
+        if table.count_rows() > mine._rows:
+            break
+        writer.remember(f"Note {i}: {WORDS[i % len(WORDS)]} and {WORDS[(7 * i) % len(WORDS)]}.")
+    assert table.count_rows() > mine._rows
+    mine.latest_version()
+    assert lance.generation_of(mine._table.schema) != mine._generation
+    assert mine.changes() is None
+    memory = follower.memory()
+    assert reads.count == 1
+    assert memory is not None and target not in memory.leaves
+    assert memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+    assert follower.spaces["default"].table.oldest_forget is None
+
+    writer.remember("The retro is on Friday afternoons.")
+    assert_follows_without_reading_whole(follower, reads, settings, embedder)
+
+
 def test_a_re_indexed_store_is_read_whole_by_a_follower(
     pair: tuple[MemoryService, MemoryService],
     settings: Settings,

@@ -193,7 +193,7 @@ def parameters_of(tool: str, node_ids: list[str]) -> dict[str, st.SearchStrategy
             "namespace": namespaces,
         },
         "forget": {
-            "node_id": node,
+            "ids": st.one_of(st.lists(node, max_size=3), anything),
             "query": queries,
             "confirm": st.one_of(st.booleans(), anything),
             "namespace": namespaces,
@@ -252,11 +252,11 @@ def check_answer(tool: str, arguments: dict[str, Any], result: CallToolResult, c
 def protect_known_memory(arguments: dict[str, Any], known_id: str) -> dict[str, Any]:
     """Send a forget that could delete the known memory to the scratch namespace.
 
-    That is any forget with confirm, or naming a node: a summary holding only the known memory (a
-    one-child branch of the temporal tree) deletes it without confirm, as a memory id would.
+    That is any forget with confirm or ids (a summary among the ids deletes the known memory with
+    confirm, as a memory id would without).
     """
     resolves_to_default = arguments.get("namespace") in (None, "", "default")
-    if resolves_to_default and ("confirm" in arguments or "node_id" in arguments):
+    if resolves_to_default and ({"confirm", "node_id", "ids"} & set(arguments)):
         return {**arguments, "namespace": "scratch"}
     return arguments
 

@@ -6,7 +6,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from memtree_mcp import errors as errors_module
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.local import MiniLMEmbedder
+from memtree_mcp.providers.local import BATCH_TOKENS, MAX_BATCH, MiniLMEmbedder, _Turns
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +97,62 @@ def test_a_missing_model_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="force-reinstall") as info:
         MiniLMEmbedder(model_path=missing).embed_batch(["hello"])
     assert str(missing) in str(info.value)
+
+
+class RecordingSession:
+    """The real onnxruntime session, noting the shape of every batch it runs."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.shapes: list[tuple[int, int]] = []
+
+    def run(self, outputs: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
+        self.shapes.append(feeds["input_ids"].shape)
+        return self.real.run(outputs, feeds, options)
+
+
+def test_a_long_input_runs_in_small_batches_each_padded_to_its_own_longest_text(
+    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder.embed_batch(["load the model"])
+    session = RecordingSession(embedder._session)
+    monkeypatch.setattr(embedder, "_session", session)
+    texts = [f"note {i}" for i in range(70)] + ["a long paragraph about the release " * 40] * 9
+    vectors = embedder.embed_batch(texts)
+    assert vectors.shape == (79, 384)
+    assert sum(rows for rows, _ in session.shapes) == 79
+    assert all(rows * width <= BATCH_TOKENS and rows <= MAX_BATCH for rows, width in session.shapes)
+    assert min(width for _, width in session.shapes) <= 5  # short texts are not padded to the long ones
+    np.testing.assert_allclose(vectors[70], embedder.embed_batch([texts[70]])[0], atol=1e-5)
+
+
+def test_a_query_runs_before_the_waiting_batches_of_a_long_text() -> None:
+    turns = _Turns()
+    order: list[str] = []
+    running = threading.Event()
+    finish = threading.Event()
+
+    def hold() -> None:
+        with turns.turn(urgent=False):
+            running.set()
+            assert finish.wait(30)
+
+    def take(name: str, urgent: bool) -> None:
+        with turns.turn(urgent=urgent):
+            order.append(name)
+
+    first = threading.Thread(target=hold)
+    first.start()
+    assert running.wait(30)
+    batch = threading.Thread(target=take, args=("next batch", False))
+    batch.start()
+    query = threading.Thread(target=take, args=("query", True))
+    query.start()
+    for _ in range(3000):  # bounded polling until the query is queued
+        if turns._urgent_waiting:
+            break
+        query.join(0.01)
+    finish.set()
+    for thread in (first, batch, query):
+        thread.join(30)
+    assert order == ["query", "next batch"]

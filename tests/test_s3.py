@@ -98,7 +98,8 @@ def test_a_second_server_on_the_bucket_sees_what_the_first_wrote(
     assert [h.text for h in reader.recall("which port is staging Postgres on?", k=1).hits] == [FACTS[2]]
     writer.remember(FACTS[4])
     assert FACTS[4] in [h.text for h in reader.recall("CI GitHub Actions", k=2).hits]
-    forgotten = writer.forget(query="GitHub Actions Jenkins", confirm=True)
+    listed = writer.forget(query="GitHub Actions Jenkins").candidates
+    forgotten = writer.forget(ids=[c.id for c in listed])
     assert forgotten.deleted
     assert FACTS[4] not in [h.text for h in reader.recall("CI GitHub Actions", k=5).hits]
 
@@ -135,7 +136,8 @@ def test_the_dynamodb_commit_store_of_lancedb_works_through_the_service(
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    home = f"s3+ddb://{BUCKET}/memtree?ddbTableName=memtree-commits"
+    # A prefix of its own: the other tests' memories stay in the bucket's memtree/.
+    home = f"s3+ddb://{BUCKET}/memtree-ddb?ddbTableName=memtree-commits"
     settings = Settings(home=home, namespace="default", lock_dir=str(tmp_path / "locks"))
     first = MemoryService(settings, embedder=embedder)
     for fact in FACTS[:3]:

@@ -200,7 +200,7 @@ async def test_navigate_summarize_and_forget_through_the_client(client: Client) 
     lunch = next(line for line in text_of(candidates).splitlines() if "Thai" in line)
     lunch_id = lunch.rsplit("{", 1)[1].rstrip("}")
     assert lunch_id in [c["id"] for c in candidates.structured_content["candidates"]]
-    gone = await client.call_tool("forget", {"node_id": lunch_id})
+    gone = await client.call_tool("forget", {"ids": [lunch_id]})
     assert gone.structured_content is not None and gone.structured_content["deleted"] == [lunch_id]
     after = await client.call_tool("summarize", {"max_tokens": 2000})
     assert after.structured_content is not None and "Thai" not in text_of(after)

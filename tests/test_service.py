@@ -246,8 +246,9 @@ def test_a_forgotten_memory_leaves_no_trace(chat: MemoryService, settings: Setti
     assert listed.deleted == [] and {h.text for h in listed.candidates} >= {
         "The spare key is hidden under the zorblax planter."
     }
-    forgotten = chat.forget(query="zorblax", confirm=True)
-    assert secret.ids[0] in forgotten.deleted
+    zorblax = [c.id for c in listed.candidates if "zorblax" in c.text]
+    forgotten = chat.forget(ids=zorblax)
+    assert secret.ids[0] in forgotten.deleted and forgotten.deleted == zorblax
     for service in (chat, MemoryService(settings, embedder=embedder)):  # live, and reloaded from disk
         memory = service.memory()
         assert memory is not None
@@ -273,7 +274,7 @@ def test_forgetting_a_summary_needs_confirm_and_takes_all_its_memories(chat: Mem
     assert after is not None and not set(gone.deleted) & set(after.leaves)
     with pytest.raises(NotFound):
         chat.forget(node_id="m-no-such-node")
-    with pytest.raises(InvalidInput, match="either node_id"):
+    with pytest.raises(InvalidInput, match="give either query"):
         chat.forget()
 
 

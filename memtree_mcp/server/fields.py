@@ -10,10 +10,11 @@ things to different tools, so each tool adds its own description to a declaratio
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from memtree_mcp.inputs import (
     MAX_AGENT_STEPS,
+    MAX_FORGET,
     MAX_K,
     MAX_NAMESPACE_CHARS,
     MAX_NODE_ID_CHARS,
@@ -48,6 +49,12 @@ Session = Annotated[str | None, Field(max_length=MAX_SESSION_CHARS)]
 # An ISO 8601 time, or for ``as_of`` a version number.
 Timestamp = Annotated[str | None, Field(max_length=MAX_TIME_CHARS)]
 NodeId = Annotated[str | None, Field(max_length=MAX_NODE_ID_CHARS)]
+MemoryIds = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_NODE_ID_CHARS)]] | None,
+    Field(min_length=1, max_length=MAX_FORGET),
+]
+# true or false only: pydantic's lax mode would take "yes", "on" or 1 for true.
+Flag = StrictBool
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 OptionalQuery = Annotated[str | None, Field(min_length=1, max_length=MAX_QUERY_CHARS)]

@@ -29,8 +29,10 @@ from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
     Content,
+    Flag,
     HitCount,
     MemoryContext,
+    MemoryIds,
     Namespace,
     NodeId,
     OptionalQuery,
@@ -126,7 +128,7 @@ async def recall(
     time_to: Annotated[Timestamp, Field(description="Until (ISO 8601).")] = None,
     tags: Annotated[Tags, Field(description="Any of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
     session: Annotated[Session, Field(description="Only this conversation.")] = None,
-    expand: Annotated[bool, Field(description="Replace summaries by their memories.")] = False,
+    expand: Annotated[Flag, Field(description="Replace summaries by their memories.")] = False,
     roots: Roots = None,
     as_of: Annotated[Timestamp, Field(description="Memory as it was then: version or ISO 8601 time.")] = None,
 ) -> Annotated[CallToolResult, RecallOutput]:
@@ -172,7 +174,7 @@ async def navigate(
         Literal["semantic", "temporal"], Field(description="'semantic' (by subject) or 'temporal' (by time).")
     ] = "semantic",
     query: Annotated[OptionalQuery, Field(description="What you are looking for.")] = None,
-    agent: Annotated[bool, Field(description="Let the server walk the tree for `query`.")] = False,
+    agent: Annotated[Flag, Field(description="Let the server walk the tree for `query`.")] = False,
     max_steps: Annotated[AgentSteps, Field(description="Most moves of the agent.")] = DEFAULT_AGENT_STEPS,
     namespace: Namespace = None,
     roots: Roots = None,
@@ -241,17 +243,17 @@ async def summarize(
 
 async def forget(
     ctx: MemoryContext,
-    node_id: Annotated[NodeId, Field(description="The memory (with confirm, summary) to delete.")] = None,
-    query: Annotated[OptionalQuery, Field(description="Find memories to delete; only lists them.")] = None,
-    confirm: Annotated[bool, Field(description="Delete what the query found or the summary covers.")] = False,
+    query: Annotated[OptionalQuery, Field(description="List matching memories; deletes nothing.")] = None,
+    ids: Annotated[MemoryIds, Field(description="Delete these memories.")] = None,
+    confirm: Annotated[Flag, Field(description="Also delete all memories under a summary in ids.")] = False,
     namespace: Namespace = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ForgetOutput]:
-    """Delete memories for good, when the user asks: one memory by node_id, or list what a query
-    finds first. Deleted text leaves recall and every summary at once."""
+    """Delete memories the user wants forgotten: list them with query, then pass the ids to delete.
+    At most 50 a call, never a root."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    done = await _run(service.forget, node_id, query, confirm, namespace)
+    done = await _run(functools.partial(service.forget, ids=ids), None, query, confirm, namespace)
     return _answer(rendering.forget_text(done), ForgetOutput.of(done))
 
 

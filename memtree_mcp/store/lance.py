@@ -7,8 +7,9 @@ highest revision of each id. This was measured against updating rows with ``merg
 store of 1,000 memories a merge_insert commit took 19 ms just after compaction and up to 95 ms
 200 commits later, where an append of the same rows takes 4–7 ms (``docs/benchmarks.md``).
 
-Superseded revisions are dropped by rewriting the table with its live rows once they outnumber
-the live ones; small files from many appends are compacted with ``optimize()`` on a schedule.
+Superseded revisions are dropped by rewriting the table with each id's latest row once they
+outnumber the live ones; small files from many appends are compacted with ``optimize()`` on a
+schedule, which also deletes the versions older than the history kept (MEMTREE_RETENTION).
 The table's schema metadata records the schema version and the embedder's identity and
 dimension, so a store is never read with vectors from another model.
 
@@ -21,9 +22,15 @@ on load); no parents on a leaf's row. Measured with ``bench/scale.py`` on the sa
 Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
 the revisions that bring an earlier version back), so a process that has read it can catch up by
 reading only the rows with a higher ``rev`` than any it has seen (:meth:`NamespaceTable.changes`),
-instead of the whole table. A rewrite (squash, ``replace``) writes a new *generation* into the
-schema metadata in the same commit; a reader that finds another generation, or a row count that
-is not the rows it saw plus the new ones, reads the table whole.
+instead of the whole table. A rewrite (squash, ``replace``, ``purge``) writes a new *generation*
+into the schema metadata in the same commit; a reader that finds another generation, or a row
+count that is not the rows it saw plus the new ones, reads the table whole.
+
+Forgetting appends deletion rows: the forgotten text stays in the files of earlier revisions
+and versions (so ``restore`` can undo a forget) until :meth:`NamespaceTable.purge` rewrites the
+table with its live rows alone and deletes every earlier version and unreferenced file. The
+deletion rows survive the squash and go only with a purge, so the time of the oldest of them
+(:attr:`NamespaceTable.oldest_forget`) says how long forgotten text has stayed on disk.
 """
 
 from __future__ import annotations
@@ -34,8 +41,10 @@ import os
 import re
 import time
 import uuid
+import warnings
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -149,20 +158,36 @@ class Changes:
 class NamespaceTable:
     """The table of one namespace."""
 
-    def __init__(self, table: Any, embedder: str, dimension: int, db: Any = None, name: str = "") -> None:
+    def __init__(
+        self,
+        table: Any,
+        embedder: str,
+        dimension: int,
+        db: Any = None,
+        name: str = "",
+        history: float = 7 * 86_400.0,
+    ) -> None:
+        """``history``: seconds of versions that compaction keeps (MEMTREE_RETENTION)."""
         self._table = table
         self._db = db
         self.name = name
         self.embedder = embedder
         self.dimension = dimension
+        self.history = history
         self._rev = -1
         self._rows = 0
         self._ids: set[str] = set()
+        self._deleted: set[str] = set()  # ids whose latest row deletes them
         self._appends_since_compaction = 0
+        # Set during a bulk import: commits leave compaction and squashing to maintain().
+        self.maintenance_deferred = False
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
         self._generation: bytes | None = None  # of the rows last read; None: never read
         self._checked_out = -1  # the version latest_version() last found
         self._last: tuple[str, int] | None = None  # (id, rev) of the last row, at offset _rows - 1
+        # When the oldest deletion row still in the table was written: forgotten text has been on
+        # disk since then. None when nothing was forgotten since the last purge.
+        self.oldest_forget: float | None = None
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
@@ -241,8 +266,12 @@ class NamespaceTable:
         alive, is_leaf = _kind_masks(kinds)
         ids = arrow.column("id").take(pa.array(positions)).to_pylist()
         removed = {node_id for node_id, kept in zip(ids, alive.tolist(), strict=True) if not kept}
-        self._ids.difference_update(removed)
-        self._ids.update(node_id for node_id in ids if node_id not in removed)
+        deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
+        self._noted(
+            (node_id for node_id in ids if node_id not in removed),
+            removed,
+            pc.min(deleted).as_py() if len(deleted) else None,
+        )
         leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
         branches = _branches_at(arrow, positions[alive & ~is_leaf])
         return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
@@ -275,13 +304,13 @@ class NamespaceTable:
         self._rev = rev
         self._rows += len(rows)
         self._last = (rows[-1]["id"], rev)
-        for row in rows:
-            if row["kind"] == DELETED:
-                self._ids.discard(row["id"])
-            else:
-                self._ids.add(row["id"])
+        gone = [row["id"] for row in rows if row["kind"] == DELETED]
+        self._noted(
+            (row["id"] for row in rows if row["kind"] != DELETED), gone, rows[-1]["updated"] if gone else None
+        )
         self._appends_since_compaction += 1
-        self._maintain()
+        if not self.maintenance_deferred:
+            self._maintain()
         return int(self._table.version)
 
     def versions(self) -> list[tuple[int, float]]:
@@ -354,9 +383,10 @@ class NamespaceTable:
         self._rev = rev
         self._rows += data.num_rows
         self._last = _last_row(data)
-        self._ids = (self._ids - set(gone)) | kept
+        self._noted(kept, gone, stamp if gone else None)
         self._appends_since_compaction += 1
-        self._maintain()
+        if not self.maintenance_deferred:
+            self._maintain()
         return int(self._table.version)
 
     @property
@@ -387,9 +417,56 @@ class NamespaceTable:
         log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
         return self.latest_version()
 
+    def purge(self) -> int:
+        """Rewrite the table with its live rows alone and delete every earlier version and every
+        file the new one does not use, so nothing forgotten or superseded stays on disk.
+
+        The rewrite has a new generation, so other processes read the table whole (and drop what
+        they held of the forgotten rows) rather than follow it. The caller must hold the
+        namespace's write lock. A process reading an earlier version at that moment gets an error;
+        the next read sees the purged table. Returns the new version. Raises StoreError when Lance
+        refuses.
+        """
+        if self.outdated:
+            self.upgrade()  # the purged table is written in the current layout
+        try:
+            self._overwrite(self._live_rows())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
+        self._deleted = set()
+        self.oldest_forget = None
+        return self.latest_version()
+
+    def _overwrite(self, rows: pa.Table) -> None:
+        """Make ``rows`` the table's whole content, in one commit under a new generation (readers
+        that saw the old rows read the table whole)."""
+        generation = new_generation()
+        rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), META_GENERATION: generation})
+        self._table.add(rows, mode="overwrite")
+        self._generation = generation
+        self._schema = None
+        self._rows = rows.num_rows
+        self._last = _last_row(rows)
+        self._appends_since_compaction = 0
+
+    def _noted(self, alive: Iterable[str], gone: Iterable[str], gone_at: float | None) -> None:
+        """Note the ids that rows just written or read make live and those they delete, and
+        ``gone_at``, the time of the oldest of those deletions (None: there is none)."""
+        for node_id in alive:
+            self._ids.add(node_id)
+            self._deleted.discard(node_id)
+        for node_id in gone:
+            self._ids.discard(node_id)
+            self._deleted.add(node_id)
+        if gone_at is not None and (self.oldest_forget is None or gone_at < self.oldest_forget):
+            self.oldest_forget = gone_at
+
     def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The whole table (every revision) and ``_live_positions`` of it; notes its size, last
-        revision and live ids."""
+        revision, live ids and oldest deletion."""
         # One chunk per column: taking rows from hundreds of fragments' chunks is several times slower.
         schema = self._table.schema
         check_schema(self.name, schema, self.embedder, self.dimension)
@@ -398,29 +475,36 @@ class NamespaceTable:
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._last = _last_row(arrow)
-        positions, is_leaf = _live_positions(arrow)
+        latest, kinds = _latest_positions(arrow)
+        alive, is_leaf = _kind_masks(kinds)
+        positions, is_leaf = latest[alive], is_leaf[alive]
         self._ids = set(arrow.column("id").take(pa.array(positions)).to_pylist())
+        self._deleted = set(arrow.column("id").take(pa.array(latest[~alive])).to_pylist())
+        deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
+        self.oldest_forget = pc.min(deleted).as_py() if len(deleted) else None
         return arrow, positions, is_leaf
 
     def _live_rows(self) -> pa.Table:
         arrow, positions, _ = self._scan()
         return arrow.take(pa.array(positions))
 
+    def maintain(self) -> None:
+        """Compact or squash the table if it is due (commits do it themselves unless
+        ``maintenance_deferred``). The caller must hold the namespace's write lock."""
+        self._maintain()
+
     def _maintain(self) -> None:
-        if self._rows > 2 * len(self._ids) + SQUASH_SLACK:
-            # Superseded revisions dominate: keep only the live rows, in one overwrite commit, under
-            # a new generation (readers that saw the old rows read the table whole).
-            live = self._live_rows()
-            generation = new_generation()
-            live = live.replace_schema_metadata({**(live.schema.metadata or {}), META_GENERATION: generation})
-            self._table.add(live, mode="overwrite")
-            self._generation = generation
-            self._schema = None
-            self._rows = live.num_rows
-            self._last = _last_row(live)
-            self._appends_since_compaction = 0
+        if self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK:
+            # Superseded revisions dominate: keep each id's latest row, in one overwrite commit. A
+            # deletion row stays (it is tiny) until a purge: it dates the forgotten text that
+            # earlier versions still hold.
+            arrow, _, _ = self._scan()
+            latest, _ = _latest_positions(arrow)
+            self._overwrite(arrow.take(pa.array(latest)))
         elif self._appends_since_compaction >= COMPACT_EVERY:
-            self._table.optimize()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Lance warns when the history kept is short
+                self._table.optimize(cleanup_older_than=timedelta(seconds=self.history))
             self._appends_since_compaction = 0
 
 
@@ -431,11 +515,19 @@ class LanceStore:
     """
 
     def __init__(
-        self, home: str | Path, embedder: str, dimension: int, storage_options: dict[str, str] | None = None
+        self,
+        home: str | Path,
+        embedder: str,
+        dimension: int,
+        storage_options: dict[str, str] | None = None,
+        *,
+        history: float = 7 * 86_400.0,
     ) -> None:
+        """``history``: seconds of versions that compaction keeps (MEMTREE_RETENTION)."""
         self.home = str(home)
         self.embedder = embedder
         self.dimension = dimension
+        self.history = history
         if "://" not in self.home:
             Path(self.home).mkdir(parents=True, exist_ok=True, mode=0o700)
         self._db = lancedb.connect(self.home, storage_options=storage_options or None)
@@ -461,9 +553,14 @@ class LanceStore:
                     namespace, schema=node_schema(self.embedder, self.dimension), exist_ok=True
                 )
             except Exception as exc:  # Lance raises RuntimeError or OSError for I/O
-                raise home_error(self.home, exc, "write") from exc
+                # Another process created it first: ``exist_ok`` still refuses it, its schema
+                # carrying another generation than ours. Use that one.
+                try:
+                    table = self._db.open_table(namespace)
+                except Exception:
+                    raise home_error(self.home, exc, "write") from exc
         check_schema(namespace, table.schema, self.embedder, self.dimension)
-        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace)
+        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace, self.history)
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
         """A namespace's live nodes whatever embedder built it, with that embedder and dimension.
@@ -485,17 +582,35 @@ class LanceStore:
         ``namespace``.
 
         Written as a new version of the table with this store's schema and embedder; the earlier
-        versions stay in the history. Returns the new version. Raises StoreError when Lance refuses.
+        versions stay in the history, and so do the table's deletion rows, which date the forgotten
+        text those versions hold (:attr:`NamespaceTable.oldest_forget`). Returns the new version.
+        Raises StoreError when Lance refuses.
         """
         schema = node_schema(self.embedder, self.dimension)
         nodes = [*memory.leaves, *memory.semantic.branches, *memory.temporal.branches]
         rows = _node_rows(memory, nodes, (), time.time())
+        live = {row["id"] for row in rows}
+        rows += [
+            _deletion_row(node_id, at)
+            for node_id, at in self._deletions(namespace)
+            if node_id not in live  # a memory restored after its forget is live again
+        ]
         data = pa.Table.from_pylist([{**row, "rev": 0} for row in rows], schema=schema)
         try:
             table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
         return int(table.version)
+
+    def _deletions(self, namespace: str) -> list[tuple[str, float]]:
+        """(id, time) of the deletion rows namespace ``namespace``'s table holds now, if it has one."""
+        try:
+            table = self._db.open_table(namespace)
+        except (FileNotFoundError, ValueError):
+            return []
+        rows = table.to_arrow().select(["id", "kind", "updated"])
+        deleted = rows.filter(pc.equal(rows.column("kind"), DELETED))
+        return list(zip(deleted.column("id").to_pylist(), deleted.column("updated").to_pylist(), strict=True))
 
 
 def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: int) -> None:
@@ -597,7 +712,7 @@ def _last_row(arrow: pa.Table) -> tuple[str, int] | None:
 def _latest_positions(arrow: pa.Table) -> tuple[np.ndarray, pa.Array]:
     """Where each id's highest revision is, by id, and its kind (``DELETED`` for a deletion).
 
-    Computed on the id, rev and kind columns alone, without converting a row to Python.
+    Computed on the id and rev columns alone, without converting a row to Python.
     """
     if arrow.num_rows == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
@@ -674,8 +789,10 @@ def _as_current(arrow: pa.Table) -> pa.Table:
     columns = {name: arrow.column(name) for name in arrow.column_names}
     columns["parent"] = parent
     columns["embedding"] = pa.array(blobs, pa.binary())
-    schema = node_schema("", 0)
-    return pa.table([columns[f.name] for f in schema], schema=schema.remove_metadata())
+    # The table's own metadata (embedder, dimension, generation), as the current version.
+    meta = {**(arrow.schema.metadata or {}), META_SCHEMA: SCHEMA_VERSION.encode()}
+    schema = node_schema("", 0).with_metadata(meta)
+    return pa.table([columns[f.name] for f in schema], schema=schema)
 
 
 def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.ndarray:
