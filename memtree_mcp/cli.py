@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--client", required=True, choices=["claude-desktop", "cursor", "vscode", "claude-code"]
     )
     install.add_argument("--write", action="store_true", help="merge it into the client's config file")
+    install.add_argument(
+        "--force", action="store_true", help="with --write: replace a read-only config file too"
+    )
 
     remember = commands.add_parser("remember", parents=[common], help="store a memory")
     remember.add_argument("content", help="the text to remember ('-' reads standard input)")
@@ -287,7 +290,7 @@ def install(args: argparse.Namespace, settings: Settings, service: MemoryService
     env, left_out = client_env(settings)
     if args.write and args.client != "claude-code":
         target = config_path(args.client)
-        backup = write_config(args.client, default_command(), env, path=target)
+        backup = write_config(args.client, default_command(), env, path=target, force=args.force)
         print(f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else ""))
     else:
         print(render(args.client, default_command(), env), end="")

@@ -7,7 +7,13 @@ there is no file, only the command to run.
 
 ``write_config`` merges the ``"memtree"`` entry into an existing file: every other server and every
 other top-level key is kept, the original is copied to a timestamped backup first and the new file
-replaces it atomically. A file that is not a JSON object is refused and left untouched.
+replaces it atomically. A file that is not a JSON object is refused and left untouched, and so is
+one whose meaning a rewrite would change: a key given twice (JSON readers keep either one) or a
+non-finite number (``NaN``, ``Infinity``: not JSON, and rewritten they would stop being what the
+client read). VS Code's file may hold comments and trailing commas (its format is JSONC): the entry
+is then spliced into the text so that the comments stay. A read-only file is left alone unless
+``force`` is given, and a file with several hard links is rewritten in place, so that every name
+keeps pointing at the one file.
 """
 
 from __future__ import annotations
@@ -157,23 +163,160 @@ def _atomic_write(path: Path, text: str, mode: int | None) -> None:
         raise
 
 
+def _blank_comments(raw: str) -> str:
+    """``raw`` with JSONC's comments and trailing commas turned into spaces (offsets unchanged)."""
+    out = list(raw)
+    i, n = 0, len(raw)
+    last_comma: int | None = None  # a comma seen with only blanks or comments after it
+    while i < n:
+        char = raw[i]
+        if char == '"':
+            i += 1
+            while i < n and raw[i] != '"':
+                i += 2 if raw[i] == "\\" else 1
+            i += 1
+            last_comma = None
+            continue
+        if raw.startswith("//", i):
+            end = raw.find("\n", i)
+            end = n if end < 0 else end
+            out[i:end] = " " * (end - i)
+            i = end
+            continue
+        if raw.startswith("/*", i):
+            end = raw.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out[i:end] = [c if c == "\n" else " " for c in raw[i:end]]
+            i = end
+            continue
+        if char == ",":
+            last_comma = i
+        elif char in "}]" and last_comma is not None:
+            out[last_comma] = " "
+            last_comma = None
+        elif not char.isspace():
+            last_comma = None
+        i += 1
+    return "".join(out)
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        document[key] = value
+    return document
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse(path: Path, text: str) -> dict[str, Any]:
+    try:
+        loaded = json.loads(text, object_pairs_hook=_strict_object, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{path} is not valid JSON ({exc}); nothing was changed. Fix or move it and retry"
+        ) from exc
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{path}: {exc}; nothing was changed, since a rewrite would change what the client "
+            "reads. Fix it and retry"
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise InvalidInput(f"{path} does not hold a JSON object; nothing was changed")
+    return loaded
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where the JSON value starting at ``start`` ends (``text`` is valid, comments blanked)."""
+    decoder = json.JSONDecoder()
+    _, end = decoder.raw_decode(text, start)
+    return end
+
+
+def _members(text: str, brace: int) -> list[tuple[str, int, int]]:
+    """The members of the object whose ``{`` is at ``brace``: (key, value start, value end)."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[str, int, int]] = []
+    i = brace + 1
+    while True:
+        while text[i].isspace() or text[i] == ",":
+            i += 1
+        if text[i] == "}":
+            return found
+        key, i = decoder.raw_decode(text, i)
+        while text[i].isspace() or text[i] == ":":
+            i += 1
+        end = _value_end(text, i)
+        found.append((key, i, end))
+        i = end
+
+
+def _indented(value: Any, depth: int) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+
+def _splice(raw: str, blanked: str, key: str, entry: dict[str, Any]) -> str:
+    """``raw`` with ``entry`` set as ``[key]["memtree"]``, every other character (comments) kept."""
+    top = blanked.index("{")
+    servers = next((m for m in _members(blanked, top) if m[0] == key), None)
+    if servers is None:
+        pair = f"{json.dumps(key)}: {_indented({SERVER_NAME: entry}, 1)}"
+        return _insert_member(raw, blanked, top, pair, depth=1)
+    _, start, _ = servers
+    current = next((m for m in _members(blanked, start) if m[0] == SERVER_NAME), None)
+    if current is not None:
+        _, value_start, value_end = current
+        return raw[:value_start] + _indented(entry, 2) + raw[value_end:]
+    pair = f"{json.dumps(SERVER_NAME)}: {_indented(entry, 2)}"
+    return _insert_member(raw, blanked, start, pair, depth=2)
+
+
+def _insert_member(raw: str, blanked: str, brace: int, pair: str, *, depth: int) -> str:
+    empty = not _members(blanked, brace)
+    indent = "\n" + "  " * depth
+    text = indent + pair + ("" if empty else ",")
+    if empty:
+        text += "\n" + "  " * (depth - 1)
+    return raw[: brace + 1] + text + raw[brace + 1 :]
+
+
+def _read_only(path: Path) -> bool:
+    """Read-only as the user set it: no write bit at all, or none this user may use (root included)."""
+    return not path.stat().st_mode & 0o222 or not os.access(path, os.W_OK)
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    with open(path, "r+", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def write_config(
     client: str,
     command: str,
     env: Mapping[str, str],
     *,
     path: Path | None = None,
+    force: bool = False,
 ) -> Path | None:
     """Merge the ``"memtree"`` entry into ``path`` (default: ``config_path(client)``).
 
     Creates the file and its parent directories when missing. Otherwise the file must hold a JSON
-    object (whitespace only counts as empty); it is copied to ``<name>.<YYYYMMDD-HHMMSS>.bak`` next
-    to it, then rewritten atomically with every other server and key kept and only ``"memtree"``
-    replaced. Returns the backup's path, or None when the file was created. A symlinked config is
-    written through to its target.
+    object (whitespace only counts as empty; for VS Code, JSONC's comments and trailing commas are
+    allowed and kept); it is copied to ``<name>.<YYYYMMDD-HHMMSS>.bak`` next to it, then rewritten
+    atomically with every other server and key kept and only ``"memtree"`` replaced. Returns the
+    backup's path, or None when the file was created. A symlinked config is written through to its
+    target; a hard-linked one is rewritten in place (the backup holds the original meanwhile).
 
-    Raises InvalidInput for an unknown client, for claude-code (no file) and for a file that is not
-    a JSON object; nothing is changed then.
+    Raises InvalidInput for an unknown client, for claude-code (no file), for a file that is not a
+    JSON object or holds a duplicate key or a non-finite number, and for a read-only file unless
+    ``force``; nothing is changed then.
     """
     key = servers_key(client)
     if path is None:
@@ -183,38 +326,51 @@ def write_config(
     if path.is_symlink():
         path = path.resolve()
 
-    document: dict[str, Any] = {}
+    entry = _client_entry(client, command, env)
     existing = path.exists()
+    text = _dumps({key: {SERVER_NAME: entry}})
     if existing:
+        if not path.is_file():
+            raise InvalidInput(f"{path} is not a file; nothing was changed")
         try:
             raw = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read {path}: {exc}; nothing was changed") from exc
+        if _read_only(path) and not force:
+            raise InvalidInput(
+                f"{path} is read-only; nothing was changed. Make it writable, or run again with "
+                "--force to replace it anyway (a backup is kept)"
+            )
         if raw.strip():
-            try:
-                loaded = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(
-                    f"{path} is not valid JSON ({exc}); nothing was changed. Fix or move it and retry"
-                ) from exc
-            if not isinstance(loaded, dict):
-                raise InvalidInput(f"{path} does not hold a JSON object; nothing was changed")
-            document = loaded
-        servers = document.get(key)
-        if servers is not None and not isinstance(servers, dict):
-            raise InvalidInput(f"{path}: {key!r} is not a JSON object; nothing was changed")
-
-    servers = document.setdefault(key, {})
-    servers[SERVER_NAME] = _client_entry(client, command, env)
-    text = _dumps(document)
+            blanked = _blank_comments(raw) if client == "vscode" else raw
+            document = _parse(path, blanked)
+            servers = document.get(key)
+            if servers is not None and not isinstance(servers, dict):
+                raise InvalidInput(f"{path}: {key!r} is not a JSON object; nothing was changed")
+            if blanked != raw:
+                text = _splice(raw, blanked, key, entry)
+                _parse(path, _blank_comments(text))  # the splice must leave valid JSONC
+            else:
+                document.setdefault(key, {})[SERVER_NAME] = entry
+                text = _dumps(document)
 
     backup: Path | None = None
-    mode: int | None = None
-    if existing:
-        backup = _backup_path(path)
-        shutil.copy2(path, backup)
-        mode = path.stat().st_mode & 0o7777
-    else:
+    if not existing:
         path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, text, mode)
+        _atomic_write(path, text, None)
+        return None
+    backup = _backup_path(path)
+    shutil.copy2(path, backup)
+    status = path.stat()
+    if status.st_nlink > 1:
+        if force and _read_only(path):
+            os.chmod(path, status.st_mode | 0o200)
+            try:
+                _write_in_place(path, text)
+            finally:
+                os.chmod(path, status.st_mode & 0o7777)
+        else:
+            _write_in_place(path, text)
+    else:
+        _atomic_write(path, text, status.st_mode & 0o7777)
     return backup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -272,3 +273,115 @@ def test_install_write_carries_the_settings_into_the_file(
         "MEMTREE_HOME": str(tmp_path / "m"),
         "MEMTREE_LLM": "sampling",
     }
+
+
+# -- files whose meaning a rewrite would change, comments, read-only files, hard links -----------------
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ('{"mcpServers": {}, "mcpServers": {"other": {}}}', "'mcpServers' is given twice"),
+        ('{"mcpServers": {"a": {"timeout": NaN}}}', "NaN is not a JSON number"),
+        ('{"zoom": Infinity}', "Infinity is not a JSON number"),
+        ('{"zoom": -Infinity}', "-Infinity is not a JSON number"),
+    ],
+)
+def test_a_file_a_rewrite_would_change_is_refused_and_untouched(
+    content: str, named: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInput) as info:
+        write_config("cursor", COMMAND, ENV, path=path)
+    assert named in str(info.value)
+    assert "nothing was changed" in str(info.value)
+    assert path.read_text(encoding="utf-8") == content
+    assert list(tmp_path.iterdir()) == [path]
+
+
+JSONC = """// VS Code workspace servers
+{
+  "servers": {
+    /* the linter */
+    "lint": {"type": "stdio", "command": "lint-mcp",},  // trailing comma allowed
+  },
+  "inputs": [],
+}
+"""
+
+
+def _jsonc_document(text: str) -> dict[str, object]:
+    from memtree_mcp.install import _blank_comments
+
+    loaded = json.loads(_blank_comments(text))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_vscode_comments_and_trailing_commas_are_accepted_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(JSONC, encoding="utf-8")
+    write_config("vscode", COMMAND, ENV, path=path)
+    text = path.read_text(encoding="utf-8")
+    for comment in ("// VS Code workspace servers", "/* the linter */", "// trailing comma allowed"):
+        assert comment in text
+    document = _jsonc_document(text)
+    assert document["servers"] == {
+        "lint": {"type": "stdio", "command": "lint-mcp"},
+        "memtree": {"type": "stdio", **server_entry(COMMAND, ENV)},
+    }
+    assert document["inputs"] == []
+
+    # Written again (new settings), the entry is replaced, not added twice, and the comments stay.
+    write_config("vscode", COMMAND, {"MEMTREE_HOME": "/elsewhere"}, path=path)
+    again = path.read_text(encoding="utf-8")
+    assert again.count('"memtree"') == 1 and "/* the linter */" in again
+    assert _jsonc_document(again)["servers"]["memtree"]["env"] == {"MEMTREE_HOME": "/elsewhere"}  # type: ignore[index]
+
+
+def test_vscode_comments_without_a_servers_key_get_one(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text("{\n  // nothing here yet\n}\n", encoding="utf-8")
+    write_config("vscode", COMMAND, ENV, path=path)
+    text = path.read_text(encoding="utf-8")
+    assert "// nothing here yet" in text
+    assert _jsonc_document(text) == {"servers": {"memtree": {"type": "stdio", **server_entry(COMMAND, ENV)}}}
+
+
+def test_comments_stay_refused_where_the_client_reads_plain_json(tmp_path: Path) -> None:
+    path = tmp_path / "claude_desktop_config.json"
+    path.write_text(JSONC, encoding="utf-8")
+    with pytest.raises(InvalidInput, match="not valid JSON"):
+        write_config("claude-desktop", COMMAND, ENV, path=path)
+    assert path.read_text(encoding="utf-8") == JSONC
+
+
+def test_a_read_only_file_is_left_alone_unless_forced(tmp_path: Path) -> None:
+    """By its mode bits, so root (who may write anything) is refused too."""
+    path = tmp_path / "mcp.json"
+    path.write_text('{"mcpServers": {}}', encoding="utf-8")
+    path.chmod(0o444)
+    with pytest.raises(InvalidInput) as info:
+        write_config("cursor", COMMAND, ENV, path=path)
+    assert "read-only" in str(info.value) and "--force" in str(info.value)
+    assert path.read_text(encoding="utf-8") == '{"mcpServers": {}}'
+    assert list(tmp_path.iterdir()) == [path]
+
+    write_config("cursor", COMMAND, ENV, path=path, force=True)
+    assert "memtree" in json.loads(path.read_text(encoding="utf-8"))["mcpServers"]
+    assert path.stat().st_mode & 0o777 == 0o444  # still read-only afterwards
+
+
+def test_a_hard_linked_file_is_rewritten_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{"mcpServers": {"other": {"command": "x"}}}', encoding="utf-8")
+    twin = tmp_path / "dotfiles-mcp.json"
+    try:
+        os.link(path, twin)
+    except OSError:
+        pytest.skip("hard links unavailable")
+    backup = write_config("cursor", COMMAND, ENV, path=path)
+    assert backup is not None
+    assert path.stat().st_ino == twin.stat().st_ino and path.stat().st_nlink == 2
+    assert set(json.loads(twin.read_text(encoding="utf-8"))["mcpServers"]) == {"other", "memtree"}
