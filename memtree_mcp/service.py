@@ -399,17 +399,30 @@ class MemoryService:
         return self.spaces.store
 
     def warm_up(self) -> None:
-        """Load the embedder and the default namespace now, so the first real call is fast.
+        """Load the embedder and the default namespace now, side by side, so the first real call
+        is fast.
 
-        Errors are only logged: the call that needs the failing part reports them properly.
+        The two loads share nothing (the store is opened for the embedder's identity, which needs
+        no model), so the namespace is read in a second thread while the model loads: a call that
+        arrives meanwhile waits for the slower of the two, not for both in turn (each part it
+        needs is behind its own lock, which the warm-up holds while loading it). Errors are only
+        logged: the call that needs the failing part reports them properly.
         """
         started = time.perf_counter()
+
+        def load_namespace() -> None:
+            try:
+                self.memory()
+            except Exception as exc:  # a warm-up must never take the server down
+                log.warning("warm-up could not load namespace %s: %s", self.settings.namespace, exc)
+
+        namespace = threading.Thread(target=load_namespace, name="memtree-warm-up-store", daemon=True)
+        namespace.start()
         try:
             self.embedder.embed_batch(["warm up"])
-            self.memory()
         except Exception as exc:  # a warm-up must never take the server down
-            log.warning("warm-up stopped: %s", exc)
-            return
+            log.warning("warm-up could not load the embedder: %s", exc)
+        namespace.join()
         log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 
     def close(self) -> None:

@@ -129,6 +129,10 @@ class Writer:
         stops the import with InvalidInput naming the record; every batch committed before it
         stays. Returns (memories added, duplicates skipped).
         """
+        with self._spaces.maintenance_deferred(name):
+            return self._import(name, records, batch)
+
+    def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
         for number, record in enumerate(records, start=1):

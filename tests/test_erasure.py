@@ -159,13 +159,13 @@ def test_the_deletion_rows_outlive_a_squash_so_retention_still_purges(
 ) -> None:
     from memtree_mcp.store import lance
 
-    monkeypatch.setattr(lance, "SQUASH_SLACK", 5)
     home = Path(settings.home)
     remember_then_forget_the_secret(service)
     table = service.spaces["default"].table
     forgotten_at = table.oldest_forget
     assert forgotten_at is not None
-    for i in range(12):  # enough superseded revisions for at least one squash
+    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    for i in range(12):
         service.remember(f"Filler note {i} about the weather in Lyon.")
     assert table._rows < 60  # squashed
     assert table.oldest_forget == forgotten_at

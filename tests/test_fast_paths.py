@@ -404,8 +404,8 @@ def reference_read(arrow: object) -> tuple[dict[str, object], dict[str, object]]
     for node_id, row in latest.items():
         if row["kind"] == DELETED:
             continue
-        row["vector"] = np.asarray(row["vector"], dtype=np.float32)
         if row["kind"] == "leaf":
+            row["vector"] = np.frombuffer(row["embedding"], dtype=np.float32)  # type: ignore[arg-type]
             leaves[node_id] = _leaf_from_row(row)
         else:
             branches[node_id] = _branch_from_row(row)

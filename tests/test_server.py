@@ -104,6 +104,43 @@ async def test_the_store_and_model_load_in_the_background_once_tools_are_listed(
     fresh.close()
 
 
+async def test_a_first_recall_and_remember_during_the_background_load_answer_as_after_it(
+    settings,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memtree_mcp.spaces import Spaces
+
+    first = MemoryService(settings, embedder=embedder)
+    for text in ("Biscuit is my golden retriever.", "The staging database listens on port 5433."):
+        first.remember(text)
+    expected = first.recall("Which port does staging use?", k=3)
+    first.close()
+    reads: list[str] = []
+    whole_read = Spaces.reload
+
+    def counted(spaces: Spaces, space: object) -> None:
+        reads.append(threading.current_thread().name)
+        whole_read(spaces, space)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Spaces, "reload", counted)
+    fresh = MemoryService(settings)  # its own embedder: nothing loaded yet
+    async with Client(build_server(fresh)) as client:
+        await client.list_tools()  # starts the warm-up; the calls below come while it loads
+        recalled = await client.call_tool("recall", {"query": "Which port does staging use?", "k": 3})
+        remembered = await client.call_tool("remember", {"content": "Biscuit turned four in May."})
+        for warm_up in [t for t in threading.enumerate() if t.name.startswith("memtree-warm-up")]:
+            await anyio.to_thread.run_sync(warm_up.join, 60)
+    assert not recalled.is_error and not remembered.is_error
+    ids = [hit["id"] for hit in recalled.structured_content["hits"]]  # type: ignore[index]
+    assert ids == [hit.id for hit in expected.hits]
+    assert len(reads) == 1  # read once, by whichever came first; the others waited for it
+    memory = fresh.memory()
+    assert memory is not None
+    assert "Biscuit turned four in May." in {leaf.text for leaf in memory.leaves.values()}
+    fresh.close()
+
+
 async def test_a_question_about_an_early_session_is_answered_from_it(client: Client) -> None:
     early = [
         "Melanie: I signed up for a charity run for mental health awareness.",

@@ -213,3 +213,160 @@ def test_a_namespace_quota_refuses_more_memories(settings: Settings, embedder) -
         small.remember("Three.")
     assert small.remember("Two.").deduplicated  # a duplicate adds nothing, so it still passes
     assert len(small.memory().leaves) == 2  # type: ignore[union-attr]
+
+
+# -- the row format: only what cannot be derived --------------------------------------------------
+
+
+def test_a_leaf_row_is_written_once_and_branch_rows_hold_no_vector(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
+    service = MemoryService(settings, embedder=embedder)
+    for fact in FACTS:
+        service.remember(fact)  # each insert moves earlier leaves under new branches
+    table = service.spaces["default"].table
+    rows = table._table.to_arrow()
+    kinds = rows.column("kind").to_pylist()
+    leaf_ids = [i for i, k in zip(rows.column("id").to_pylist(), kinds, strict=True) if k == "leaf"]
+    assert sorted(leaf_ids) == sorted(set(leaf_ids)) and len(leaf_ids) == len(FACTS)
+    blobs = rows.column("embedding").to_pylist()
+    assert all((blob is not None) == (kind == "leaf") for blob, kind in zip(blobs, kinds, strict=True))
+    # What the writer holds is what a reader derives: branch vectors within float32 rounding.
+    memory = service.memory()
+    reopened = MemoryService(settings, embedder=embedder).memory()
+    assert memory is not None and reopened is not None
+    assert memory_state(reopened) == memory_state(memory)
+    for branch in [*memory.semantic.branches.values(), *memory.temporal.branches.values()]:
+        loaded = reopened.branch(branch.id)
+        assert loaded is not None and loaded.vector is not None and branch.vector is not None
+        np.testing.assert_allclose(loaded.vector, branch.vector, atol=1e-6)
+        assert loaded.cohesion == pytest.approx(branch.cohesion, abs=1e-6)
+
+
+def schema_1_rows(memory, now: float) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+    """The rows schema 1 wrote for every node of ``memory``: a vector on each, parents in both trees."""
+    rows: list[dict[str, object]] = []
+    for leaf in memory.leaves.values():
+        rows.append(
+            {
+                "id": leaf.id, "rev": 0, "kind": "leaf", "tree": "shared",
+                "semantic_parent": memory.semantic.parent_of[leaf.id],
+                "temporal_parent": memory.temporal.parent_of[leaf.id],
+                "children": [], "depth": memory.semantic.depth_of(leaf.id), "text": leaf.text, "label": "",
+                "vector": leaf.vector, "cohesion": 1.0, "leaf_count": 1, "first_seq": leaf.seq,
+                "last_seq": leaf.seq, "first_ts": leaf.timestamp, "last_ts": leaf.timestamp,
+                "role": leaf.role, "tags": list(leaf.tags), "session": leaf.session, "metadata": "{}",
+                "content_hash": leaf.content_hash, "created": leaf.created, "updated": now,
+            }
+        )  # fmt: skip
+    for branch in [*memory.semantic.branches.values(), *memory.temporal.branches.values()]:
+        rows.append(
+            {
+                "id": branch.id, "rev": 0, "kind": branch.kind, "tree": branch.tree,
+                "semantic_parent": branch.parent if branch.tree == "semantic" else None,
+                "temporal_parent": branch.parent if branch.tree == "temporal" else None,
+                "children": list(branch.children), "depth": branch.depth, "text": branch.text,
+                "label": branch.label, "vector": branch.vector, "cohesion": branch.cohesion,
+                "leaf_count": branch.leaf_count, "first_seq": branch.first_seq, "last_seq": branch.last_seq,
+                "first_ts": branch.first_ts, "last_ts": branch.last_ts, "role": None, "tags": [],
+                "session": None, "metadata": "{}", "content_hash": None, "created": None, "updated": now,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def schema_1(embedder: str, dimension: int):  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("rev", pa.int64(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("tree", pa.string(), nullable=False),
+            pa.field("semantic_parent", pa.string()),
+            pa.field("temporal_parent", pa.string()),
+            pa.field("children", pa.list_(pa.string())),
+            pa.field("depth", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("label", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+            pa.field("cohesion", pa.float64()),
+            *[pa.field(n, pa.int64()) for n in ("leaf_count", "first_seq", "last_seq")],
+            *[pa.field(n, pa.float64()) for n in ("first_ts", "last_ts")],
+            pa.field("role", pa.string()),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("session", pa.string()),
+            pa.field("metadata", pa.string()),
+            pa.field("content_hash", pa.string()),
+            pa.field("created", pa.float64()),
+            pa.field("updated", pa.float64()),
+        ],
+        metadata={
+            b"memtree.schema_version": b"1",
+            b"memtree.embedder": embedder.encode(),
+            b"memtree.dimension": str(dimension).encode(),
+        },
+    )
+
+
+def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_restored(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)
+    for fact in FACTS[:6]:
+        source.remember(fact)
+    memory = source.memory()
+    assert memory is not None
+    expected = memory_state(memory)
+    schema = schema_1(embedder.identity, embedder.dimension)
+    db = lancedb.connect(settings.home)
+    rows = pa.Table.from_pylist(schema_1_rows(memory, 1.0), schema=schema)
+    db.create_table("default", data=rows, schema=schema)
+    old_version = int(db.open_table("default").version)
+
+    service = MemoryService(settings, embedder=embedder)
+    read = service.memory()
+    assert read is not None and memory_state(read) == expected  # read as it is
+    assert service.spaces["default"].table.outdated
+    service.remember(FACTS[6])  # upgraded first, then written
+    table = service.spaces["default"].table
+    assert not table.outdated and "embedding" in table._table.schema.names
+    again = MemoryService(settings, embedder=embedder).memory()
+    assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
+    assert FACTS[6] in {leaf.text for leaf in again.leaves.values()}
+
+    service.restore(str(old_version))  # a version in the old layout comes back
+    restored = MemoryService(settings, embedder=embedder).memory()
+    assert restored is not None and memory_state(restored) == expected
+
+
+def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundred_commits(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lancedb.table import LanceTable
+
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    compactions: list[int] = []
+    optimize = LanceTable.optimize
+
+    def counted(table: LanceTable, **options: object) -> object:
+        compactions.append(table.count_rows())
+        return optimize(table, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LanceTable, "optimize", counted)
+    service = MemoryService(settings, embedder=embedder)
+    records = [{"content": fact} for fact in FACTS]
+    service.writer.import_records("default", records, batch=2)  # 5 commits
+    table = service.spaces["default"].table
+    assert len(compactions) == 1  # not one every second commit: once, at the end
+    assert table._appends_since_compaction == 0
+    memory = service.memory()
+    reopened = MemoryService(settings, embedder=embedder).memory()
+    assert memory is not None and reopened is not None and memory_state(reopened) == memory_state(memory)
+    service.remember("A remember after the import compacts on its schedule again.")
+    assert table._appends_since_compaction == 1

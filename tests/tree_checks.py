@@ -38,6 +38,28 @@ def unit(values: Sequence[float], dim: int = 8) -> np.ndarray:
     return (vector / norm).astype(np.float32)
 
 
+class Close:
+    """A branch's vector or cohesion, equal to another within float32 rounding: stores keep no
+    branch vector, and one derived on load sums the leaves in another order than the insertions did."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = np.asarray(value, dtype=np.float64)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Close)
+            and self.value.shape == other.value.shape
+            and bool(np.allclose(self.value, other.value, rtol=0.0, atol=1e-5))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Close({self.value.round(6).tolist()!r})"
+
+
 def memory_state(memory: Memory) -> dict[str, object]:
     """A comparable picture of a memory: every node of both trees, vectors as lists."""
     state: dict[str, object] = {}
@@ -63,8 +85,8 @@ def memory_state(memory: Memory) -> dict[str, object]:
             list(branch.children),
             branch.text,
             branch.label,
-            None if branch.vector is None else branch.vector.tolist(),
-            branch.cohesion,
+            None if branch.vector is None else Close(branch.vector),
+            Close(branch.cohesion),
             branch.leaf_count,
             branch.first_seq,
             branch.last_seq,

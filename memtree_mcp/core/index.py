@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -97,6 +98,11 @@ class VectorIndex:
     def row(self, node_id: str) -> int:
         """The row of ``node_id`` in the arrays ``scores`` returns; raises KeyError."""
         return self._rows[node_id]
+
+    @property
+    def row_of(self) -> Mapping[str, int]:
+        """Every id's row, read-only (valid until the next change)."""
+        return MappingProxyType(self._rows)
 
     def vectors(self) -> Matrix:
         """The filled rows, as a read-only view (valid until the next change)."""

@@ -178,7 +178,9 @@ class LexicalIndex:
         self._slot_of: dict[str, int] = {}
         self._id_of: list[str | None] = []
         self._free: list[int] = []  # a min-heap, so slots are reused lowest first
-        self._terms_of: dict[int, dict[str, int]] = {}
+        # A document's distinct terms and their frequencies, as two tuples: a dict per document
+        # took ~1 KB, a tenth of a memory's resident size at 100k memories.
+        self._terms_of: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
         self._lengths = np.zeros(16, dtype=np.float64)
         self._total_length = 0
         self._postings: dict[str, _Postings] = {}
@@ -244,7 +246,7 @@ class LexicalIndex:
             if slot >= len(self._lengths):
                 self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
         self._slot_of[doc_id] = slot
-        self._terms_of[slot] = counts
+        self._terms_of[slot] = (tuple(counts), tuple(counts.values()))
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_length += length
@@ -260,7 +262,7 @@ class LexicalIndex:
         if slot is None:
             return
         self._idf.clear()
-        for term in self._terms_of.pop(slot):
+        for term in self._terms_of.pop(slot)[0]:
             postings = self._postings[term]
             postings.remove(slot)
             if not postings.size:
@@ -346,7 +348,7 @@ class LexicalIndex:
         terms = set(self._tokenize(query))
         if not terms:
             return 0.0
-        present = self._terms_of[self._slot_of[doc_id]]
+        present = self._terms_of[self._slot_of[doc_id]][0]
         total = found = 0.0
         for term in terms:
             weight = self.idf(term)
@@ -357,7 +359,8 @@ class LexicalIndex:
 
     def terms(self, doc_id: str) -> dict[str, int]:
         """The terms of ``doc_id`` and how often each occurs; KeyError for an unknown id."""
-        return self._terms_of[self._slot_of[doc_id]]
+        terms, counts = self._terms_of[self._slot_of[doc_id]]
+        return dict(zip(terms, counts, strict=True))
 
     def idf(self, term: str) -> float:
         """The inverse document frequency of ``term`` (highest for a term no document has).

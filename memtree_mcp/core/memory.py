@@ -33,11 +33,12 @@ With ``expand``, a summary that makes the cut is replaced by its own best memori
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -51,6 +52,7 @@ from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.relevance import CONFIDENT, UPDATE_MEANING, relevance, supersedes
+from memtree_mcp.core.representative import derive_vector, derive_vectors
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
 
@@ -218,6 +220,13 @@ class Memory:
         self.leaf_index = VectorIndex(self.dimension, capacity=_headroom(len(ordered)))
         if ordered:
             self.leaf_index.extend(ids, np.stack([leaf.vector for leaf in ordered]))
+            # Each leaf reads its vector from the index's matrix rather than keeping a copy (1.5 KB
+            # a memory: 150 MB at 100k). The index writes a row only for a new leaf (past every
+            # held row) or when a removal fills a hole, and _unindex_leaf then gives the leaves
+            # involved their own copies; after the matrix grows, the views keep the old one.
+            held = self.leaf_index.vectors()
+            for row, leaf in enumerate(ordered):
+                leaf.vector = held[row]
         self.lexical = LexicalIndex()
         self.lexical.add_many((leaf.id, leaf.text) for leaf in ordered)
         self._slot_row = np.full(len(ordered) + 16, -1, dtype=np.int64)
@@ -234,8 +243,12 @@ class Memory:
                 self._by_hash[leaf.content_hash] = leaf.id
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
-        self.semantic.adopt([b for b in stored if b.tree == "semantic"])
-        self.temporal.adopt([b for b in stored if b.tree == "temporal"])
+        for tree in (self.semantic, self.temporal):
+            mine = [b for b in stored if b.tree == tree.tree_name]
+            if any(b.vector is None and b.children for b in mine):
+                # Stores keep no branch vector: each is the mean of its leaves'.
+                derive_vectors(mine, self.leaf_index.row_of, self.leaf_index.vectors())
+            tree.adopt(mine)
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self._arrays = {
             tree.tree_name: _TreeArrays.build(tree, self.leaf_index)
@@ -330,6 +343,7 @@ class Memory:
         self._drop_branches(removed)
         for tree in (self.semantic, self.temporal):
             mine = [branch for branch in branches if branch.tree == tree.tree_name]
+            _derive_missing_vectors(mine, self.leaves, tree.branches)
             tree.apply(mine, removed)
             arrays = self._arrays[tree.tree_name]
             for branch in mine:
@@ -363,6 +377,12 @@ class Memory:
         if self._authors[leaf.role] <= 0:
             del self._authors[leaf.role]
         self._slot_row[self.lexical.slot(leaf_id)] = -1
+        last_id = self.leaf_index.id_at(len(self.leaf_index) - 1)
+        for node_id in {leaf_id, last_id}:
+            # Their vectors may be views of the rows the removal rewrites (see load).
+            kept = self.leaves.get(node_id, leaf)
+            if kept.vector.base is not None:
+                kept.vector = np.array(kept.vector, dtype=np.float32)
         moved = self.leaf_index.remove(leaf_id)
         self.lexical.remove(leaf_id)
         last = len(self.leaf_index)
@@ -1402,6 +1422,21 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
     grown = np.full(size, -1, dtype=array.dtype)
     grown[: len(array)] = array
     return grown
+
+
+def _derive_missing_vectors(
+    branches: Sequence[Branch], leaves: Mapping[str, Leaf], held: Mapping[str, Branch]
+) -> None:
+    """Give the stored ``branches`` of one tree that come without a vector theirs, from their
+    children (deepest first, so a changed child's comes before its parent reads it): the changed
+    ones among ``branches``, the others as ``held`` (the tree before the change)."""
+    missing = sorted((b for b in branches if b.vector is None and b.children), key=lambda b: -b.depth)
+    if not missing:
+        return
+    incoming = {b.id: b for b in branches}
+    lookup = collections.ChainMap(incoming, held)  # type: ignore[arg-type]
+    for branch in missing:
+        derive_vector(branch, leaves, lookup)
 
 
 def _headroom(size: int) -> int:

@@ -9,11 +9,17 @@ instead of two copies that could drift apart.
 The vector is the centroid of the branch's leaves (the direction of their mean unit vector) and
 ``cohesion`` is that mean's norm, so ``vector · cohesion`` is the mean itself: a child branch counts
 with its leaf count, which makes the mean exact however the leaves are grouped.
+
+Since it is a function of the leaves, a store keeps no branch vector: :func:`derive_vectors` gives
+a loaded tree's branches theirs in a few vectorised passes (one per level), and
+:func:`derive_vector` a changed branch its own from its children, as :func:`refresh_branch` does.
+The two agree to float32 rounding (the sums are taken in another order), which no decision of
+either tree depends on beyond ties that rounding already breaks at random.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -114,3 +120,87 @@ def normalised(vector: Vector) -> Vector:
     if norm == 0.0:
         return vector.astype(np.float32)
     return (vector / norm).astype(np.float32)
+
+
+def derive_vector(branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch]) -> None:
+    """Set ``branch``'s vector and cohesion from its children, as :func:`refresh_branch` does (the
+    same arithmetic), leaving the rest of its record alone; no vector for a branch without children.
+
+    Raises ``KeyError`` when a child is neither a leaf nor a branch, or is a branch without a vector.
+    """
+    counts: list[int] = []
+    means: list[Vector] = []
+    for child in branch.children:
+        leaf = leaves.get(child)
+        if leaf is not None:
+            counts.append(1)
+            means.append(leaf.vector)
+        else:
+            sub = branches[child]
+            if sub.vector is None:
+                raise KeyError(f"branch {child} has no vector yet")
+            counts.append(sub.leaf_count)
+            means.append(sub.vector * sub.cohesion)
+    if not counts:
+        branch.vector = None
+        return
+    total = sum(counts)
+    mean = ((np.asarray(counts, dtype=np.float32) @ np.stack(means)) / total).astype(np.float32)
+    branch.cohesion = float(np.linalg.norm(mean))
+    branch.vector = normalised(mean)
+
+
+def derive_vectors(branches: Sequence[Branch], leaf_row: Mapping[str, int], leaf_vectors: np.ndarray) -> None:
+    """Set the vector and cohesion of every branch of one tree (``branches``, all of it) from its
+    leaves, whose vectors are the rows ``leaf_row`` names of ``leaf_vectors``.
+
+    Vectorised: each branch's sum of leaf vectors is gathered from its leaf children, then from
+    its branch children one level at a time, deepest first (so a child's sum is complete before its
+    parent reads it), with one numpy gather-and-add per child rank. The vectors are rows of one
+    matrix (views), not one array per branch. A branch whose children name neither a leaf of
+    ``leaf_row`` nor a branch of ``branches`` gets what the others give (``doctor`` tells).
+    """
+    if not branches:
+        return
+    dimension = leaf_vectors.shape[1]
+    position = {b.id: i for i, b in enumerate(branches)}
+    depth = np.fromiter((b.depth for b in branches), dtype=np.int64, count=len(branches))
+    leaf_edges: list[tuple[int, int, int]] = []  # (parent, leaf row, rank among its leaf children)
+    branch_edges: list[tuple[int, int, int]] = []  # (parent, child, rank among its branch children)
+    for i, branch in enumerate(branches):
+        leaf_rank = branch_rank = 0
+        for child in branch.children:
+            row = leaf_row.get(child)
+            if row is not None:
+                leaf_edges.append((i, row, leaf_rank))
+                leaf_rank += 1
+            elif (j := position.get(child)) is not None:
+                branch_edges.append((i, j, branch_rank))
+                branch_rank += 1
+    sums = np.zeros((len(branches), dimension), dtype=np.float32)
+    counts = np.zeros(len(branches), dtype=np.int64)
+    if leaf_edges:
+        edges = np.asarray(leaf_edges, dtype=np.int64)
+        np.add.at(counts, edges[:, 0], 1)
+        for rank in range(int(edges[:, 2].max()) + 1):
+            part = edges[edges[:, 2] == rank]
+            sums[part[:, 0]] += leaf_vectors[part[:, 1]]
+    if branch_edges:
+        edges = np.asarray(branch_edges, dtype=np.int64)
+        parent_depth = depth[edges[:, 0]]
+        for level in sorted(set(parent_depth.tolist()), reverse=True):
+            at_level = edges[parent_depth == level]
+            for rank in range(int(at_level[:, 2].max()) + 1):
+                part = at_level[at_level[:, 2] == rank]
+                sums[part[:, 0]] += sums[part[:, 1]]
+                counts[part[:, 0]] += counts[part[:, 1]]
+    means = sums
+    means /= np.maximum(counts, 1)[:, None].astype(np.float32)
+    norms = np.linalg.norm(means, axis=1)
+    means /= np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    for i, branch in enumerate(branches):
+        if counts[i]:
+            branch.vector = means[i]
+            branch.cohesion = float(norms[i])
+        else:
+            branch.vector = None

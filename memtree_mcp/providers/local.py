@@ -37,6 +37,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
+from memtree_mcp.heap import give_back_freed_memory
 
 __all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder"]
 
@@ -172,7 +173,7 @@ class MiniLMEmbedder:
         for batch in batches:
             out[batch] = self._embed_encoded([encodings[j] for j in batch], urgent=len(batches) == 1)
         if len(batches) > 1:
-            _give_back_freed_memory()
+            give_back_freed_memory()
         return out
 
 
@@ -203,13 +204,3 @@ class _Turns:
             with self._changed:
                 self._busy = False
                 self._changed.notify_all()
-
-
-def _give_back_freed_memory() -> None:
-    """Return the C heap's free pages to the system (glibc keeps them, one heap per thread)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass  # not glibc: its allocator decides

@@ -13,6 +13,12 @@ schedule, which also deletes the versions older than the history kept (MEMTREE_R
 The table's schema metadata records the schema version and the embedder's identity and
 dimension, so a store is never read with vectors from another model.
 
+Only what cannot be derived is stored (schema version 2, :func:`node_schema`): a leaf's vector
+once, as bytes, when the leaf is new; no vector on a branch's row (the mean of its leaves', derived
+on load); no parents on a leaf's row. Measured with ``bench/scale.py`` on the same 10k memories
+(same vectors): 190 MB on disk before, 65 MB after. A table of schema version 1 is read as it is
+(its rows converted as they are read) and rewritten in version 2 before its first write.
+
 Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
 the revisions that bring an earlier version back), so a process that has read it can catch up by
 reading only the rows with a higher ``rev`` than any it has seen (:meth:`NamespaceTable.changes`),
@@ -30,12 +36,13 @@ deletion rows survive the squash and go only with a purge, so the time of the ol
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -52,7 +59,12 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 
-SCHEMA_VERSION = "1"
+log = logging.getLogger("memtree_mcp")
+
+SCHEMA_VERSION = "2"
+# Versions this code reads; a table of an older one is rewritten in the current one before its
+# first write (:meth:`NamespaceTable.upgrade`), and its rows are converted as they are read.
+READABLE_VERSIONS = ("1", "2")
 # The kind of a row that records a node's deletion: its id's latest revision says it is gone.
 DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
@@ -70,21 +82,27 @@ SQUASH_SLACK = 2_000
 
 
 def node_schema(embedder: str, dimension: int) -> pa.Schema:
-    """The row layout of a namespace table, with the embedder and a new generation in its metadata."""
+    """The row layout of a namespace table, with the embedder and a new generation in its metadata.
+
+    Only what cannot be derived is stored. A leaf's vector (``embedding``: float32 bytes) is
+    written once, when the leaf is new: moving in a tree never rewrites a leaf's row, since each
+    leaf's parents are read off its parents' ``children``. A branch's row holds no vector (under
+    average linkage it is the mean of its leaves', recomputed on load, ``core/representative.py``):
+    a remember rewrites every branch on its paths, and with a vector each of those rows was 1.5 KB
+    of the 2 KB, so the revisions in the history were mostly copies of vectors.
+    """
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
             pa.field("rev", pa.int64(), nullable=False),
             pa.field("kind", pa.string(), nullable=False),
             pa.field("tree", pa.string(), nullable=False),
-            pa.field("semantic_parent", pa.string()),
-            pa.field("temporal_parent", pa.string()),
+            pa.field("parent", pa.string()),
             pa.field("children", pa.list_(pa.string())),
             pa.field("depth", pa.int32()),
             pa.field("text", pa.string()),
             pa.field("label", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dimension)),
-            pa.field("cohesion", pa.float64()),
+            pa.field("embedding", pa.binary()),
             pa.field("leaf_count", pa.int64()),
             pa.field("first_seq", pa.int64()),
             pa.field("last_seq", pa.int64()),
@@ -161,6 +179,8 @@ class NamespaceTable:
         self._ids: set[str] = set()
         self._deleted: set[str] = set()  # ids whose latest row deletes them
         self._appends_since_compaction = 0
+        # Set during a bulk import: commits leave compaction and squashing to maintain().
+        self.maintenance_deferred = False
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
         self._generation: bytes | None = None  # of the rows last read; None: never read
         self._checked_out = -1  # the version latest_version() last found
@@ -190,15 +210,12 @@ class NamespaceTable:
                 past = self._db.open_table(self.name, version=version)
             except Exception as exc:  # Lance raises several types for a missing version
                 raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
-            arrow = past.to_arrow().combine_chunks()
+            arrow = _as_current(past.to_arrow().combine_chunks())
             positions, is_leaf = _live_positions(arrow)
-        vectors = _vector_matrix(arrow, self.dimension)
-        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
-        branches = [
-            _branch_from_row(row) for row in _rows(arrow, vectors, positions[~is_leaf], BRANCH_COLUMNS)
-        ]
+        leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
+        branches = _branches_at(arrow, positions[~is_leaf])
         leaves.sort(key=lambda leaf: leaf.seq)
-        del arrow, vectors
+        del arrow
         # Arrow's allocator keeps the table's pages after it is freed (measured: 500 MB of the
         # resident memory after loading 100k memories); give them back.
         pa.default_memory_pool().release_unused()
@@ -231,7 +248,7 @@ class NamespaceTable:
         start = self._rows - 1 if self._last is not None else self._rows
         if total == start:
             return Changes(version=version, leaves=[], branches=[], removed=set())
-        arrow = self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks()
+        arrow = _as_current(self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks())
         if arrow.num_rows != total - start:
             return None
         if self._last is not None:
@@ -255,12 +272,8 @@ class NamespaceTable:
             removed,
             pc.min(deleted).as_py() if len(deleted) else None,
         )
-        vectors = _vector_matrix(arrow, self.dimension)
-        leaves = [_leaf_from_row(row) for row in _rows(arrow, vectors, positions[is_leaf], LEAF_COLUMNS)]
-        branches = [
-            _branch_from_row(row)
-            for row in _rows(arrow, vectors, positions[alive & ~is_leaf], BRANCH_COLUMNS)
-        ]
+        leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
+        branches = _branches_at(arrow, positions[alive & ~is_leaf])
         return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
 
     def commit(
@@ -277,7 +290,7 @@ class NamespaceTable:
         revision numbers only grow. Returns the new table version. Raises StoreError when Lance
         refuses the write; the table then still holds its previous version.
         """
-        rows = _node_rows(memory, changed, removed, time.time() if now is None else now)
+        rows = _node_rows(memory, changed, removed, time.time() if now is None else now, self._ids)
         if not rows:
             return self.latest_version()
         rev = self._rev + 1
@@ -296,7 +309,8 @@ class NamespaceTable:
             (row["id"] for row in rows if row["kind"] != DELETED), gone, rows[-1]["updated"] if gone else None
         )
         self._appends_since_compaction += 1
-        self._maintain()
+        if not self.maintenance_deferred:
+            self._maintain()
         return int(self._table.version)
 
     def versions(self) -> list[tuple[int, float]]:
@@ -325,7 +339,7 @@ class NamespaceTable:
             # namespace then asks for that embedder again.
             self._table.restore(version)
             return self.latest_version()
-        past = table.to_arrow().combine_chunks()
+        past = _as_current(table.to_arrow().combine_chunks())
         now, positions, _ = self._scan()
         # A revision is known by its id, rev and time of writing (a rewrite may reuse revs).
         live = set(
@@ -356,7 +370,7 @@ class NamespaceTable:
             parts.append(rows)
         gone = sorted(self._ids - kept)
         if gone:
-            deletions = [{**_deletion_row(node_id, self.dimension, stamp), "rev": rev} for node_id in gone]
+            deletions = [{**_deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
             parts.append(pa.Table.from_pylist(deletions, schema=self._table.schema))
         if not parts:
             return self.latest_version()
@@ -371,8 +385,37 @@ class NamespaceTable:
         self._last = _last_row(data)
         self._noted(kept, gone, stamp if gone else None)
         self._appends_since_compaction += 1
-        self._maintain()
+        if not self.maintenance_deferred:
+            self._maintain()
         return int(self._table.version)
+
+    @property
+    def outdated(self) -> bool:
+        """Whether the table was written in an older schema version (readable, but it must be
+        upgraded, :meth:`upgrade`, before anything is written to it)."""
+        return (self._table.schema.metadata or {}).get(META_SCHEMA) != SCHEMA_VERSION.encode()
+
+    def upgrade(self) -> int:
+        """Rewrite a table of an older schema version in the current one, every row (superseded
+        revisions and deletions too) converted, in one overwrite commit under a new generation;
+        returns the new version. Earlier versions stay in the history in their own layout, which
+        :meth:`read` and :meth:`restore` still read.
+
+        The caller must hold the namespace's write lock. Raises StoreError when Lance refuses.
+        """
+        if not self.outdated:
+            return self.latest_version()
+        arrow = _as_current(self._table.to_arrow().combine_chunks())
+        schema = node_schema(self.embedder, self.dimension)
+        try:
+            self._db.create_table(self.name, data=arrow.cast(schema), schema=schema, mode="overwrite")
+            self._table = self._db.open_table(self.name)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
+        self._schema = None
+        self._generation = None  # read whole next time
+        log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
+        return self.latest_version()
 
     def purge(self) -> int:
         """Rewrite the table with its live rows alone and delete every earlier version and every
@@ -384,6 +427,8 @@ class NamespaceTable:
         the next read sees the purged table. Returns the new version. Raises StoreError when Lance
         refuses.
         """
+        if self.outdated:
+            self.upgrade()  # the purged table is written in the current layout
         try:
             self._overwrite(self._live_rows())
             with warnings.catch_warnings():
@@ -426,7 +471,7 @@ class NamespaceTable:
         schema = self._table.schema
         check_schema(self.name, schema, self.embedder, self.dimension)
         self._generation = generation_of(schema)
-        arrow = self._table.to_arrow().combine_chunks()
+        arrow = _as_current(self._table.to_arrow().combine_chunks())
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._last = _last_row(arrow)
@@ -442,6 +487,11 @@ class NamespaceTable:
     def _live_rows(self) -> pa.Table:
         arrow, positions, _ = self._scan()
         return arrow.take(pa.array(positions))
+
+    def maintain(self) -> None:
+        """Compact or squash the table if it is due (commits do it themselves unless
+        ``maintenance_deferred``). The caller must hold the namespace's write lock."""
+        self._maintain()
 
     def _maintain(self) -> None:
         if self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK:
@@ -541,7 +591,7 @@ class LanceStore:
         rows = _node_rows(memory, nodes, (), time.time())
         live = {row["id"] for row in rows}
         rows += [
-            _deletion_row(node_id, self.dimension, at)
+            _deletion_row(node_id, at)
             for node_id, at in self._deletions(namespace)
             if node_id not in live  # a memory restored after its forget is live again
         ]
@@ -568,7 +618,7 @@ def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: in
     vectors come from another embedder or dimension than ``embedder`` and ``dimension``."""
     meta = schema.metadata or {}
     version = meta.get(META_SCHEMA, b"?").decode()
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise StoreError(
             f"namespace '{namespace}' has schema version {version}; this memtree-mcp reads version "
             f"{SCHEMA_VERSION}. Upgrade memtree-mcp, or point MEMTREE_HOME at another directory."
@@ -691,20 +741,18 @@ def _kind_masks(kinds: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return alive, is_leaf
 
 
-# The columns _leaf_from_row and _branch_from_row read (besides the vector): a reload converts only
+# The columns _leaf_from_row and _branch_from_row read (a leaf's vector apart): a reload converts only
 # these to Python.
 LEAF_COLUMNS = ("id", "text", "first_seq", "first_ts", "role", "tags", "session", "content_hash", "created")
 BRANCH_COLUMNS = (
     "id",
     "tree",
     "kind",
-    "semantic_parent",
-    "temporal_parent",
+    "parent",
     "depth",
     "children",
     "text",
     "label",
-    "cohesion",
     "leaf_count",
     "first_seq",
     "last_seq",
@@ -714,74 +762,131 @@ BRANCH_COLUMNS = (
 )
 
 
-def _vector_matrix(arrow: pa.Table, dimension: int) -> np.ndarray:
-    """The vector column of a one-chunk table as a read-only (rows, dimension) view, no copy."""
-    column = arrow.column("vector")
-    chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    flat = chunk.flatten().to_numpy(zero_copy_only=False)
-    return flat.reshape(len(chunk), dimension)
+def _as_current(arrow: pa.Table) -> pa.Table:
+    """Rows read from a table of any readable schema version, in the current layout.
 
-
-def _rows(
-    arrow: pa.Table, vectors: np.ndarray, positions: np.ndarray, columns: Sequence[str]
-) -> Iterator[dict[str, Any]]:
-    """The rows at ``positions`` as dicts of ``columns`` and their vector (``vectors`` by position).
-
-    The vectors are gathered in one numpy copy (writable float32; each row gets a view of its
-    line), the other columns go to Python lists column by column: converting the table row by row
-    was most of a reload's time.
+    Version 1 stored a vector on every row (a fixed-size list, zeros for deletions), a cohesion,
+    and each node's parents in both trees: a leaf's vector becomes its ``embedding``, a branch's
+    parent in its own tree its ``parent``; the rest is dropped (derived on load).
     """
+    if "embedding" in arrow.column_names:
+        return arrow
+    is_leaf = pc.equal(arrow.column("kind"), "leaf")
+    vectors = arrow.column("vector").combine_chunks()
+    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    dimension = vectors.type.list_size
+    leaf_mask = is_leaf.to_numpy(zero_copy_only=False)
+    blobs = [
+        flat[i * dimension : (i + 1) * dimension].tobytes() if leaf else None
+        for i, leaf in enumerate(leaf_mask.tolist())
+    ]
+    parent = pc.if_else(
+        pc.equal(arrow.column("tree"), "semantic"),
+        arrow.column("semantic_parent"),
+        arrow.column("temporal_parent"),
+    )
+    parent = pc.if_else(is_leaf, pa.scalar(None, pa.string()), parent)
+    columns = {name: arrow.column(name) for name in arrow.column_names}
+    columns["parent"] = parent
+    columns["embedding"] = pa.array(blobs, pa.binary())
+    # The table's own metadata (embedder, dimension, generation), as the current version.
+    meta = {**(arrow.schema.metadata or {}), META_SCHEMA: SCHEMA_VERSION.encode()}
+    schema = node_schema("", 0).with_metadata(meta)
+    return pa.table([columns[f.name] for f in schema], schema=schema)
+
+
+def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.ndarray:
+    """The vectors of the leaf rows at ``positions``, gathered in one writable float32 matrix."""
+    part = arrow.column("embedding").take(pa.array(positions)).combine_chunks()
+    if part.null_count:
+        raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
+    if not len(part):
+        return np.zeros((0, dimension), dtype=np.float32)
+    offsets = np.frombuffer(part.buffers()[1], dtype=np.int32)[part.offset : part.offset + len(part) + 1]
+    if not np.all(np.diff(offsets) == dimension * 4):
+        raise StoreError(f"a stored memory's vector is not {dimension} float32 values")
+    # The values of a binary array lie end to end: one view over them all, then one copy.
+    data = np.frombuffer(
+        part.buffers()[2], dtype=np.float32, count=len(part) * dimension, offset=int(offsets[0])
+    )
+    return data.reshape(len(part), dimension).copy()
+
+
+def _leaves_at(arrow: pa.Table, positions: np.ndarray, dimension: int) -> list[Leaf]:
+    """The leaves in the rows at ``positions``, built column by column (no dict per row)."""
     if not len(positions):
-        return
-    gathered = np.take(vectors, positions, axis=0).astype(np.float32, copy=False)
-    part = arrow.select(list(columns)).take(pa.array(positions))
-    values = [part.column(name).to_pylist() for name in columns]
-    for i, row in enumerate(zip(*values, strict=True)):
-        record = dict(zip(columns, row, strict=True))
-        record["vector"] = gathered[i]
-        yield record
+        return []
+    vectors = _leaf_vectors(arrow, positions, dimension)
+    part = arrow.select(list(LEAF_COLUMNS)).take(pa.array(positions))
+    ids, texts, seqs, stamps, roles, tags, sessions, hashes, created = (
+        part.column(name).to_pylist() for name in LEAF_COLUMNS
+    )
+    return [
+        Leaf(
+            id=ids[i],
+            text=texts[i],
+            vector=vectors[i],
+            seq=int(seqs[i]),
+            timestamp=float(stamps[i]),
+            role=roles[i] or "user",
+            tags=tuple(tags[i] or ()),
+            session=sessions[i],
+            content_hash=hashes[i] or "",
+            created=float(created[i] or 0.0),
+        )
+        for i in range(len(ids))
+    ]
+
+
+def _branches_at(arrow: pa.Table, positions: np.ndarray) -> list[Branch]:
+    """The branches in the rows at ``positions``, built column by column (no dict per row)."""
+    if not len(positions):
+        return []
+    part = arrow.select(list(BRANCH_COLUMNS)).take(pa.array(positions))
+    columns = [part.column(name).to_pylist() for name in BRANCH_COLUMNS]
+    return [
+        _branch_from_row(dict(zip(BRANCH_COLUMNS, values, strict=True)))
+        for values in zip(*columns, strict=True)
+    ]
 
 
 # -- rows: the table's format, private to this module -----------------------------------------
 
 
 def _node_rows(
-    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float
+    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float, stored: Container[str] = ()
 ) -> list[dict[str, Any]]:
     """The rows of the nodes ``changed`` as ``memory`` holds them, then one deletion row per id of
-    ``removed``, each in id order."""
+    ``removed``, each in id order. A leaf in ``stored`` (already in the table) has no new row: its
+    record never changes, only its place in the trees, which its parents' rows hold."""
     gone = set(removed)
     rows: list[dict[str, Any]] = []
     for node_id in sorted(set(changed) - gone):
         leaf = memory.leaves.get(node_id)
         if leaf is not None:
-            semantic_parent = memory.semantic.parent_of.get(node_id)
-            temporal_parent = memory.temporal.parent_of.get(node_id)
-            depth = memory.semantic.depth_of(node_id)
-            rows.append(_leaf_row(leaf, semantic_parent, temporal_parent, depth, now))
+            if node_id not in stored:
+                rows.append(_leaf_row(leaf, now))
         else:
             branch = memory.branch(node_id)
             if branch is None:
                 raise KeyError(node_id)
-            rows.append(_branch_row(branch, memory.dimension, now))
-    rows += [_deletion_row(node_id, memory.dimension, now) for node_id in sorted(gone)]
+            rows.append(_branch_row(branch, now))
+    rows += [_deletion_row(node_id, now) for node_id in sorted(gone)]
     return rows
 
 
-def _deletion_row(node_id: str, dimension: int, now: float) -> dict[str, Any]:
+def _deletion_row(node_id: str, now: float) -> dict[str, Any]:
     """The revision that deletes a node; squashing the table drops it with the node's history."""
     return {
         "id": node_id,
         "kind": DELETED,
         "tree": "",
-        "semantic_parent": None,
-        "temporal_parent": None,
+        "parent": None,
         "children": [],
         "depth": 0,
         "text": "",
         "label": "",
-        "vector": np.zeros(dimension, dtype=np.float32),
-        "cohesion": 0.0,
+        "embedding": None,
         "leaf_count": 0,
         "first_seq": -1,
         "last_seq": -1,
@@ -790,29 +895,25 @@ def _deletion_row(node_id: str, dimension: int, now: float) -> dict[str, Any]:
         "role": None,
         "tags": [],
         "session": None,
-        "metadata": json.dumps({}),
+        "metadata": None,
         "content_hash": None,
         "created": None,
         "updated": now,
     }
 
 
-def _leaf_row(
-    leaf: Leaf, semantic_parent: str | None, temporal_parent: str | None, depth: int, now: float
-) -> dict[str, Any]:
-    """The table row of a leaf; ``depth`` is its depth in the semantic tree."""
+def _leaf_row(leaf: Leaf, now: float) -> dict[str, Any]:
+    """The table row of a leaf: its record and vector; its parents are its parents' business."""
     return {
         "id": leaf.id,
         "kind": "leaf",
         "tree": "shared",
-        "semantic_parent": semantic_parent,
-        "temporal_parent": temporal_parent,
+        "parent": None,
         "children": [],
-        "depth": depth,
+        "depth": 0,
         "text": leaf.text,
         "label": "",
-        "vector": leaf.vector,
-        "cohesion": 1.0,
+        "embedding": np.asarray(leaf.vector, dtype=np.float32).tobytes(),
         "leaf_count": 1,
         "first_seq": leaf.seq,
         "last_seq": leaf.seq,
@@ -821,28 +922,26 @@ def _leaf_row(
         "role": leaf.role,
         "tags": list(leaf.tags),
         "session": leaf.session,
-        "metadata": json.dumps({}),
+        "metadata": None,
         "content_hash": leaf.content_hash,
         "created": leaf.created,
         "updated": now,
     }
 
 
-def _branch_row(branch: Branch, dimension: int, now: float) -> dict[str, Any]:
-    """The table row of a root or internal node."""
-    vector = branch.vector if branch.vector is not None else np.zeros(dimension, dtype=np.float32)
+def _branch_row(branch: Branch, now: float) -> dict[str, Any]:
+    """The table row of a root or internal node, without its vector (derived from its leaves)."""
+    refined = _refinement(branch)
     return {
         "id": branch.id,
         "kind": branch.kind,
         "tree": branch.tree,
-        "semantic_parent": branch.parent if branch.tree == "semantic" else None,
-        "temporal_parent": branch.parent if branch.tree == "temporal" else None,
+        "parent": branch.parent,
         "children": list(branch.children),
         "depth": branch.depth,
         "text": branch.text,
         "label": branch.label,
-        "vector": vector,
-        "cohesion": branch.cohesion,
+        "embedding": None,
         "leaf_count": branch.leaf_count,
         "first_seq": branch.first_seq,
         "last_seq": branch.last_seq,
@@ -851,7 +950,7 @@ def _branch_row(branch: Branch, dimension: int, now: float) -> dict[str, Any]:
         "role": None,
         "tags": [],
         "session": None,
-        "metadata": json.dumps(_refinement(branch)),
+        "metadata": json.dumps(refined) if refined else None,
         "content_hash": None,
         "created": None,
         "updated": now,
@@ -881,8 +980,8 @@ def _leaf_from_row(row: dict[str, Any]) -> Leaf:
 
 
 def _branch_from_row(row: dict[str, Any]) -> Branch:
-    tree = row["tree"]
-    is_zero = row["leaf_count"] == 0
+    """A stored branch; its vector is left to be derived from its leaves (``Memory.load``,
+    ``Memory.apply``)."""
     raw = row.get("metadata")
     try:
         refined = json.loads(raw) if raw and raw != "{}" else {}  # most rows: nothing refined
@@ -892,15 +991,14 @@ def _branch_from_row(row: dict[str, Any]) -> Branch:
         refined = {}
     return Branch(
         id=row["id"],
-        tree=tree,
+        tree=row["tree"],
         kind=row["kind"],
-        parent=row["semantic_parent"] if tree == "semantic" else row["temporal_parent"],
+        parent=row["parent"],
         depth=int(row["depth"]),
         children=list(row["children"] or []),
         text=row["text"] or "",
         label=row["label"] or "",
-        vector=None if is_zero else row["vector"],
-        cohesion=float(row["cohesion"]),
+        vector=None,
         leaf_count=int(row["leaf_count"]),
         first_seq=int(row["first_seq"]),
         last_seq=int(row["last_seq"]),

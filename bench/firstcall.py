@@ -1,0 +1,130 @@
+"""The first tool call after the handshake: how long a client waits for the first recall or remember
+of a freshly started `memtree-mcp serve` (stdio) on a populated store.
+
+Each run spawns the server through the MCP client, lists the tools (which starts the background
+load of the model and the default namespace), then at once calls ``recall`` (k = 10) twice, or
+``remember`` once then ``recall`` once; times are at the client, from the call to its answer.
+Several code versions can be compared on their own stores, runs interleaved so that the machine's
+load falls on all alike: ``--case NAME=CODE_DIR:STORE_DIR`` (CODE_DIR goes first on the server's
+PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit).
+A store is copied afresh for every run that writes to it.
+
+Run from the repository root::
+
+    python bench/firstcall.py --case before=/tmp/main-code:/tmp/store-v1 --case after=.:/tmp/store-v2 \\
+        --namespace scale --runs 5 --out bench/results/firstcall-10k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from latency import CALL_TIMEOUT_S, RECALL_K, console_script, machine_info, source_state
+
+QUERY = "What did Caroline say about the adoption agency?"
+
+
+async def one_run(code: Path, home: Path, namespace: str, first: str) -> dict[str, Any]:
+    """Spawn, list the tools, then ``first`` ("recall" or "remember") and a recall, timed."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {
+        "MEMTREE_HOME": str(home),
+        "MEMTREE_NAMESPACE": namespace,
+        "PYTHONPATH": str(code.resolve()),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    params = StdioServerParameters(command=str(console_script()), args=["serve"], env=env)
+    row: dict[str, Any] = {}
+    with anyio.fail_after(CALL_TIMEOUT_S), open(os.devnull, "w") as errlog:
+        started = time.perf_counter()
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            await client.list_tools()
+            row["tools_list_ms"] = round((time.perf_counter() - started) * 1000, 1)
+            calls = [("recall", {"query": QUERY, "k": RECALL_K})] * 2
+            if first == "remember":
+                content = f"A note written by the first-call benchmark at {time.time():.6f}."
+                calls = [("remember", {"content": content}), calls[0]]
+            for number, (tool, arguments) in enumerate(calls, start=1):
+                t0 = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                label = "first" if number == 1 else "second"
+                row[f"{label}_{tool}_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+                if result.is_error:
+                    row["error"] = str(result.content)[:300]
+                    break
+    return row
+
+
+async def measure(cases: dict[str, tuple[Path, Path]], namespace: str, runs: int) -> dict[str, Any]:
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"recall": [], "remember": []} for n in cases}
+    with tempfile.TemporaryDirectory(prefix="memtree-firstcall-") as scratch:
+        for run in range(runs):
+            for first in ("recall", "remember"):
+                for name, (code, store) in cases.items():
+                    home = store
+                    if first == "remember":
+                        home = Path(scratch) / f"{name}-{run}"
+                        shutil.copytree(store, home)
+                    rows[name][first].append(await one_run(code, home, namespace, first))
+                    if first == "remember":
+                        shutil.rmtree(home, ignore_errors=True)
+                    print(name, first, rows[name][first][-1], file=sys.stderr, flush=True)
+    summary: dict[str, Any] = {}
+    for name, by_first in rows.items():
+        summary[name] = {}
+        for first, found in by_first.items():
+            key = f"first_{first}_ms"
+            values = [r[key] for r in found if key in r]
+            summary[name][f"{key}_median"] = statistics.median(values) if values else None
+            listed = [r["tools_list_ms"] for r in found]
+            summary[name][f"tools_list_ms_median_{first}_runs"] = statistics.median(listed)
+    return {"summary": summary, "runs": rows}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--case", action="append", required=True, help="NAME=CODE_DIR:STORE_DIR")
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/firstcall.json"))
+    args = parser.parse_args(argv)
+    cases: dict[str, tuple[Path, Path]] = {}
+    for case in args.case:
+        name, _, paths = case.partition("=")
+        code, _, store = paths.partition(":")
+        cases[name] = (Path(code), Path(store))
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    report = anyio.run(measure, cases, args.namespace, args.runs)
+    report.update(
+        {
+            "benchmark": "first tool call after the handshake (stdio)",
+            "cases": {name: {"code": str(c), "store": str(s)} for name, (c, s) in cases.items()},
+            "loadavg_at_start": load_start,
+            "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
+            "machine": machine_info(),
+            "source": source_state(),
+            "command": shlex.join([sys.executable, *sys.argv]),
+        }
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["summary"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
