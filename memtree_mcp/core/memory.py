@@ -729,10 +729,12 @@ class Memory:
             cosines = self.leaf_index.score_array(query)
             dense = cosines
         else:
-            # One pass over the matrix for both vectors.
-            pair = self.leaf_index.vectors() @ np.stack([query, content_query]).astype(np.float32).T
-            cosines = pair[:, 0]
-            dense = (1.0 - CONTENT_SHARE) * cosines + CONTENT_SHARE * pair[:, 1]
+            # The blend of the two cosines is the cosine with the blend of the two vectors: two
+            # matrix-vector products (a product with the 384 x 2 pair took twice as long).
+            vectors = self.leaf_index.vectors()
+            cosines = self.leaf_index.score_array(query)
+            blend = (1.0 - CONTENT_SHARE) * np.asarray(query) + CONTENT_SHARE * np.asarray(content_query)
+            dense = vectors @ blend.astype(np.float32)
         words = without_names(query_text, names, stand_in=" ") if names else query_text
         lexical = self._lexical_rows(words) if words else None
         if not len(dense) or (lexical is None and not names and float(cosines.max()) < RELEVANCE_FLOOR):
