@@ -230,16 +230,11 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
     return loaded
 
 
-def _value_end(text: str, start: int) -> int:
-    """Where the JSON value starting at ``start`` ends (``text`` is valid, comments blanked)."""
-    decoder = json.JSONDecoder()
-    _, end = decoder.raw_decode(text, start)
-    return end
+_DECODER = json.JSONDecoder()
 
 
 def _members(text: str, brace: int) -> list[tuple[str, int, int]]:
     """The members of the object whose ``{`` is at ``brace``: (key, value start, value end)."""
-    decoder = json.JSONDecoder()
     found: list[tuple[str, int, int]] = []
     i = brace + 1
     while True:
@@ -247,10 +242,10 @@ def _members(text: str, brace: int) -> list[tuple[str, int, int]]:
             i += 1
         if text[i] == "}":
             return found
-        key, i = decoder.raw_decode(text, i)
+        key, i = _DECODER.raw_decode(text, i)
         while text[i].isspace() or text[i] == ":":
             i += 1
-        end = _value_end(text, i)
+        _, end = _DECODER.raw_decode(text, i)
         found.append((key, i, end))
         i = end
 
@@ -262,21 +257,22 @@ def _indented(value: Any, depth: int) -> str:
 def _splice(raw: str, blanked: str, key: str, entry: dict[str, Any]) -> str:
     """``raw`` with ``entry`` set as ``[key]["memtree"]``, every other character (comments) kept."""
     top = blanked.index("{")
-    servers = next((m for m in _members(blanked, top) if m[0] == key), None)
+    members = _members(blanked, top)
+    servers = next((m for m in members if m[0] == key), None)
     if servers is None:
         pair = f"{json.dumps(key)}: {_indented({SERVER_NAME: entry}, 1)}"
-        return _insert_member(raw, blanked, top, pair, depth=1)
+        return _insert_member(raw, top, pair, depth=1, empty=not members)
     _, start, _ = servers
-    current = next((m for m in _members(blanked, start) if m[0] == SERVER_NAME), None)
+    inside = _members(blanked, start)
+    current = next((m for m in inside if m[0] == SERVER_NAME), None)
     if current is not None:
         _, value_start, value_end = current
         return raw[:value_start] + _indented(entry, 2) + raw[value_end:]
     pair = f"{json.dumps(SERVER_NAME)}: {_indented(entry, 2)}"
-    return _insert_member(raw, blanked, start, pair, depth=2)
+    return _insert_member(raw, start, pair, depth=2, empty=not inside)
 
 
-def _insert_member(raw: str, blanked: str, brace: int, pair: str, *, depth: int) -> str:
-    empty = not _members(blanked, brace)
+def _insert_member(raw: str, brace: int, pair: str, *, depth: int, empty: bool) -> str:
     indent = "\n" + "  " * depth
     text = indent + pair + ("" if empty else ",")
     if empty:
@@ -289,12 +285,21 @@ def _read_only(path: Path) -> bool:
     return not path.stat().st_mode & 0o222 or not os.access(path, os.W_OK)
 
 
-def _write_in_place(path: Path, text: str) -> None:
-    with open(path, "r+", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-        handle.truncate()
-        handle.flush()
-        os.fsync(handle.fileno())
+def _write_in_place(path: Path, text: str, mode: int) -> None:
+    """Rewrite ``path`` itself (its hard links keep pointing at it); a read-only file (refused
+    earlier unless forced) is made writable for the write and given its ``mode`` back."""
+    writable = mode | 0o200
+    if writable != mode:
+        os.chmod(path, writable)
+    try:
+        with open(path, "r+", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        if writable != mode:
+            os.chmod(path, mode)
 
 
 def write_config(
@@ -363,14 +368,7 @@ def write_config(
     shutil.copy2(path, backup)
     status = path.stat()
     if status.st_nlink > 1:
-        if force and _read_only(path):
-            os.chmod(path, status.st_mode | 0o200)
-            try:
-                _write_in_place(path, text)
-            finally:
-                os.chmod(path, status.st_mode & 0o7777)
-        else:
-            _write_in_place(path, text)
+        _write_in_place(path, text, status.st_mode & 0o7777)
     else:
         _atomic_write(path, text, status.st_mode & 0o7777)
     return backup

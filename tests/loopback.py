@@ -10,6 +10,19 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
+# The first request of an MCP session over HTTP, and the headers streamable HTTP asks of a client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
 
 @contextmanager
 def running(app_for_port: Any, config: Any = None) -> Iterator[str]:

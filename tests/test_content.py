@@ -34,11 +34,6 @@ SELECTORS = "\ufe0f\U000e0100"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
     async with Client(build_server(service)) as connected:
         yield connected

@@ -37,11 +37,6 @@ OTHERS = [
 ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def files_holding(home: Path, text: str) -> list[Path]:
     """Every file under ``home`` whose raw bytes contain ``text``."""
     needle = text.encode()

@@ -22,6 +22,7 @@ from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem, tokenize
 from memtree_mcp.core.memory import STRATEGIES, Memory, RecallFilter, _Timeline, _TreeArrays, _TreeStructure
 from memtree_mcp.core.model import Leaf
+from tests import tree_checks
 
 DIM = 16
 WORDS = "coffee espresso beans alps hiking trail python typing jazz record vinyl garden tomato cello".split()
@@ -46,21 +47,15 @@ def random_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
 
 def grown_memory(seed: int, inserts: int, removals: int, *, check_every_step: bool = False) -> Memory:
     """A memory after ``inserts`` random leaves and ``removals`` random removals, interleaved."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(5, DIM))
-    memory = Memory(DIM)
-    plan = ["add"] * inserts + ["remove"] * removals
-    rng.shuffle(plan)
-    i = 0
-    for op in plan:
-        if op == "add" or not memory.leaves:
-            memory.add_leaf(random_leaf(rng, i, centres))
-            i += 1
-        else:
-            memory.remove_leaf(str(rng.choice(sorted(memory.leaves))))
-        if check_every_step:
-            assert_arrays_match_a_fresh_build(memory)
-    return memory
+    return tree_checks.grown_memory(
+        seed,
+        inserts,
+        removals,
+        random_leaf,
+        centres=5,
+        dimension=DIM,
+        after_each=assert_arrays_match_a_fresh_build if check_every_step else None,
+    )
 
 
 def assert_arrays_match_a_fresh_build(memory: Memory) -> None:

@@ -35,21 +35,12 @@ from mcp import Client, StdioServerParameters
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
 from memtree_mcp.stdio import WAITING_ON_A_TERMINAL
+from tests.loopback import INITIALIZE
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 60.0
 STOP_WITHIN = 15.0
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 def environment(**settings: str) -> dict[str, str]:

@@ -253,6 +253,18 @@ def assert_follows_without_reading_whole(
     return memory
 
 
+def assert_reads_whole_once(
+    follower: MemoryService, reads: Reads, settings: Settings, embedder: object
+) -> Memory:
+    """The follower's next look reads the table whole, once, and then equals a fresh load."""
+    before = reads.count
+    memory = follower.memory()
+    assert memory is not None
+    assert reads.count == before + 1, "the follower did not read the table whole (once)"
+    assert memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+    return memory
+
+
 def test_a_second_service_follows_remember_forget_and_restore_without_reading_the_table_whole(
     pair: tuple[MemoryService, MemoryService],
     settings: Settings,
@@ -322,9 +334,7 @@ def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
     writer.remember(NOTES[1])
     table = writer.spaces["default"].table
     assert table._table.count_rows() == len(table._ids)
-    memory = follower.memory()
-    assert reads.count == 1
-    assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+    assert_reads_whole_once(follower, reads, settings, embedder)
 
 
 def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(
@@ -341,8 +351,7 @@ def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(
     # Something rewrites the table with fewer rows and no new generation (not this code).
     table = writer.spaces["default"].table._table
     table.add(table.to_arrow().slice(0, 3), mode="overwrite")
-    follower.memory()
-    assert reads.count == 1
+    assert_reads_whole_once(follower, reads, settings, embedder)
 
 
 def test_rows_deleted_behind_the_generation_s_back_are_noticed_even_after_more_appends(
@@ -365,9 +374,7 @@ def test_rows_deleted_behind_the_generation_s_back_are_noticed_even_after_more_a
     mine = follower.spaces["default"].table
     mine.latest_version()
     assert mine.changes() is None  # told, not found out when the rows fail to apply
-    memory = follower.memory()
-    assert reads.count == 1
-    assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+    assert_reads_whole_once(follower, reads, settings, embedder)
 
 
 def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
@@ -400,9 +407,8 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
     mine.latest_version()
     assert lance.generation_of(mine._table.schema) != mine._generation
     assert mine.changes() is None
-    memory = follower.memory()
-    assert reads.count == 1
-    assert memory is not None and target not in memory.leaves
+    memory = assert_reads_whole_once(follower, reads, settings, embedder)
+    assert target not in memory.leaves
     assert memory_state(memory) == memory_state(fresh_memory(settings, embedder))
     assert follower.spaces["default"].table.oldest_forget is None
 
@@ -422,9 +428,7 @@ def test_a_re_indexed_store_is_read_whole_by_a_follower(
     follower.memory()
     reads = Reads(follower.spaces, monkeypatch)
     writer.reindex()
-    memory = follower.memory()
-    assert reads.count == 1
-    assert memory is not None and memory_state(memory) == memory_state(fresh_memory(settings, embedder))
+    assert_reads_whole_once(follower, reads, settings, embedder)
 
 
 operations = st.lists(

@@ -71,11 +71,6 @@ FACTS = [
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def forty(service: MemoryService) -> MemoryService:
     service.import_memories({"content": fact} for fact in FACTS)
     return service

@@ -22,6 +22,7 @@ from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.temporal import is_boundary
+from tests import tree_checks
 
 DIM = 16
 WORDS = "coffee espresso beans alps hiking trail python typing jazz record vinyl garden tomato cello".split()
@@ -49,19 +50,7 @@ def random_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
 
 
 def grown_memory(seed: int, inserts: int, removals: int) -> Memory:
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(4, DIM))
-    memory = Memory(DIM)
-    plan = ["add"] * inserts + ["remove"] * removals
-    rng.shuffle(plan)
-    i = 0
-    for op in plan:
-        if op == "add" or not memory.leaves:
-            memory.add_leaf(random_leaf(rng, i, centres))
-            i += 1
-        else:
-            memory.remove_leaf(str(rng.choice(sorted(memory.leaves))))
-    return memory
+    return tree_checks.grown_memory(seed, inserts, removals, random_leaf, centres=4, dimension=DIM)
 
 
 def unit(rng: np.random.Generator) -> np.ndarray:

@@ -15,22 +15,11 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transport import http_app
-from tests.loopback import running
+from tests.loopback import INITIALIZE, MCP_HEADERS, running
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "s3cret-token-for-tests"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 async def _remember_then_recall(client: Client) -> None:

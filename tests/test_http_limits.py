@@ -19,28 +19,12 @@ from mcp import Client
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transport import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS, http_app, server_config
-from tests.loopback import running
+from tests.loopback import INITIALIZE, MCP_HEADERS, running
 
 pytestmark = pytest.mark.anyio
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PARTIAL_HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def seconds_until_closed(host: str, port: int, limit: float) -> float:

@@ -385,3 +385,18 @@ def test_a_hard_linked_file_is_rewritten_in_place(tmp_path: Path) -> None:
     assert backup is not None
     assert path.stat().st_ino == twin.stat().st_ino and path.stat().st_nlink == 2
     assert set(json.loads(twin.read_text(encoding="utf-8"))["mcpServers"]) == {"other", "memtree"}
+
+
+def test_a_forced_read_only_hard_linked_file_stays_linked_and_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{"mcpServers": {}}', encoding="utf-8")
+    twin = tmp_path / "twin.json"
+    try:
+        os.link(path, twin)
+    except OSError:
+        pytest.skip("hard links unavailable")
+    path.chmod(0o444)
+    write_config("cursor", COMMAND, ENV, path=path, force=True)
+    assert path.stat().st_ino == twin.stat().st_ino
+    assert path.stat().st_mode & 0o777 == 0o444
+    assert "memtree" in json.loads(twin.read_text(encoding="utf-8"))["mcpServers"]

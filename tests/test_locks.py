@@ -42,11 +42,6 @@ with Spaces(Settings(home=os.environ["MEMTREE_HOME"]), lambda: None).file_lock("
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextmanager
 def lock_held_elsewhere(home: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     """A separate process that holds namespace 'default''s write lock while the block runs."""

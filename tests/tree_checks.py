@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from memtree_mcp.core.checks import semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch
+from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.core.temporal import TemporalTree
 
@@ -135,3 +135,32 @@ def branch_state(b: Branch) -> tuple[object, ...]:
         b.first_ts,
         b.last_ts,
     )
+
+
+def grown_memory(
+    seed: int,
+    inserts: int,
+    removals: int,
+    make_leaf: Callable[[np.random.Generator, int, np.ndarray], Leaf],
+    *,
+    centres: int,
+    dimension: int,
+    after_each: Callable[[Memory], None] | None = None,
+) -> Memory:
+    """A memory after ``inserts`` leaves from ``make_leaf(rng, i, centres)`` and ``removals``
+    random removals, interleaved at random; ``after_each`` is called after every step."""
+    rng = np.random.default_rng(seed)
+    points = rng.normal(size=(centres, dimension))
+    memory = Memory(dimension)
+    plan = ["add"] * inserts + ["remove"] * removals
+    rng.shuffle(plan)
+    i = 0
+    for op in plan:
+        if op == "add" or not memory.leaves:
+            memory.add_leaf(make_leaf(rng, i, points))
+            i += 1
+        else:
+            memory.remove_leaf(str(rng.choice(sorted(memory.leaves))))
+        if after_each is not None:
+            after_each(memory)
+    return memory
