@@ -277,6 +277,8 @@ def _insert_member(raw: str, brace: int, pair: str, *, depth: int, empty: bool) 
     text = indent + pair + ("" if empty else ",")
     if empty:
         text += "\n" + "  " * (depth - 1)
+    elif not raw[brace + 1 :].lstrip(" \t").startswith(("\n", "\r")):
+        text += indent  # the first member sat on the brace's line: it gets a line of its own
     return raw[: brace + 1] + text + raw[brace + 1 :]
 
 

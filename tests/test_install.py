@@ -400,3 +400,12 @@ def test_a_forced_read_only_hard_linked_file_stays_linked_and_read_only(tmp_path
     assert path.stat().st_ino == twin.stat().st_ino
     assert path.stat().st_mode & 0o777 == 0o444
     assert "memtree" in json.loads(twin.read_text(encoding="utf-8"))["mcpServers"]
+
+
+def test_an_entry_spliced_before_a_member_on_the_brace_s_line_gets_its_own_lines(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{\n  // mine\n  "servers": {"lint": {"command": "x"},},\n}\n', encoding="utf-8")
+    write_config("vscode", COMMAND, ENV, path=path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert '    "lint": {"command": "x"},},' in lines
+    assert lines[lines.index('    "lint": {"command": "x"},},') - 1] == "    },"
