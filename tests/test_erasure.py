@@ -160,6 +160,7 @@ def test_the_deletion_rows_outlive_a_squash_so_retention_still_purges(
     forgotten_at = table.oldest_forget
     assert forgotten_at is not None
     monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    table.history = 0.0  # keeping no earlier commit
     for i in range(12):
         service.remember(f"Filler note {i} about the weather in Lyon.")
     assert table._rows < 60  # squashed
