@@ -10,7 +10,7 @@ store of 1,000 memories a merge_insert commit took 19 ms just after compaction a
 History lives in the rows (schema version 3). Every commit has its own ``rev``, so the memory as
 it was at any commit is the latest row of each id among the rows with a ``rev`` up to it; that is
 what ``history``, ``as_of`` and ``restore`` read, and LanceDB's own versions are kept only for a
-few minutes, for readers in flight (:data:`READER_GRACE`). Before, LanceDB's versions were the
+few seconds, for readers in flight (:data:`READER_GRACE`). Before, LanceDB's versions were the
 history: every compaction copies the whole table into new files, and a week of versions kept
 every copy, 1,050 of the 1,273 MiB of a 100k store. Superseded revisions are dropped by rewriting
 the table once they outnumber the live ones, but only those older than the history kept
@@ -49,11 +49,11 @@ import re
 import time
 import uuid
 import warnings
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import lancedb
@@ -68,6 +68,8 @@ from memtree_mcp.errors import EmbedderMismatch, StoreError
 
 log = logging.getLogger("memtree_mcp")
 
+T = TypeVar("T")
+
 SCHEMA_VERSION = "3"
 # Versions this code reads; a table of an older one is rewritten in the current one before its
 # first write (:meth:`NamespaceTable.upgrade`), and its rows are converted as they are read.
@@ -81,10 +83,11 @@ META_DIMENSION = b"memtree.dimension"
 META_GENERATION = b"memtree.generation"
 # The oldest commit (``rev``) whose memory the rows still hold whole: history starts there.
 META_FLOOR = b"memtree.history_from"
-# How long LanceDB keeps a version's files once a newer one exists: long enough for a reader in
-# another process to finish reading the version it checked out (a whole read of 100k memories
-# takes seconds), short enough that compaction's copies do not pile up on disk.
-READER_GRACE = timedelta(minutes=5)
+# How long LanceDB keeps the files of a version once a newer one exists, so that compaction's
+# copies do not pile up on disk. A reader in another process that was reading a version whose
+# files went meanwhile gets an error and reads again from the latest version (_again_if_gone);
+# the grace spares that to readers of the versions written in the last seconds.
+READER_GRACE = timedelta(seconds=10)
 
 # Each append makes a small file; past a few hundred of them appends and reloads slow down (a
 # reload of 13k rows took 182 ms over 300 appends, 35 ms after optimize(), which took 0.2 s).
@@ -218,8 +221,9 @@ class NamespaceTable:
         StoreError for a version that is not kept.
         """
         if version is None:
-            table_version = self.latest_version()
-            arrow, positions, is_leaf = self._scan()
+            table_version, (arrow, positions, is_leaf) = self._again_if_gone(
+                lambda: (self.latest_version(), self._scan())
+            )
         else:
             table_version = version
             arrow = self._rows_at(version)
@@ -243,12 +247,23 @@ class NamespaceTable:
             raise StoreError(
                 f"namespace '{self.name}' has no version {version}; the versions kept are {known}"
             )
-        arrow = _as_current(self._table.to_arrow().combine_chunks())
+        arrow = _as_current(self._again_if_gone(self._table.to_arrow).combine_chunks())
         return arrow.filter(pc.less_equal(arrow.column("rev"), version))
+
+    def _again_if_gone(self, read: Callable[[], T]) -> T:
+        """``read()``; if it fails, once more from the latest version. Another process's
+        compaction deletes the files of versions older than :data:`READER_GRACE`, and a read of
+        one of those that was under way fails; the latest version holds the same rows and more."""
+        try:
+            return read()
+        except Exception:  # Lance raises RuntimeError ("Not found: …/data/….lance") among others
+            self.latest_version()
+            return read()
 
     def changes(self) -> Changes | None:
         """What other processes committed since this table was last read or written through, at the
-        version :meth:`latest_version` last checked out.
+        version :meth:`latest_version` last checked out (or a later one, when that one's files
+        went during the read, see :meth:`_again_if_gone`).
 
         Appends put their rows after all earlier ones (compaction keeps that order), and within a
         generation every row appended since has a higher revision than every row seen; so the new
@@ -264,6 +279,9 @@ class NamespaceTable:
         are not those seen plus new ones (fewer rows, the last row seen moved, or a new row that is
         not newer: a rewrite that did not say so, or writers that did not share a lock).
         """
+        return self._again_if_gone(self._changes)
+
+    def _changes(self) -> Changes | None:
         version = self._checked_out
         if self._generation is None or generation_of(self._table.schema) != self._generation:
             return None
@@ -359,7 +377,9 @@ class NamespaceTable:
         """The versions of the memory that can be read and restored, oldest first: each commit
         since the history floor, with the time it was written (the latest time of its rows)."""
         self.latest_version()
-        rows = self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
+        rows = self._again_if_gone(
+            lambda: self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
+        )
         if not rows.num_rows:
             return []
         commits = rows.group_by("rev").aggregate([("updated", "max")])
