@@ -344,14 +344,11 @@ def test_a_follower_whose_version_s_files_a_compaction_deleted_reads_the_latest_
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from datetime import timedelta
-
     writer, follower = pair
     writer.remember(NOTES[0])
     follower.memory()
     seen = follower.spaces["default"].table
     monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
-    monkeypatch.setattr(lance, "READER_GRACE", timedelta(0))
     for note in NOTES[1:4]:
         writer.remember(note)  # two compactions; the files of the follower's version are gone
     with pytest.raises(Exception, match="Not found"):

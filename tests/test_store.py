@@ -233,10 +233,7 @@ def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_
     embedder,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from datetime import timedelta
-
     monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
-    monkeypatch.setattr(lance, "READER_GRACE", timedelta(0))  # no reader in flight here
     service = MemoryService(settings, embedder=embedder)
     states = []
     for fact in FACTS:

@@ -9,10 +9,10 @@ store of 1,000 memories a merge_insert commit took 19 ms just after compaction a
 
 History lives in the rows (schema version 3). Every commit has its own ``rev``, so the memory as
 it was at any commit is the latest row of each id among the rows with a ``rev`` up to it; that is
-what ``history``, ``as_of`` and ``restore`` read, and LanceDB's own versions are kept only for a
-few seconds, for readers in flight (:data:`READER_GRACE`). Before, LanceDB's versions were the
-history: every compaction copies the whole table into new files, and a week of versions kept
-every copy, 1,050 of the 1,273 MiB of a 100k store. Superseded revisions are dropped by rewriting
+what ``history``, ``as_of`` and ``restore`` read, and LanceDB's own versions go at the next
+compaction (:data:`READER_GRACE`). Before, LanceDB's versions were the history: every compaction
+copies the whole table into new files, and a week of versions kept every copy, 1,050 of the
+1,273 MiB of a 100k store. Superseded revisions are dropped by rewriting
 the table once they outnumber the live ones, but only those older than the history kept
 (MEMTREE_RETENTION); the oldest commit that can still be read, the *history floor*, is recorded in
 the schema metadata. Small files from many appends are compacted with ``optimize()`` on a
@@ -83,11 +83,12 @@ META_DIMENSION = b"memtree.dimension"
 META_GENERATION = b"memtree.generation"
 # The oldest commit (``rev``) whose memory the rows still hold whole: history starts there.
 META_FLOOR = b"memtree.history_from"
-# How long LanceDB keeps the files of a version once a newer one exists, so that compaction's
-# copies do not pile up on disk. A reader in another process that was reading a version whose
-# files went meanwhile gets an error and reads again from the latest version (_again_if_gone);
-# the grace spares that to readers of the versions written in the last seconds.
-READER_GRACE = timedelta(seconds=10)
+# How long LanceDB keeps the files of a version once a newer one exists. None: compaction's copies
+# must not pile up on disk, and a grace of seconds keeps every copy when writes come quickly (200
+# remembers at 10k take 10 s). A reader in another process that was reading a version whose files
+# went meanwhile gets an error and reads again from the latest version (_again_if_gone); the only
+# writer is the one holding the namespace's lock, which is the one compacting.
+READER_GRACE = timedelta(0)
 
 # Each append makes a small file; past a few hundred of them appends and reloads slow down (a
 # reload of 13k rows took 182 ms over 300 appends, 35 ms after optimize(), which took 0.2 s).
