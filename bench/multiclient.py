@@ -178,7 +178,7 @@ async def run_clients(
         forget: list[float] = []
         after_forget: list[float] = []
         for leaf_id in remembered[:forgets]:
-            elapsed, _ = await timed_call(clients[0], "forget", {"node_id": leaf_id})
+            elapsed, _ = await timed_call(clients[0], "forget", {"ids": [leaf_id]})
             forget.append(elapsed)
             after_forget.append((await timed_call(clients[1], "recall", {"query": next(asked), "k": 10}))[0])
         out["forget_on_server_0"] = summary_ms(forget)

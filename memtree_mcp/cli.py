@@ -498,7 +498,10 @@ def history(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 def restore(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     restored, latest = service.restore(args.to)
-    print(f"restored version {restored} as the new version {latest}")
+    if latest == restored:
+        print(f"version {restored} is the memory as it is now: nothing to restore")
+    else:
+        print(f"restored version {restored} as the new version {latest}")
     return 0
 
 

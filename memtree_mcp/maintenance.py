@@ -172,7 +172,8 @@ class Maintenance:
         until then), or for rebuilding the temporal tree with ``temporal_policy="llm"``: the
         configured LLM decides each segment boundary (SegTreeMem's batch-LLM compatibility), one
         call per memory. Memories keep their ids, texts, times and order. Written as one new
-        version; earlier versions stay in ``history``. Stop servers using the namespace first.
+        version, where the history starts again (earlier versions hold the other embedder's
+        vectors). Stop servers using the namespace first.
         Returns (memories, the embedder the store was built with, the new version).
         """
         if temporal_policy not in ("cosine", "llm"):

@@ -47,7 +47,7 @@ from filelock import FileLock, Timeout
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.errors import EmbedderMismatch, LockTimeout, StoreError
+from memtree_mcp.errors import LockTimeout, StoreError
 from memtree_mcp.heap import give_back_freed_memory
 
 if TYPE_CHECKING:
@@ -237,6 +237,9 @@ class Spaces:
         """
         space = self.get(name, create=True)
         assert space is not None
+        with self.writing(name) as held:
+            assert held is not None
+            fresh = held.table.rev < 0  # nothing was ever written: the import is the whole history
         space.table.maintenance_deferred = True
         try:
             yield
@@ -244,7 +247,7 @@ class Spaces:
             space.table.maintenance_deferred = False
             with self.writing(name) as held:
                 assert held is not None
-                held.table.maintain()
+                held.table.maintain(fresh=fresh)
                 held.version = held.table.latest_version()
 
     def follow(self, space: Space) -> None:
@@ -282,19 +285,21 @@ class Spaces:
         )
 
     def purge(self, space: Space) -> int:
-        """Rewrite ``space``'s table so no file holds anything forgotten; returns its new version.
+        """Rewrite ``space``'s table so no file holds anything forgotten; returns the commit its
+        history now starts at.
 
         Call it inside :meth:`writing`. Earlier versions go too: ``restore`` cannot reach behind it.
         """
         started = time.perf_counter()
-        space.version = space.table.purge()
+        floor = space.table.purge()
+        space.version = space.table.latest_version()
         log.info(
-            "purged namespace %s (now version %d) in %.0f ms",
+            "purged namespace %s (history from version %d) in %.0f ms",
             space.name,
-            space.version,
+            floor,
             (time.perf_counter() - started) * 1000,
         )
-        return space.version
+        return floor
 
     def _purge_due(self, space: Space) -> bool:
         forgotten = space.table.oldest_forget
@@ -346,19 +351,12 @@ class Spaces:
         )
 
     def restore(self, space: Space, version: int) -> int:
-        """Make ``version`` the latest content of ``space``'s table (a new version) and reload it.
-
-        A version from before a re-index needs its own embedder: the space is then dropped, and
-        opening it again says so (EmbedderMismatch).
-        """
+        """Make commit ``version``'s memory the latest content of ``space``'s table (a new commit,
+        whose rev it returns) and reload it."""
         try:
-            latest = space.table.restore(version)
+            return space.table.restore(version)
         finally:
-            try:
-                self.reload(space)
-            except EmbedderMismatch:
-                self.drop(space.name)
-        return latest
+            self.reload(space)
 
     def drop(self, name: str) -> None:
         """Forget what this process holds of ``name`` (after its table was rewritten)."""

@@ -160,11 +160,13 @@ def test_the_deletion_rows_outlive_a_squash_so_retention_still_purges(
     forgotten_at = table.oldest_forget
     assert forgotten_at is not None
     monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    table.history = 0.0  # keeping no earlier commit
     for i in range(12):
         service.remember(f"Filler note {i} about the weather in Lyon.")
     assert table._rows < 60  # squashed
     assert table.oldest_forget == forgotten_at
-    assert files_holding(home, MARKER)  # earlier versions still hold it
+    # Keeping no history, the squash already dropped the forgotten revision and compaction its files.
+    assert files_holding(home, MARKER) == []
     monkeypatch.setattr(service.settings, "retention", 0.0)
     service.remember("One more note, after the retention ran out.")  # a commit purges when due
     assert table.oldest_forget is None and files_holding(home, MARKER) == []

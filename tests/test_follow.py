@@ -331,10 +331,31 @@ def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
     follower.memory()
     reads = Reads(follower.spaces, monkeypatch)
     monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
-    writer.remember(NOTES[1])
     table = writer.spaces["default"].table
+    table.history = 0.0  # and keeps no history: only the latest rows stay
+    writer.remember(NOTES[1])
     assert table._table.count_rows() == len(table._ids)
     assert_reads_whole_once(follower, reads, settings, embedder)
+
+
+def test_a_follower_whose_version_s_files_a_compaction_deleted_reads_the_latest_instead(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, follower = pair
+    writer.remember(NOTES[0])
+    follower.memory()
+    seen = follower.spaces["default"].table
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    for note in NOTES[1:4]:
+        writer.remember(note)  # two compactions; the files of the follower's version are gone
+    with pytest.raises(Exception, match="Not found"):
+        seen._table.to_arrow()  # where a read under way at that version stands
+    changes = seen.changes()  # the same read, through the table: it starts again from the latest
+    assert changes is not None and changes.version == writer.spaces["default"].table.latest_version()
+    assert {leaf.text for leaf in changes.leaves} == set(NOTES[1:4])
 
 
 def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(

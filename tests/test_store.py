@@ -113,7 +113,7 @@ def test_rows_hold_the_vectors_bit_for_bit(settings: Settings, embedder) -> None
     np.testing.assert_array_equal(leaf.vector, expected)
 
 
-def test_compaction_and_squashing_keep_every_memory_identical(
+def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_kept(
     settings: Settings,
     embedder,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
@@ -121,17 +121,40 @@ def test_compaction_and_squashing_keep_every_memory_identical(
     monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
     monkeypatch.setattr(lance, "SQUASH_SLACK", 5)
     service = MemoryService(settings, embedder=embedder)
-    for fact in FACTS + [f"Extra note number {i} about the garden." for i in range(10)]:
+    facts = FACTS + [f"Extra note number {i} about the garden." for i in range(10)]
+    for fact in facts[:4]:
+        service.remember(fact)
+    early = service.history()[-1][0]
+    early_texts = sorted(leaf.text for leaf in service.memory().leaves.values())  # type: ignore[union-attr]
+    for fact in facts[4:]:
         service.remember(fact)
     memory = service.memory()
     assert memory is not None
     expected = memory_state(memory)
     table = service.spaces["default"].table
-    assert table is not None
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
-    # Every remember appended a revision of each row it changed; squashing dropped the superseded ones.
-    assert table._table.count_rows() <= 2 * live + 5
+    # Within the history kept (a week by default) no commit is squashed away: every one can be read.
+    assert table._table.count_rows() > 2 * live + 5
+    assert len(service.history()) == len(facts)
+    then = service.recall("garden", k=20, kind="leaf", as_of=str(early)).hits
+    assert sorted(h.text for h in then) == [t for t in early_texts if t in {h.text for h in then}]
+    assert {h.text for h in then} <= set(early_texts)
+
     service.close()
+
+    # A process keeping no history squashes away what no commit it keeps needs.
+    short = MemoryService(settings.model_copy(update={"retention": 0.0}), embedder=embedder)
+    short.remember("A last note, written by a process that keeps no history.")
+    memory = short.memory()
+    assert memory is not None
+    table = short.spaces["default"].table
+    live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
+    assert table._table.count_rows() <= 2 * live + 5
+    assert [version for version, _ in short.history()] == [table.rev]
+    with pytest.raises(InvalidInput, match=f"no version {early}"):
+        short.recall("garden", as_of=str(early))
+    expected = memory_state(memory)
+    short.close()
 
     reopened = MemoryService(settings, embedder=embedder).memory()
     assert reopened is not None and memory_state(reopened) == expected
@@ -203,6 +226,33 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
         service.restore("9999")
     with pytest.raises(InvalidInput, match="no version as old"):
         service.recall("x", as_of="1999-01-01")
+
+
+def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_restorable(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
+    service = MemoryService(settings, embedder=embedder)
+    states = []
+    for fact in FACTS:
+        service.remember(fact)
+        states.append(memory_state(service.memory()))  # type: ignore[arg-type]
+    biscuit = service.recall("golden retriever Biscuit adopted", k=1, kind="leaf").hits[0]
+    service.forget(node_id=biscuit.id)
+    table = service.spaces["default"].table
+    # Three compactions, each a copy of the table; LanceDB keeps only the latest versions' files.
+    assert len(table._table.list_versions()) <= 3
+    history = [version for version, _ in service.history()]
+    assert len(history) == len(FACTS) + 1  # every commit, the forget included
+    for version, state in zip(history, states, strict=False):
+        then = MemoryService(settings, embedder=embedder)
+        then.restore(str(version))
+        assert memory_state(then.memory()) == state  # type: ignore[arg-type]
+    # The forgotten memory comes back with the last commit that held it.
+    service.restore(str(history[-2]))
+    assert biscuit.text in {leaf.text for leaf in service.memory().leaves.values()}  # type: ignore[union-attr]
 
 
 def test_a_namespace_quota_refuses_more_memories(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -308,7 +358,7 @@ def schema_1(embedder: str, dimension: int):  # type: ignore[no-untyped-def]
     )
 
 
-def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_restored(
+def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts_there(
     settings: Settings,
     embedder,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -325,7 +375,6 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_r
     db = lancedb.connect(settings.home)
     rows = pa.Table.from_pylist(schema_1_rows(memory, 1.0), schema=schema)
     db.create_table("default", data=rows, schema=schema)
-    old_version = int(db.open_table("default").version)
 
     service = MemoryService(settings, embedder=embedder)
     read = service.memory()
@@ -338,7 +387,10 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_old_versions_r
     assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
     assert FACTS[6] in {leaf.text for leaf in again.leaves.values()}
 
-    service.restore(str(old_version))  # a version in the old layout comes back
+    # The history starts with the memory as the old layout held it; that version comes back.
+    history = service.history()
+    assert len(history) == 2 and history[-1][0] == table.rev
+    service.restore(str(history[0][0]))
     restored = MemoryService(settings, embedder=embedder).memory()
     assert restored is not None and memory_state(restored) == expected
 

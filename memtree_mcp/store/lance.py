@@ -7,17 +7,24 @@ highest revision of each id. This was measured against updating rows with ``merg
 store of 1,000 memories a merge_insert commit took 19 ms just after compaction and up to 95 ms
 200 commits later, where an append of the same rows takes 4–7 ms (``docs/benchmarks.md``).
 
-Superseded revisions are dropped by rewriting the table with each id's latest row once they
-outnumber the live ones; small files from many appends are compacted with ``optimize()`` on a
-schedule, which also deletes the versions older than the history kept (MEMTREE_RETENTION).
-The table's schema metadata records the schema version and the embedder's identity and
-dimension, so a store is never read with vectors from another model.
+History lives in the rows (schema version 3). Every commit has its own ``rev``, so the memory as
+it was at any commit is the latest row of each id among the rows with a ``rev`` up to it; that is
+what ``history``, ``as_of`` and ``restore`` read, and LanceDB's own versions go at the next
+compaction (:data:`READER_GRACE`). Before, LanceDB's versions were the history: every compaction
+copies the whole table into new files, and a week of versions kept every copy, 1,050 of the
+1,273 MiB of a 100k store. Superseded revisions are dropped by rewriting
+the table once they outnumber the live ones, but only those older than the history kept
+(MEMTREE_RETENTION); the oldest commit that can still be read, the *history floor*, is recorded in
+the schema metadata. Small files from many appends are compacted with ``optimize()`` on a
+schedule. The table's schema metadata also records the schema version and the embedder's
+identity and dimension, so a store is never read with vectors from another model.
 
 Only what cannot be derived is stored (schema version 2, :func:`node_schema`): a leaf's vector
 once, as bytes, when the leaf is new; no vector on a branch's row (the mean of its leaves', derived
 on load); no parents on a leaf's row. Measured with ``bench/scale.py`` on the same 10k memories
 (same vectors): 190 MB on disk before, 65 MB after. A table of schema version 1 is read as it is
-(its rows converted as they are read) and rewritten in version 2 before its first write.
+(its rows converted as they are read) and rewritten in version 3 before its first write; a table
+of version 2 is rewritten too, and its history starts then (it was in LanceDB versions).
 
 Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
 the revisions that bring an earlier version back), so a process that has read it can catch up by
@@ -27,8 +34,8 @@ into the schema metadata in the same commit; a reader that finds another generat
 count that is not the rows it saw plus the new ones, reads the table whole.
 
 Forgetting appends deletion rows: the forgotten text stays in the files of earlier revisions
-and versions (so ``restore`` can undo a forget) until :meth:`NamespaceTable.purge` rewrites the
-table with its live rows alone and deletes every earlier version and unreferenced file. The
+(so ``restore`` can undo a forget) until :meth:`NamespaceTable.purge` rewrites the table with its
+live rows alone and deletes every earlier version and unreferenced file. The
 deletion rows survive the squash and go only with a purge, so the time of the oldest of them
 (:attr:`NamespaceTable.oldest_forget`) says how long forgotten text has stayed on disk.
 """
@@ -42,11 +49,11 @@ import re
 import time
 import uuid
 import warnings
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import lancedb
@@ -61,10 +68,12 @@ from memtree_mcp.errors import EmbedderMismatch, StoreError
 
 log = logging.getLogger("memtree_mcp")
 
-SCHEMA_VERSION = "2"
+T = TypeVar("T")
+
+SCHEMA_VERSION = "3"
 # Versions this code reads; a table of an older one is rewritten in the current one before its
 # first write (:meth:`NamespaceTable.upgrade`), and its rows are converted as they are read.
-READABLE_VERSIONS = ("1", "2")
+READABLE_VERSIONS = ("1", "2", "3")
 # The kind of a row that records a node's deletion: its id's latest revision says it is gone.
 DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
@@ -72,6 +81,14 @@ META_EMBEDDER = b"memtree.embedder"
 META_DIMENSION = b"memtree.dimension"
 # Changes with every rewrite of the table: rows a reader saw before it may be gone.
 META_GENERATION = b"memtree.generation"
+# The oldest commit (``rev``) whose memory the rows still hold whole: history starts there.
+META_FLOOR = b"memtree.history_from"
+# How long LanceDB keeps the files of a version once a newer one exists. None: compaction's copies
+# must not pile up on disk, and a grace of seconds keeps every copy when writes come quickly (200
+# remembers at 10k take 10 s). A reader in another process that was reading a version whose files
+# went meanwhile gets an error and reads again from the latest version (_again_if_gone); the only
+# writer is the one holding the namespace's lock, which is the one compacting.
+READER_GRACE = timedelta(0)
 
 # Each append makes a small file; past a few hundred of them appends and reloads slow down (a
 # reload of 13k rows took 182 ms over 300 appends, 35 ms after optimize(), which took 0.2 s).
@@ -121,6 +138,7 @@ def node_schema(embedder: str, dimension: int) -> pa.Schema:
             META_EMBEDDER: embedder.encode(),
             META_DIMENSION: str(dimension).encode(),
             META_GENERATION: new_generation(),
+            META_FLOOR: b"0",
         },
     )
 
@@ -179,6 +197,7 @@ class NamespaceTable:
         self._ids: set[str] = set()
         self._deleted: set[str] = set()  # ids whose latest row deletes them
         self._appends_since_compaction = 0
+        self._squash_after = 0.0  # no squash can drop enough before then (see _squash)
         # Set during a bulk import: commits leave compaction and squashing to maintain().
         self.maintenance_deferred = False
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
@@ -198,19 +217,17 @@ class NamespaceTable:
     def read(self, version: int | None = None) -> Snapshot:
         """The live nodes (each id at its highest revision, unless that deletes it) of a version.
 
-        The latest version unless ``version`` names an earlier one (history kept by LanceDB; versions
-        older than a week are pruned when the table is compacted). Raises StoreError for a version
-        that does not exist.
+        The latest version unless ``version`` names an earlier commit (a ``rev`` that
+        :meth:`versions` lists: the rows hold the history for MEMTREE_RETENTION). Raises
+        StoreError for a version that is not kept.
         """
         if version is None:
-            version = self.latest_version()
-            arrow, positions, is_leaf = self._scan()
+            table_version, (arrow, positions, is_leaf) = self._again_if_gone(
+                lambda: (self.latest_version(), self._scan())
+            )
         else:
-            try:
-                past = self._db.open_table(self.name, version=version)
-            except Exception as exc:  # Lance raises several types for a missing version
-                raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
-            arrow = _as_current(past.to_arrow().combine_chunks())
+            table_version = version
+            arrow = self._rows_at(version)
             positions, is_leaf = _live_positions(arrow)
         leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
         branches = _branches_at(arrow, positions[~is_leaf])
@@ -219,11 +236,35 @@ class NamespaceTable:
         # Arrow's allocator keeps the table's pages after it is freed (measured: 500 MB of the
         # resident memory after loading 100k memories); give them back.
         pa.default_memory_pool().release_unused()
-        return Snapshot(version=version, leaves=leaves, branches=branches)
+        return Snapshot(version=table_version, leaves=leaves, branches=branches)
+
+    def _rows_at(self, version: int) -> pa.Table:
+        """Every row written up to commit ``version``, read from the latest table without noting
+        anything (this process's memory stays as it was). Raises StoreError for a commit that is
+        not kept."""
+        kept = [rev for rev, _ in self.versions()]
+        if version not in kept:
+            known = f"{kept[0]} to {kept[-1]}" if kept else "none"
+            raise StoreError(
+                f"namespace '{self.name}' has no version {version}; the versions kept are {known}"
+            )
+        arrow = _as_current(self._again_if_gone(self._table.to_arrow).combine_chunks())
+        return arrow.filter(pc.less_equal(arrow.column("rev"), version))
+
+    def _again_if_gone(self, read: Callable[[], T]) -> T:
+        """``read()``; if it fails, once more from the latest version. Another process's
+        compaction deletes the files of versions older than :data:`READER_GRACE`, and a read of
+        one of those that was under way fails; the latest version holds the same rows and more."""
+        try:
+            return read()
+        except Exception:  # Lance raises RuntimeError ("Not found: …/data/….lance") among others
+            self.latest_version()
+            return read()
 
     def changes(self) -> Changes | None:
         """What other processes committed since this table was last read or written through, at the
-        version :meth:`latest_version` last checked out.
+        version :meth:`latest_version` last checked out (or a later one, when that one's files
+        went during the read, see :meth:`_again_if_gone`).
 
         Appends put their rows after all earlier ones (compaction keeps that order), and within a
         generation every row appended since has a higher revision than every row seen; so the new
@@ -239,6 +280,9 @@ class NamespaceTable:
         are not those seen plus new ones (fewer rows, the last row seen moved, or a new row that is
         not newer: a rewrite that did not say so, or writers that did not share a lock).
         """
+        return self._again_if_gone(self._changes)
+
+    def _changes(self) -> Changes | None:
         version = self._checked_out
         if self._generation is None or generation_of(self._table.schema) != self._generation:
             return None
@@ -313,40 +357,54 @@ class NamespaceTable:
             self._maintain()
         return int(self._table.version)
 
+    @property
+    def rev(self) -> int:
+        """The last commit this process read or wrote (-1: none)."""
+        return self._rev
+
+    def history_floor(self) -> int:
+        """The oldest commit the rows still hold whole; for a table of an older schema version,
+        whose history was in LanceDB's versions, its latest commit."""
+        meta = self._table.schema.metadata or {}
+        if meta.get(META_SCHEMA) != SCHEMA_VERSION.encode():
+            return self._latest_rev()
+        return int(meta.get(META_FLOOR, b"0").decode() or 0)
+
+    def _latest_rev(self) -> int:
+        revs = self._table.search().select(["rev"]).limit(None).to_arrow().column("rev")
+        return int(pc.max(revs).as_py()) if len(revs) else -1
+
     def versions(self) -> list[tuple[int, float]]:
-        """Every version the table still has, oldest first, with the time it was written."""
-        return [(int(v["version"]), v["timestamp"].timestamp()) for v in self._table.list_versions()]
+        """The versions of the memory that can be read and restored, oldest first: each commit
+        since the history floor, with the time it was written (the latest time of its rows)."""
+        self.latest_version()
+        rows = self._again_if_gone(
+            lambda: self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
+        )
+        if not rows.num_rows:
+            return []
+        commits = rows.group_by("rev").aggregate([("updated", "max")])
+        revs = commits.column("rev").to_numpy()
+        times = commits.column("updated_max").to_numpy(zero_copy_only=False)
+        kept = revs >= self.history_floor()
+        order = np.argsort(revs[kept], kind="stable")
+        return list(zip(revs[kept][order].tolist(), times[kept][order].tolist(), strict=True))
 
     def restore(self, version: int) -> int:
-        """Make ``version``'s content the latest again, as a new version; returns that new version.
+        """Make commit ``version``'s memory the latest again, as a new commit; returns its rev.
 
         Written as one append, like any change: the revisions ``version`` held that are not live
-        now, and a deletion for every node live now that it did not hold. So other processes
-        follow a restore as they follow a ``remember``, and nothing is destroyed: the versions in
-        between stay in the history. A version written with another embedder (before a re-index)
-        is brought back whole instead. The caller must hold the write lock, as for :meth:`commit`.
-        Raises StoreError for a version that does not exist.
+        now (written again under the new rev), and a deletion for every node live now that it did
+        not hold. So other processes follow a restore as they follow a ``remember``, and nothing
+        is destroyed: the commits in between stay in the history. The caller must hold the write
+        lock, as for :meth:`commit`. Raises StoreError for a version that is not kept.
         """
-        try:
-            table = self._db.open_table(self.name, version=version)
-        except Exception as exc:  # Lance raises several types for a missing version
-            raise StoreError(f"namespace '{self.name}' has no version {version} to restore: {exc}") from exc
-        try:
-            check_schema(self.name, table.schema, self.embedder, self.dimension)
-        except EmbedderMismatch:
-            # Written before a re-index: its vectors cannot join this table's. It comes back whole,
-            # schema and embedder included (a rewrite, with its own generation), and opening the
-            # namespace then asks for that embedder again.
-            self._table.restore(version)
-            return self.latest_version()
-        past = _as_current(table.to_arrow().combine_chunks())
+        past = self._rows_at(version)
         now, positions, _ = self._scan()
-        # A revision is known by its id, rev and time of writing (a rewrite may reuse revs).
         live = set(
             zip(
                 now.column("id").take(pa.array(positions)).to_pylist(),
                 now.column("rev").take(pa.array(positions)).to_pylist(),
-                now.column("updated").take(pa.array(positions)).to_pylist(),
                 strict=True,
             )
         )
@@ -354,27 +412,30 @@ class NamespaceTable:
         keys = zip(
             past.column("id").take(pa.array(then)).to_pylist(),
             past.column("rev").take(pa.array(then)).to_pylist(),
-            past.column("updated").take(pa.array(then)).to_pylist(),
             strict=True,
         )
         back = [int(p) for p, key in zip(then.tolist(), keys, strict=True) if key not in live]
         kept = set(past.column("id").take(pa.array(then)).to_pylist())
         rev = self._rev + 1
         stamp = time.time()
+        schema = self._table.schema
         parts = []
         if back:
-            rows = past.take(pa.array(back, type=pa.int64())).select(self._table.schema.names)
+            rows = past.take(pa.array(back, type=pa.int64())).select(schema.names)
+            # Dated now, so the new commit's time is the time of the restore.
             rows = rows.set_column(
                 rows.schema.get_field_index("rev"), "rev", pa.array([rev] * len(back), pa.int64())
+            )
+            rows = rows.set_column(
+                rows.schema.get_field_index("updated"), "updated", pa.array([stamp] * len(back), pa.float64())
             )
             parts.append(rows)
         gone = sorted(self._ids - kept)
         if gone:
             deletions = [{**_deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
-            parts.append(pa.Table.from_pylist(deletions, schema=self._table.schema))
+            parts.append(pa.Table.from_pylist(deletions, schema=schema))
         if not parts:
-            return self.latest_version()
-        schema = self._table.schema
+            return self._rev
         data = pa.concat_tables([part.cast(schema) for part in parts])
         try:
             self._table.add(data)
@@ -387,7 +448,7 @@ class NamespaceTable:
         self._appends_since_compaction += 1
         if not self.maintenance_deferred:
             self._maintain()
-        return int(self._table.version)
+        return rev
 
     @property
     def outdated(self) -> bool:
@@ -396,19 +457,22 @@ class NamespaceTable:
         return (self._table.schema.metadata or {}).get(META_SCHEMA) != SCHEMA_VERSION.encode()
 
     def upgrade(self) -> int:
-        """Rewrite a table of an older schema version in the current one, every row (superseded
-        revisions and deletions too) converted, in one overwrite commit under a new generation;
-        returns the new version. Earlier versions stay in the history in their own layout, which
-        :meth:`read` and :meth:`restore` still read.
+        """Rewrite a table of an older schema version in the current one, in one overwrite commit
+        under a new generation: each id's latest row (deletions too), converted. Its history was
+        in LanceDB's versions, which are not carried over: history starts at the upgrade.
 
         The caller must hold the namespace's write lock. Raises StoreError when Lance refuses.
         """
         if not self.outdated:
             return self.latest_version()
         arrow = _as_current(self._table.to_arrow().combine_chunks())
+        latest, _ = _latest_positions(arrow)
+        rows = arrow.take(pa.array(latest))
+        floor = int(pc.max(rows.column("rev")).as_py()) if rows.num_rows else 0
         schema = node_schema(self.embedder, self.dimension)
+        schema = schema.with_metadata({**(schema.metadata or {}), META_FLOOR: str(floor).encode()})
         try:
-            self._db.create_table(self.name, data=arrow.cast(schema), schema=schema, mode="overwrite")
+            self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
             self._table = self._db.open_table(self.name)
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
@@ -422,15 +486,15 @@ class NamespaceTable:
         file the new one does not use, so nothing forgotten or superseded stays on disk.
 
         The rewrite has a new generation, so other processes read the table whole (and drop what
-        they held of the forgotten rows) rather than follow it. The caller must hold the
-        namespace's write lock. A process reading an earlier version at that moment gets an error;
-        the next read sees the purged table. Returns the new version. Raises StoreError when Lance
-        refuses.
+        they held of the forgotten rows) rather than follow it. The history starts again at the
+        latest commit. The caller must hold the namespace's write lock. A process reading an
+        earlier version at that moment gets an error; the next read sees the purged table. Returns
+        the commit the history now starts at. Raises StoreError when Lance refuses.
         """
         if self.outdated:
             self.upgrade()  # the purged table is written in the current layout
         try:
-            self._overwrite(self._live_rows())
+            self._overwrite(self._live_rows(), floor=self._rev)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
                 self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
@@ -438,13 +502,15 @@ class NamespaceTable:
             raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
         self._deleted = set()
         self.oldest_forget = None
-        return self.latest_version()
+        self.latest_version()
+        return self._rev
 
-    def _overwrite(self, rows: pa.Table) -> None:
+    def _overwrite(self, rows: pa.Table, *, floor: int) -> None:
         """Make ``rows`` the table's whole content, in one commit under a new generation (readers
-        that saw the old rows read the table whole)."""
+        that saw the old rows read the table whole), with its history starting at commit ``floor``."""
         generation = new_generation()
-        rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), META_GENERATION: generation})
+        meta = {**(rows.schema.metadata or {}), META_GENERATION: generation, META_FLOOR: str(floor).encode()}
+        rows = rows.replace_schema_metadata(meta)
         self._table.add(rows, mode="overwrite")
         self._generation = generation
         self._schema = None
@@ -488,24 +554,63 @@ class NamespaceTable:
         arrow, positions, _ = self._scan()
         return arrow.take(pa.array(positions))
 
-    def maintain(self) -> None:
+    def maintain(self, *, fresh: bool = False) -> None:
         """Compact or squash the table if it is due (commits do it themselves unless
-        ``maintenance_deferred``). The caller must hold the namespace's write lock."""
+        ``maintenance_deferred``). ``fresh``: everything in the table was written by one bulk
+        import into an empty namespace, whose intermediate commits nobody needs back, so its
+        superseded rows go now and the history starts at its end. The caller must hold the
+        namespace's write lock."""
+        if fresh:
+            arrow, _, _ = self._scan()
+            latest, _ = _latest_positions(arrow)
+            self._overwrite(arrow.take(pa.array(latest)), floor=self._rev)
+            self._clean()
+            return
         self._maintain()
 
     def _maintain(self) -> None:
-        if self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK:
-            # Superseded revisions dominate: keep each id's latest row, in one overwrite commit. A
-            # deletion row stays (it is tiny) until a purge: it dates the forgotten text that
-            # earlier versions still hold.
-            arrow, _, _ = self._scan()
-            latest, _ = _latest_positions(arrow)
-            self._overwrite(arrow.take(pa.array(latest)))
-        elif self._appends_since_compaction >= COMPACT_EVERY:
+        dominated = self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK
+        if dominated and time.time() >= self._squash_after and self._squash():
+            return
+        if self._appends_since_compaction >= COMPACT_EVERY:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Lance warns when the history kept is short
-                self._table.optimize(cleanup_older_than=timedelta(seconds=self.history))
+                self._table.optimize(cleanup_older_than=READER_GRACE)
             self._appends_since_compaction = 0
+
+    def _squash(self) -> bool:
+        """Rewrite the table without the revisions that neither the latest memory nor any commit
+        of the last MEMTREE_RETENTION needs, if they outnumber the live rows (plus
+        :data:`SQUASH_SLACK`); whether it did.
+
+        The commits kept are those written since the cutoff (now minus the history kept) and the
+        last one before it, the new history floor: every row written after that one stays, and of
+        the rows up to it each id's latest. A deletion row stays (it is tiny) until a purge: it
+        dates the forgotten text that earlier commits still hold.
+        """
+        arrow, _, _ = self._scan()
+        revs = arrow.column("rev")
+        before = pc.less_equal(arrow.column("updated"), time.time() - self.history)
+        old = pc.filter(revs, before)
+        floor = max(int(pc.max(old).as_py()) if len(old) else -1, self.history_floor())
+        recent = pc.greater(revs, floor).to_numpy(zero_copy_only=False)
+        upto = np.flatnonzero(~recent)
+        latest, _ = _latest_positions(arrow.take(pa.array(upto)))
+        keep = np.sort(np.concatenate([np.flatnonzero(recent), upto[latest]]))
+        if arrow.num_rows - len(keep) <= len(self._ids) + SQUASH_SLACK:
+            # Nothing more can go before the oldest commit kept whole leaves the history.
+            times = pc.filter(arrow.column("updated"), pa.array(recent))
+            self._squash_after = (pc.min(times).as_py() if len(times) else time.time()) + self.history
+            return False
+        self._overwrite(arrow.take(pa.array(keep)), floor=floor)
+        self._clean()
+        return True
+
+    def _clean(self) -> None:
+        """Delete the files of LanceDB versions older than :data:`READER_GRACE`."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._table.optimize(cleanup_older_than=READER_GRACE)
 
 
 class LanceStore:
@@ -581,36 +686,42 @@ class LanceStore:
         """Make every node of ``memory`` (built for this store's embedder) the whole content of
         ``namespace``.
 
-        Written as a new version of the table with this store's schema and embedder; the earlier
-        versions stay in the history, and so do the table's deletion rows, which date the forgotten
-        text those versions hold (:attr:`NamespaceTable.oldest_forget`). Returns the new version.
-        Raises StoreError when Lance refuses.
+        Written as one new commit of the table with this store's schema and embedder; the history
+        starts again there (the earlier commits' rows hold another embedder's vectors), but the
+        table's deletion rows stay, dating the forgotten text (:attr:`NamespaceTable.oldest_forget`).
+        Returns the new commit's rev. Raises StoreError when Lance refuses.
         """
+        deletions, last = self._deletions(namespace)
+        rev = last + 1
         schema = node_schema(self.embedder, self.dimension)
+        schema = schema.with_metadata({**(schema.metadata or {}), META_FLOOR: str(rev).encode()})
         nodes = [*memory.leaves, *memory.semantic.branches, *memory.temporal.branches]
         rows = _node_rows(memory, nodes, (), time.time())
         live = {row["id"] for row in rows}
         rows += [
             _deletion_row(node_id, at)
-            for node_id, at in self._deletions(namespace)
+            for node_id, at in deletions
             if node_id not in live  # a memory restored after its forget is live again
         ]
-        data = pa.Table.from_pylist([{**row, "rev": 0} for row in rows], schema=schema)
+        data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=schema)
         try:
-            table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
+            self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
-        return int(table.version)
+        return rev
 
-    def _deletions(self, namespace: str) -> list[tuple[str, float]]:
-        """(id, time) of the deletion rows namespace ``namespace``'s table holds now, if it has one."""
+    def _deletions(self, namespace: str) -> tuple[list[tuple[str, float]], int]:
+        """(id, time) of the deletion rows namespace ``namespace``'s table holds now, and its last
+        commit's rev (-1 when it has no table)."""
         try:
             table = self._db.open_table(namespace)
         except (FileNotFoundError, ValueError):
-            return []
-        rows = table.to_arrow().select(["id", "kind", "updated"])
+            return [], -1
+        rows = table.to_arrow().select(["id", "kind", "updated", "rev"])
         deleted = rows.filter(pc.equal(rows.column("kind"), DELETED))
-        return list(zip(deleted.column("id").to_pylist(), deleted.column("updated").to_pylist(), strict=True))
+        last = int(pc.max(rows.column("rev")).as_py()) if rows.num_rows else -1
+        found = zip(deleted.column("id").to_pylist(), deleted.column("updated").to_pylist(), strict=True)
+        return list(found), last
 
 
 def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: int) -> None:
