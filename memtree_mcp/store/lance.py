@@ -144,6 +144,19 @@ class Snapshot:
     branches: list[Branch]
 
 
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a whole read of a table left its reader: what :meth:`NamespaceTable.changes` compares
+    the table with to find the rows appended since (the generation, the row count, the highest
+    revision and the (id, rev) of the last row), and the version read."""
+
+    generation: bytes
+    version: int
+    rows: int
+    rev: int
+    last: tuple[str, int] | None
+
+
 @dataclass(slots=True)
 class Changes:
     """What was committed to a table since a reader last saw it, at table version ``version``: the
@@ -195,6 +208,10 @@ class NamespaceTable:
         self._checked_out = int(self._table.version)
         return self._checked_out
 
+    def row_count(self) -> int:
+        """How many rows (every revision) the version last checked out holds."""
+        return int(self._table.count_rows())
+
     def read(self, version: int | None = None) -> Snapshot:
         """The live nodes (each id at its highest revision, unless that deletes it) of a version.
 
@@ -203,23 +220,50 @@ class NamespaceTable:
         that does not exist.
         """
         if version is None:
-            version = self.latest_version()
-            arrow, positions, is_leaf = self._scan()
-        else:
-            try:
-                past = self._db.open_table(self.name, version=version)
-            except Exception as exc:  # Lance raises several types for a missing version
-                raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
-            arrow = _as_current(past.to_arrow().combine_chunks())
-            positions, is_leaf = _live_positions(arrow)
-        leaves = _leaves_at(arrow, positions[is_leaf], self.dimension)
-        branches = _branches_at(arrow, positions[~is_leaf])
-        leaves.sort(key=lambda leaf: leaf.seq)
+            return self._read_latest(keep_rows=False)[0]
+        try:
+            past = self._db.open_table(self.name, version=version)
+        except Exception as exc:  # Lance raises several types for a missing version
+            raise StoreError(f"namespace '{self.name}' has no version {version}: {exc}") from exc
+        arrow = _as_current(past.to_arrow().combine_chunks())
+        positions, is_leaf = _live_positions(arrow)
+        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
         del arrow
-        # Arrow's allocator keeps the table's pages after it is freed (measured: 500 MB of the
-        # resident memory after loading 100k memories); give them back.
-        pa.default_memory_pool().release_unused()
-        return Snapshot(version=version, leaves=leaves, branches=branches)
+        _release_arrow_pages()
+        return snapshot
+
+    def read_latest(self) -> tuple[Snapshot, pa.Table, Position]:
+        """:meth:`read` of the latest version, with each id's latest row as read (deletions
+        included, in id order) and where the read left this reader, for :meth:`resume`."""
+        snapshot, rows, position = self._read_latest(keep_rows=True)
+        assert rows is not None
+        return snapshot, rows, position
+
+    def _read_latest(self, *, keep_rows: bool) -> tuple[Snapshot, pa.Table | None, Position]:
+        version = self.latest_version()
+        arrow, positions, is_leaf = self._scan()
+        rows = arrow.take(pa.array(_latest_positions(arrow)[0])) if keep_rows else None
+        assert self._generation is not None
+        position = Position(self._generation, version, self._rows, self._rev, self._last)
+        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        del arrow
+        _release_arrow_pages()
+        return snapshot, rows, position
+
+    def resume(self, rows: pa.Table, position: Position) -> Snapshot:
+        """The live nodes of ``rows``, each id's latest row at ``position`` (what
+        :meth:`read_latest` gave), as if this table had been read whole there.
+
+        Nothing is trusted: :meth:`changes`, which the caller must call next, compares the table
+        with ``position`` and says None when the table does not continue it (another generation,
+        fewer rows, another last row); the caller then reads the table whole.
+        """
+        self._generation = position.generation
+        self._rows, self._rev, self._last = position.rows, position.rev, position.last
+        alive, is_leaf = _kind_masks(rows.column("kind"))
+        everything = np.arange(rows.num_rows)
+        self._note_latest(rows, everything, alive)
+        return _snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
 
     def changes(self) -> Changes | None:
         """What other processes committed since this table was last read or written through, at the
@@ -477,12 +521,16 @@ class NamespaceTable:
         self._last = _last_row(arrow)
         latest, kinds = _latest_positions(arrow)
         alive, is_leaf = _kind_masks(kinds)
-        positions, is_leaf = latest[alive], is_leaf[alive]
-        self._ids = set(arrow.column("id").take(pa.array(positions)).to_pylist())
+        self._note_latest(arrow, latest, alive)
+        return arrow, latest[alive], is_leaf[alive]
+
+    def _note_latest(self, arrow: pa.Table, latest: np.ndarray, alive: np.ndarray) -> None:
+        """Note the live and deleted ids and the oldest deletion, from each id's latest row (at
+        ``latest`` in ``arrow``; ``alive``: which of them are not deletions)."""
+        self._ids = set(arrow.column("id").take(pa.array(latest[alive])).to_pylist())
         self._deleted = set(arrow.column("id").take(pa.array(latest[~alive])).to_pylist())
         deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
         self.oldest_forget = pc.min(deleted).as_py() if len(deleted) else None
-        return arrow, positions, is_leaf
 
     def _live_rows(self) -> pa.Table:
         arrow, positions, _ = self._scan()
@@ -793,6 +841,22 @@ def _as_current(arrow: pa.Table) -> pa.Table:
     meta = {**(arrow.schema.metadata or {}), META_SCHEMA: SCHEMA_VERSION.encode()}
     schema = node_schema("", 0).with_metadata(meta)
     return pa.table([columns[f.name] for f in schema], schema=schema)
+
+
+def _release_arrow_pages() -> None:
+    # Arrow's allocator keeps a table's pages after it is freed (measured: 500 MB of the resident
+    # memory after loading 100k memories); give them back.
+    pa.default_memory_pool().release_unused()
+
+
+def _snapshot_of(
+    arrow: pa.Table, positions: np.ndarray, is_leaf: np.ndarray, version: int, dimension: int
+) -> Snapshot:
+    """The nodes in the rows at ``positions`` of ``arrow`` (``is_leaf`` says which are leaves)."""
+    leaves = _leaves_at(arrow, positions[is_leaf], dimension)
+    branches = _branches_at(arrow, positions[~is_leaf])
+    leaves.sort(key=lambda leaf: leaf.seq)
+    return Snapshot(version=version, leaves=leaves, branches=branches)
 
 
 def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.ndarray:
