@@ -907,10 +907,46 @@ def _branches_at(arrow: pa.Table, positions: np.ndarray) -> list[Branch]:
     if not len(positions):
         return []
     part = arrow.select(list(BRANCH_COLUMNS)).take(pa.array(positions))
-    columns = [part.column(name).to_pylist() for name in BRANCH_COLUMNS]
+    (
+        ids,
+        trees,
+        kinds,
+        parents,
+        depths,
+        children,
+        texts,
+        labels,
+        counts,
+        first_seqs,
+        last_seqs,
+        firsts,
+        lasts,
+    ) = (part.column(name).to_pylist() for name in BRANCH_COLUMNS[:-1])
+    metadata = part.column("metadata")
+    refined = {
+        i: _refined(metadata[i].as_py())
+        for i in np.flatnonzero(pc.is_valid(metadata).to_numpy(zero_copy_only=False)).tolist()
+    }
+    # Built from the columns directly: a dict per row made this 2.7 s of CPU at 133k branches.
     return [
-        _branch_from_row(dict(zip(BRANCH_COLUMNS, values, strict=True)))
-        for values in zip(*columns, strict=True)
+        Branch(
+            id=ids[i],
+            tree=trees[i],
+            kind=kinds[i],
+            parent=parents[i],
+            depth=int(depths[i]),
+            children=children[i] or [],
+            text=texts[i] or "",
+            label=labels[i] or "",
+            vector=None,
+            leaf_count=int(counts[i]),
+            first_seq=int(first_seqs[i]),
+            last_seq=int(last_seqs[i]),
+            first_ts=float(firsts[i]),
+            last_ts=float(lasts[i]),
+            **refined.get(i, {}),
+        )
+        for i in range(len(ids))
     ]
 
 
@@ -1043,16 +1079,24 @@ def _leaf_from_row(row: dict[str, Any]) -> Leaf:
     )
 
 
-def _branch_from_row(row: dict[str, Any]) -> Branch:
-    """A stored branch; its vector is left to be derived from its leaves (``Memory.load``,
-    ``Memory.apply``)."""
-    raw = row.get("metadata")
+def _refined(raw: str | None) -> dict[str, Any]:
+    """A branch row's refinement (its ``metadata``) as Branch fields; none when unreadable."""
     try:
         refined = json.loads(raw) if raw and raw != "{}" else {}  # most rows: nothing refined
     except ValueError:
         refined = {}
-    if not isinstance(refined, dict):
-        refined = {}
+    if not isinstance(refined, dict) or not refined:
+        return {}
+    return {
+        "summary": str(refined.get("summary") or ""),
+        "summary_seq": int(refined.get("summary_seq", -1)),
+        "pending": bool(refined.get("pending", False)),
+    }
+
+
+def _branch_from_row(row: dict[str, Any]) -> Branch:
+    """A stored branch; its vector is left to be derived from its leaves (``Memory.load``,
+    ``Memory.apply``)."""
     return Branch(
         id=row["id"],
         tree=row["tree"],
@@ -1068,7 +1112,5 @@ def _branch_from_row(row: dict[str, Any]) -> Branch:
         last_seq=int(row["last_seq"]),
         first_ts=float(row["first_ts"]),
         last_ts=float(row["last_ts"]),
-        summary=str(refined.get("summary") or ""),
-        summary_seq=int(refined.get("summary_seq", -1)),
-        pending=bool(refined.get("pending", False)),
+        **_refined(row.get("metadata")),
     )

@@ -249,11 +249,13 @@ def _saved(table: pa.Table, embedder: str, dimension: int) -> Saved | None:
     has_vector = pc.and_(is_branch, pc.is_valid(derived)).to_numpy(zero_copy_only=False)
     where = np.flatnonzero(has_vector)
     starts = derived.offsets.to_numpy()[where]
-    if np.any(pc.list_value_length(derived).to_numpy(zero_copy_only=False)[where] != dimension):
+    if np.any(pc.list_value_length(derived).to_numpy(zero_copy_only=False)[where] != dimension) or np.any(
+        starts % dimension
+    ):
         raise ValueError(f"a saved vector is not {dimension} values")
     values = derived.values.to_numpy(zero_copy_only=False)
-    # A matrix of their own: views into the payload would keep all of it alive.
-    matrix = values[starts[:, None] + np.arange(dimension)].astype(np.float32, copy=False)
+    # A matrix of their own (the rows gathered): views into the payload would keep all of it alive.
+    matrix = values[: len(values) - len(values) % dimension].reshape(-1, dimension)[starts // dimension]
     cohesions = table.column(COHESION).combine_chunks().to_numpy(zero_copy_only=False)[where].tolist()
     branch_ids = table.column("id").take(pa.array(where)).to_pylist()
     vectors = {node_id: (matrix[k], cohesions[k]) for k, node_id in enumerate(branch_ids)}
