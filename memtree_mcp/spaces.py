@@ -365,7 +365,9 @@ class Spaces:
         if path is not None and position.rows >= snapshots.SMALLEST:
             try:
                 snapshots.write(path, rows, position, memory, space.table.embedder)
-            except Exception:  # the snapshot only saves time; the memory read is what counts
+            except OSError as exc:  # a read-only home: the snapshot only saves time
+                log.warning("could not save a snapshot of namespace %s: %s", space.name, exc)
+            except Exception:  # a bug: the memory read is what counts
                 log.exception("could not save a snapshot of namespace %s", space.name)
         return memory, read.version
 

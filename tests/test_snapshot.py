@@ -234,3 +234,17 @@ def test_a_purge_deletes_the_snapshot_that_may_hold_forgotten_text(
     memory = reopened(settings, embedder)  # reads the purged table whole and saves anew
     assert target not in memory.leaves
     assert b"cello" not in snapshot_path(settings).read_bytes()
+
+
+def test_a_namespace_whose_snapshot_cannot_be_saved_still_opens(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    folder = snapshot_path(settings).parent
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+    folder.write_text("a file where the snapshots' folder should be")
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+    assert folder.is_file()
