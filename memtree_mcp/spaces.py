@@ -395,7 +395,12 @@ class Spaces:
             saved.give_vectors(read.branches)
             memory = Memory(self._embedder().dimension)
             memory.load(read.leaves, read.branches, saved.lexical)
-            del read, saved
+            del read
+            if saved.lexical is None:
+                # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;
+                # saved again so that the next process need not tokenize.
+                snapshots.write(path, saved.rows, saved.position, memory, table.embedder)
+            del saved
             changes = table.changes()
             if changes is None:
                 log.info(

@@ -197,7 +197,7 @@ def test_a_snapshot_that_does_not_continue_the_table_is_ignored(
     assert_reopened_by_a_whole_read(settings, embedder, reads)
 
 
-def test_a_snapshot_tokenized_by_other_code_keeps_its_rows_but_tokenizes_again(
+def test_a_snapshot_tokenized_by_other_code_keeps_its_rows_tokenizes_again_and_is_saved_anew(
     writer: MemoryService,
     settings: Settings,
     embedder: object,
@@ -208,14 +208,15 @@ def test_a_snapshot_tokenized_by_other_code_keeps_its_rows_but_tokenizes_again(
         writer.remember(note)
     saved_anew(settings, embedder)
     monkeypatch.setattr(snapshots, "lexical_fingerprint", lambda: "another tokenizer")
-    saved = snapshots.read(
-        snapshot_path(settings), writer.spaces.store.embedder, writer.spaces.store.dimension
-    )
+    store = writer.spaces.store
+    saved = snapshots.read(snapshot_path(settings), store.embedder, store.dimension)
     assert saved is not None and saved.lexical is None
     before = reads.count
     memory = reopened(settings, embedder)
     assert reads.count == before
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
+    resaved = snapshots.read(snapshot_path(settings), store.embedder, store.dimension)
+    assert resaved is not None and resaved.lexical is not None  # saved again, tokenized anew
 
 
 def test_a_purge_deletes_the_snapshot_that_may_hold_forgotten_text(
