@@ -246,7 +246,7 @@ def read(path: Path, embedder: str, dimension: int) -> Saved | None:
     try:
         table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
         return _saved(table, embedder, dimension)
-    except (pa.ArrowException, ValueError, KeyError, TypeError) as exc:
+    except (pa.ArrowException, ValueError, KeyError, TypeError, IndexError) as exc:
         return _unusable(path, str(exc))
 
 
