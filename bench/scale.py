@@ -676,7 +676,19 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     out["model_load_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_model_loaded"] = rss_mib()
     service = MemoryService(Settings(home=home, namespace=NAMESPACE), embedder=embedder)
-    probe = Probe({"read": (NamespaceTable, "read"), "load": (Memory, "load")})
+    targets: dict[str, tuple[Any, str]] = {"read": (NamespaceTable, "read"), "load": (Memory, "load")}
+    try:  # code with snapshots (issue 16 part 3); the code before has none of these
+        from memtree_mcp.store import snapshot
+
+        targets["read"] = (NamespaceTable, "read_latest")
+        targets |= {
+            "resume": (NamespaceTable, "resume"),
+            "snapshot_read": (snapshot, "read"),
+            "snapshot_write": (snapshot, "write"),
+        }
+    except ImportError:
+        pass
+    probe = Probe(targets)
     with probe.installed():
         started, cpu = time.perf_counter(), time.process_time()
         result = service.recall(first_query, k=RECALL_K, namespace=NAMESPACE)
@@ -686,6 +698,9 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
         out["first_recall_cpu_ms"] = round((time.process_time() - cpu) * 1000, 1)
     out["table_read_ms"] = round(sum(probe.durations["read"]) * 1000, 1)
     out["memory_load_ms"] = round(sum(probe.durations["load"]) * 1000, 1)
+    for label in ("resume", "snapshot_read", "snapshot_write"):
+        if label in probe.durations:
+            out[f"{label}_ms"] = round(sum(probe.durations[label]) * 1000, 1)
     out["first_recall_hits"] = len(result.hits)
     started = time.perf_counter()
     service.recall(second_query, k=RECALL_K, namespace=NAMESPACE)

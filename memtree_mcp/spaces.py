@@ -293,6 +293,10 @@ class Spaces:
         started = time.perf_counter()
         floor = space.table.purge()
         space.version = space.table.latest_version()
+        # The snapshot may hold what the purge took away; the next whole read saves a new one.
+        from memtree_mcp.store import snapshot as snapshots
+
+        snapshots.remove(self.settings.home, space.name)
         log.info(
             "purged namespace %s (history from version %d) in %.0f ms",
             space.name,
@@ -330,25 +334,94 @@ class Spaces:
             pass  # a writer is busy: its commit, or a later read, purges
 
     def reload(self, space: Space) -> None:
-        """Read ``space``'s memory afresh from the latest version of its table."""
+        """Read ``space``'s memory afresh from the latest version of its table.
+
+        From the namespace's snapshot and the rows appended since, when it has a usable one
+        (``store/snapshot.py``); otherwise from the whole table, and a new snapshot is saved.
+        """
         started = time.perf_counter()
-        snapshot = space.table.read()
-        snapshot_version, leaf_count = snapshot.version, len(snapshot.leaves)
-        memory = Memory(self._embedder().dimension)
-        memory.load(snapshot.leaves, snapshot.branches)
-        del snapshot
-        space.memory = memory
-        space.version = snapshot_version
+        resumed = self._resumed(space)
+        how = "from its snapshot"
+        if resumed is None:
+            resumed = self._read_whole(space)
+            how = "whole"
+        space.memory, space.version = resumed
         give_back_freed_memory()
         if self.on_load is not None:
             self.on_load(space)
         log.debug(
-            "loaded namespace %s at version %d (%d leaves) in %.0f ms",
+            "loaded namespace %s %s at version %d (%d leaves) in %.0f ms",
             space.name,
-            snapshot_version,
-            leaf_count,
+            how,
+            space.version,
+            len(space.memory.leaves),
             (time.perf_counter() - started) * 1000,
         )
+
+    def _read_whole(self, space: Space) -> tuple[Memory, int]:
+        """``space``'s memory read from its whole table; saves a snapshot of it when the table is
+        big enough for one to pay (a failure to save is logged: the memory is read all the same)."""
+        from memtree_mcp.store import snapshot as snapshots
+
+        read, rows, position = space.table.read_latest()
+        memory = Memory(self._embedder().dimension)
+        memory.load(read.leaves, read.branches)
+        path = snapshots.path_of(self.settings.home, space.name)
+        if path is not None and position.rows >= snapshots.SMALLEST:
+            try:
+                snapshots.write(path, rows, position, memory, space.table.embedder)
+                if space.table.latest_generation() != position.generation:
+                    # Rewritten while this process read it: a purge may have taken away what the
+                    # snapshot holds, and removed the snapshot before this one was saved.
+                    snapshots.remove(self.settings.home, space.name)
+            except OSError as exc:  # a read-only home: the snapshot only saves time
+                log.warning("could not save a snapshot of namespace %s: %s", space.name, exc)
+            except Exception:  # a bug: the memory read is what counts
+                log.exception("could not save a snapshot of namespace %s", space.name)
+        return memory, read.version
+
+    def _resumed(self, space: Space) -> tuple[Memory, int] | None:
+        """``space``'s memory from its snapshot, brought up to the table's latest version by the
+        rows appended since; None when there is no snapshot, it cannot be used, or the table does
+        not continue it (see ``store/snapshot.py``)."""
+        from memtree_mcp.store import snapshot as snapshots
+
+        path = snapshots.path_of(self.settings.home, space.name)
+        if path is None:
+            return None
+        saved = snapshots.read(path, space.table.embedder, space.table.dimension)
+        if saved is None:
+            return None
+        table = space.table
+        table.latest_version()
+        behind = table.row_count() - saved.position.rows
+        if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
+            # Rewritten, or so far behind that following it would cost more than a whole read
+            # (which saves a new snapshot).
+            return None
+        try:
+            read = table.resume(saved.rows, saved.position)
+            saved.give_vectors(read.branches)
+            memory = Memory(self._embedder().dimension)
+            memory.load(read.leaves, read.branches, saved.lexical)
+            del read
+            if saved.lexical is None:
+                # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;
+                # saved again so that the next process need not tokenize.
+                snapshots.write(path, saved.rows, saved.position, memory, table.embedder)
+            del saved
+            changes = table.changes()
+            if changes is None:
+                log.info(
+                    "the snapshot of namespace %s no longer fits its table; reading it whole", space.name
+                )
+                return None
+            memory.apply(changes.leaves, changes.branches, changes.removed)
+        except Exception:
+            # Rows that do not hold together (a bug, or a file changed by hand): the table is exact.
+            log.exception("could not open namespace %s from its snapshot; reading it whole", space.name)
+            return None
+        return memory, changes.version
 
     def restore(self, space: Space, version: int) -> int:
         """Make commit ``version``'s memory the latest content of ``space``'s table (a new commit,

@@ -1,0 +1,316 @@
+"""Snapshots of a namespace as loaded, so that a new process opens it without reading it whole.
+
+Opening a namespace read its whole table (every superseded revision too: 463k rows for 100k
+memories), kept each id's latest row, then tokenized every text for BM25 and derived every
+branch's vector from its leaves. Measured on the 100k store (CPU time, ``docs/benchmarks.md``):
+7.7 s for the read, of which 2.3 s the scan of superseded rows, then 7.5 s of BM25 and 3.4 s of
+derived vectors in ``Memory.load``. A snapshot keeps the result of that work next to the table:
+
+- each id's latest row (deletions included), in the table's own layout, at a table version;
+- each branch's derived vector and cohesion;
+- the BM25 index: each leaf's slot, terms and frequencies (the terms dictionary-encoded).
+
+It is one Arrow IPC file (``<home>/.snapshots/<namespace>.arrow``) followed by a trailer that holds
+its CRC-32, written to a temporary file and renamed over the old one, so a reader sees a
+whole snapshot or none. It is never trusted on its own:
+
+- a file that is missing, truncated, fails its checksum, or was written for another embedder,
+  dimension or format is ignored (logged), and the namespace is read whole, which writes a new one;
+- the terms are kept only if ``core/lexical.py`` is the same file that tokenized them (its hash);
+- the table itself says whether the snapshot still describes it: the snapshot records where its
+  whole read stood (:class:`~memtree_mcp.store.lance.Position`: the generation, row count, last
+  revision and last row), and :meth:`NamespaceTable.changes` takes the rows appended since, checking
+  that the last row seen is still at its offset and every new row is newer; anything else (a
+  squash, a purge, a re-index, an upgrade: another generation) means a whole read.
+
+The table stays the source of truth: a snapshot is only ever a faster way to the state a whole
+read gives, and the tests compare the two. Forgotten text: a snapshot holds each id's latest row,
+so once written after a forget it holds none of the forgotten text; one written before it is
+deleted by the purge that deletes the table's old versions (``Spaces.purge``).
+
+Object-store homes (``s3://``) keep no snapshot: it would be one more object to fetch whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memtree_mcp.core import lexical as lexical_module
+from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import Branch
+from memtree_mcp.store.lance import DELETED, Position
+
+log = logging.getLogger("memtree_mcp")
+
+FORMAT = "1"
+# Tables of fewer rows are read whole (in well under 0.1 s) and keep no snapshot.
+SMALLEST = 2_000
+# A snapshot further behind its table than this many rows, or a quarter of its own, is read whole
+# instead of followed (and saved anew): following applies each row's node one by one.
+FOLLOW_AT_MOST = 20_000
+MAGIC = b"MTSNAP\x00\x01"
+# After the Arrow file: the magic, the Arrow file's length and its CRC-32.
+TRAILER = struct.Struct("<8sQI")
+# The columns a snapshot adds to the table's own.
+DERIVED = "snapshot_vector"
+COHESION = "snapshot_cohesion"
+SLOT = "snapshot_slot"
+TERMS = "snapshot_terms"
+FREQUENCIES = "snapshot_tfs"
+ADDED = (DERIVED, COHESION, SLOT, TERMS, FREQUENCIES)
+
+
+@dataclass(slots=True)
+class Saved:
+    """A snapshot read back: the table's rows (each id's latest) and where they stood, each
+    branch's derived vector and cohesion by id, and the BM25 index (None when it cannot be used)."""
+
+    rows: pa.Table
+    position: Position
+    vectors: dict[str, tuple[np.ndarray, float]]
+    lexical: LexicalIndex | None
+
+    def give_vectors(self, branches: list[Branch]) -> None:
+        """Give each of ``branches`` its saved vector and cohesion; one without a saved vector
+        (none was derived: it has no leaves) keeps None, and ``Memory.load`` derives them all
+        again if that leaves any branch with children and no vector."""
+        for branch in branches:
+            saved = self.vectors.get(branch.id)
+            if saved is not None:
+                branch.vector, branch.cohesion = saved
+
+
+def path_of(home: str, namespace: str) -> Path | None:
+    """Where namespace ``namespace``'s snapshot lives; None for an object-store home."""
+    if "://" in home:
+        return None
+    return Path(home) / ".snapshots" / f"{namespace}.arrow"
+
+
+def remove(home: str, namespace: str) -> None:
+    """Delete namespace ``namespace``'s snapshot, if there is one."""
+    path = path_of(home, namespace)
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+@cache
+def lexical_fingerprint() -> str:
+    """A hash of the tokenizer's source: terms saved by other code are tokenized again."""
+    return hashlib.sha256(Path(lexical_module.__file__).read_bytes()).hexdigest()[:32]
+
+
+def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedder: str) -> None:
+    """Save ``memory``, just loaded from ``rows`` (each id's latest row at ``position``), as the
+    snapshot at ``path``. Raises OSError when it cannot be written (nothing is left half-written)."""
+    n = rows.num_rows
+    dimension = memory.dimension
+    ids = rows.column("id").to_pylist()
+    cohesion = np.zeros(n, dtype=np.float64)
+    has_vector = np.zeros(n, dtype=bool)
+    vectors: list[np.ndarray] = []  # of the rows with one, in row order
+    lexical = memory.lexical
+    row_of = {node_id: i for i, node_id in enumerate(ids)}
+    for i, node_id in enumerate(ids):
+        branch = memory.branch(node_id)
+        if branch is not None and branch.vector is not None:
+            vectors.append(branch.vector)
+            cohesion[i] = branch.cohesion
+            has_vector[i] = True
+    slots = np.full(n, -1, dtype=np.int64)
+    lengths = np.zeros(n, dtype=np.int64)
+    by_row: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+    for slot, doc_id, terms, tfs in lexical.documents():
+        i = row_of[doc_id]
+        slots[i] = slot
+        lengths[i] = len(terms)
+        by_row[i] = (terms, tfs)
+    code_of: dict[str, int] = {}
+    codes: list[int] = []
+    frequencies: list[int] = []
+    for i in range(n):
+        terms, tfs = by_row.get(i, ((), ()))
+        codes.extend(code_of.setdefault(term, len(code_of)) for term in terms)
+        frequencies.extend(tfs)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+    words = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(list(code_of), pa.string()))
+    # A list per row, empty and null where there is no vector, so that only branches take room.
+    ends = np.concatenate([[0], np.cumsum(has_vector * dimension)])
+    table = rows.append_column(
+        DERIVED,
+        pa.ListArray.from_arrays(
+            pa.array(ends, pa.int32()),
+            pa.array(np.concatenate(vectors) if vectors else np.zeros(0, np.float32)),
+            mask=pa.array(~has_vector),
+        ),
+    )
+    table = table.append_column(COHESION, pa.array(cohesion, mask=~has_vector))
+    table = table.append_column(SLOT, pa.array(slots, mask=slots < 0))
+    table = table.append_column(TERMS, pa.ListArray.from_arrays(offsets, words))
+    table = table.append_column(
+        FREQUENCIES, pa.ListArray.from_arrays(offsets, pa.array(frequencies, pa.int32()))
+    )
+    meta = {
+        b"memtree.snapshot": FORMAT.encode(),
+        b"memtree.embedder": embedder.encode(),
+        b"memtree.dimension": str(dimension).encode(),
+        b"memtree.generation": position.generation,
+        b"memtree.version": str(position.version).encode(),
+        b"memtree.rows": str(position.rows).encode(),
+        b"memtree.rev": str(position.rev).encode(),
+        b"memtree.last_id": (position.last[0] if position.last else "").encode(),
+        b"memtree.last_rev": str(position.last[1] if position.last else -1).encode(),
+        b"memtree.lexical": lexical_fingerprint().encode(),
+        b"memtree.lexical_capacity": str(lexical.capacity).encode(),
+    }
+    table = table.replace_schema_metadata(meta)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # Streamed to the file, summed on the way, not built in memory first (440 MB at 100k
+        # memories). Not synced: a file cut short by a crash fails its checksum and is ignored.
+        with os.fdopen(fd, "wb") as out:
+            summed = _Summed(out)
+            with pa.PythonFile(summed, mode="w") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            out.write(TRAILER.pack(MAGIC, summed.size, summed.crc))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+class _Summed:
+    """A file that keeps the CRC-32 and the length of what is written to it."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.crc = 0
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        return self.out.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True  # the caller closes the file itself, after the trailer
+
+
+def read(path: Path, embedder: str, dimension: int) -> Saved | None:
+    """The snapshot at ``path``, or None when there is none or it cannot be used (logged): not
+    whole, not this format, another embedder or dimension, or rows that do not hold together."""
+    try:
+        with path.open("rb") as source:
+            whole = bytearray(os.fstat(source.fileno()).st_size)
+            if source.readinto(whole) != len(whole):
+                return _unusable(path, "it changed while it was read")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _unusable(path, str(exc))
+    if len(whole) < TRAILER.size:
+        return _unusable(path, "it is shorter than its trailer")
+    magic, size, crc = TRAILER.unpack_from(whole, len(whole) - TRAILER.size)
+    if magic != MAGIC:
+        return _unusable(path, "it is not a snapshot of this format")
+    if size != len(whole) - TRAILER.size:
+        return _unusable(path, "its length is not the one its trailer records")
+    payload = memoryview(whole)[:size]
+    if zlib.crc32(payload) != crc:
+        return _unusable(path, "its checksum does not match")
+    try:
+        table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
+        return _saved(table, embedder, dimension)
+    except (pa.ArrowException, ValueError, KeyError, TypeError, IndexError) as exc:
+        return _unusable(path, str(exc))
+
+
+def _saved(table: pa.Table, embedder: str, dimension: int) -> Saved | None:
+    meta = table.schema.metadata or {}
+    if meta.get(b"memtree.snapshot") != FORMAT.encode():
+        raise ValueError("another snapshot format")
+    if meta.get(b"memtree.embedder") != embedder.encode() or int(meta[b"memtree.dimension"]) != dimension:
+        raise ValueError("it was written for another embedder")
+    last_id = meta[b"memtree.last_id"].decode()
+    last_rev = int(meta[b"memtree.last_rev"])
+    position = Position(
+        generation=meta[b"memtree.generation"],
+        version=int(meta[b"memtree.version"]),
+        rows=int(meta[b"memtree.rows"]),
+        rev=int(meta[b"memtree.rev"]),
+        last=(last_id, last_rev) if last_rev >= 0 else None,
+    )
+    kinds = table.column("kind")
+    is_branch = pc.and_(pc.not_equal(kinds, "leaf"), pc.not_equal(kinds, DELETED))
+    derived = table.column(DERIVED).combine_chunks()
+    has_vector = pc.and_(is_branch, pc.is_valid(derived)).to_numpy(zero_copy_only=False)
+    where = np.flatnonzero(has_vector)
+    starts = derived.offsets.to_numpy()[where]
+    if np.any(pc.list_value_length(derived).to_numpy(zero_copy_only=False)[where] != dimension) or np.any(
+        starts % dimension
+    ):
+        raise ValueError(f"a saved vector is not {dimension} values")
+    values = derived.values.to_numpy(zero_copy_only=False)
+    # A matrix of their own (the rows gathered): views into the payload would keep all of it alive.
+    matrix = values[: len(values) - len(values) % dimension].reshape(-1, dimension)[starts // dimension]
+    cohesions = table.column(COHESION).combine_chunks().to_numpy(zero_copy_only=False)[where].tolist()
+    branch_ids = table.column("id").take(pa.array(where)).to_pylist()
+    vectors = {node_id: (matrix[k], cohesions[k]) for k, node_id in enumerate(branch_ids)}
+    lexical = None
+    if meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
+        lexical = _lexical(table, int(meta[b"memtree.lexical_capacity"]))
+    rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
+        {b"memtree.generation": position.generation}
+    )
+    return Saved(rows=rows, position=position, vectors=vectors, lexical=lexical)
+
+
+def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
+    slots = table.column(SLOT).combine_chunks()
+    indexed = pa.array(np.flatnonzero(pc.is_valid(slots).to_numpy(zero_copy_only=False)))
+    terms = table.column(TERMS).combine_chunks().take(indexed)
+    tfs = table.column(FREQUENCIES).combine_chunks().take(indexed)
+    lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False)
+    if int(lengths.sum()) != (pc.sum(pc.list_value_length(table.column(TERMS))).as_py() or 0):
+        raise ValueError("terms stored for a row that is not indexed")
+    words = terms.flatten()
+    return LexicalIndex.restored(
+        table.column("id").take(indexed).to_pylist(),
+        slots.take(indexed).to_numpy(zero_copy_only=False),
+        np.concatenate([[0], np.cumsum(lengths)]),
+        words.indices.to_numpy(zero_copy_only=False),
+        tfs.flatten().to_numpy(zero_copy_only=False),
+        words.dictionary.to_pylist(),
+        capacity,
+    )
+
+
+def _unusable(path: Path, why: str) -> Saved | None:
+    """None, after saying why the snapshot at ``path`` is not used."""
+    log.warning("ignoring the snapshot %s (%s); reading the namespace whole", path, why)
+    return None

@@ -1,0 +1,251 @@
+"""Opening a namespace from its snapshot: a process that opens it so holds exactly what a whole
+read of the table gives, whatever other processes wrote since; a snapshot that is missing, stale,
+corrupt or does not fit the table is ignored, the table read whole, and a good snapshot saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memtree_mcp.config import Settings
+from memtree_mcp.core.memory import STRATEGIES, Memory
+from memtree_mcp.service import MemoryService
+from memtree_mcp.store import lance
+from memtree_mcp.store import snapshot as snapshots
+from tests.test_fast_paths import assert_arrays_match_a_fresh_build, same_hits
+from tests.test_follow import NOTES, timeline_by_id
+from tests.test_follow import fresh_memory as reopened
+from tests.tree_checks import memory_state
+
+MORE = [
+    "The quarterly review is booked for the first Monday of March.",
+    "Marta's flight lands at 18:40 at gate B12.",
+    "The office plants are watered on Wednesdays.",
+    "Our API rate limit is 600 requests per minute per key.",
+    "The wifi password for the guest network changed last week.",
+    "Tomas is allergic to peanuts and shellfish.",
+]
+
+
+@pytest.fixture(autouse=True)
+def every_table_keeps_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshots, "SMALLEST", 0)
+
+
+class WholeReads:
+    """Counts the whole reads of a table (by any process of the test)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = lance.NamespaceTable.read_latest
+
+        def counted(table: lance.NamespaceTable) -> object:
+            self.count += 1
+            return original(table)
+
+        monkeypatch.setattr(lance.NamespaceTable, "read_latest", counted)
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> WholeReads:
+    return WholeReads(monkeypatch)
+
+
+@pytest.fixture
+def writer(settings: Settings, embedder: object) -> Iterator[MemoryService]:
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    yield service
+    service.close()
+
+
+QUESTIONS = ["When is the cello recital?", "What port does Postgres use?", "Who hates the vacuum?"]
+
+
+def assert_same_memory(opened: Memory, whole: Memory, embedder: object) -> None:
+    """``opened`` holds what ``whole`` (a whole read) holds: nodes, indexes, timeline and recall."""
+    assert memory_state(opened) == memory_state(whole)
+    assert opened.next_seq == whole.next_seq
+    assert opened._by_hash == whole._by_hash
+    assert timeline_by_id(opened) == timeline_by_id(whole)
+    assert_arrays_match_a_fresh_build(opened)
+    vectors = embedder.embed_batch(QUESTIONS)  # type: ignore[attr-defined]
+    for vector, text in zip(vectors, QUESTIONS, strict=True):
+        for strategy in STRATEGIES:
+            same_hits(opened, whole, vector, text, strategy=strategy)
+        assert opened.lexical.scores(text) == pytest.approx(whole.lexical.scores(text), rel=1e-12)
+
+
+def snapshot_path(settings: Settings) -> Path:
+    path = snapshots.path_of(settings.home, "default")
+    assert path is not None
+    return path
+
+
+def whole_read(settings: Settings, embedder: object) -> Memory:
+    """What reading the table whole gives, without any snapshot."""
+    store = lance.LanceStore(settings.home, embedder.identity, embedder.dimension)  # type: ignore[attr-defined]
+    table = store.open("default", create=False)
+    assert table is not None
+    read = table.read()
+    memory = Memory(embedder.dimension)  # type: ignore[attr-defined]
+    memory.load(read.leaves, read.branches)
+    return memory
+
+
+def saved_anew(settings: Settings, embedder: object) -> None:
+    """A snapshot of the table as it is now (a process that finds none reads whole and saves one)."""
+    snapshot_path(settings).unlink()
+    reopened(settings, embedder)
+    assert snapshot_path(settings).exists()
+
+
+def assert_reopened_by_a_whole_read(settings: Settings, embedder: object, reads: WholeReads) -> None:
+    """A new process reads the table whole, once, and holds what a whole read gives."""
+    before = reads.count
+    memory = reopened(settings, embedder)
+    assert reads.count == before + 1
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+
+def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restored_equals_a_whole_read(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    assert reads.count == 1  # the writer's own first read, of the empty table
+    saved_anew(settings, embedder)
+    assert reads.count == 2
+    memory = reopened(settings, embedder)
+    assert reads.count == 2, "the reopen read the table whole"
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+    version = writer.history()[-1][0]
+    for note in MORE:
+        writer.remember(note, session="s2")
+    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    writer.forget(node_id=target)
+    memory = reopened(settings, embedder)
+    assert reads.count == 2
+    assert target not in memory.leaves
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+    writer.restore(str(version))
+    memory = reopened(settings, embedder)
+    assert reads.count == 2
+    assert target in memory.leaves
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
+        pytest.param(lambda data: data[:200] + bytes([data[200] ^ 0xFF]) + data[201:], id="a flipped byte"),
+        pytest.param(lambda data: b"", id="empty"),
+        pytest.param(lambda data: b"not a snapshot at all" * 10, id="another file"),
+    ],
+)
+def test_a_damaged_snapshot_is_ignored_the_table_read_whole_and_a_good_one_saved(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads, damage: object
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    path = snapshot_path(settings)
+    path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+    assert snapshots.read(path, writer.spaces.store.embedder, writer.spaces.store.dimension) is not None
+    before = reads.count
+    reopened(settings, embedder)
+    assert reads.count == before
+
+
+def test_a_snapshot_of_a_table_since_rewritten_is_ignored(
+    writer: MemoryService,
+    settings: Settings,
+    embedder: object,
+    reads: WholeReads,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer.remember(NOTES[0])
+    stale = snapshot_path(settings).read_bytes()
+    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit rewrites the table
+    writer.remember(NOTES[1])
+    writer.remember(NOTES[2])
+    snapshot_path(settings).write_bytes(stale)
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+
+
+def test_a_snapshot_that_does_not_continue_the_table_is_ignored(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    """A whole, well-formed snapshot whose last row is not the table's at its offset (written by
+    hand, or by a writer that did not take the lock) is not trusted."""
+    for note in NOTES:
+        writer.remember(note)
+    table = writer.spaces["default"].table
+    _, rows, position = table.read_latest()
+    memory = writer.memory()
+    assert memory is not None and position.last is not None
+    moved = lance.Position(
+        position.generation, position.version, position.rows, position.rev, ("x", position.last[1])
+    )
+    snapshots.write(snapshot_path(settings), rows, moved, memory, table.embedder)
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+
+
+def test_a_snapshot_tokenized_by_other_code_keeps_its_rows_tokenizes_again_and_is_saved_anew(
+    writer: MemoryService,
+    settings: Settings,
+    embedder: object,
+    reads: WholeReads,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    monkeypatch.setattr(snapshots, "lexical_fingerprint", lambda: "another tokenizer")
+    store = writer.spaces.store
+    saved = snapshots.read(snapshot_path(settings), store.embedder, store.dimension)
+    assert saved is not None and saved.lexical is None
+    before = reads.count
+    memory = reopened(settings, embedder)
+    assert reads.count == before
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+    resaved = snapshots.read(snapshot_path(settings), store.embedder, store.dimension)
+    assert resaved is not None and resaved.lexical is not None  # saved again, tokenized anew
+
+
+def test_a_purge_deletes_the_snapshot_that_may_hold_forgotten_text(
+    writer: MemoryService, settings: Settings, embedder: object
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    writer.forget(node_id=target)
+    assert b"cello" in snapshot_path(settings).read_bytes()  # saved before the forget
+    space = writer.spaces["default"]
+    with writer.spaces.writing("default"):
+        writer.spaces.purge(space)
+    assert not snapshot_path(settings).exists()
+    memory = reopened(settings, embedder)  # reads the purged table whole and saves anew
+    assert target not in memory.leaves
+    assert b"cello" not in snapshot_path(settings).read_bytes()
+
+
+def test_a_namespace_whose_snapshot_cannot_be_saved_still_opens(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    folder = snapshot_path(settings).parent
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+    folder.write_text("a file where the snapshots' folder should be")
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+    assert folder.is_file()
