@@ -22,6 +22,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shlex
@@ -52,11 +53,15 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def recycled_memory(turns: Sequence[Turn], vectors: dict[str, np.ndarray], size: int) -> Memory:
+def recycled_memory(
+    turns: Sequence[Turn], vectors: dict[str, np.ndarray], size: int, module: Any = None
+) -> Memory:
     """One memory of ``size`` leaves made of copies of ``turns`` (copy c: vectors nudged by noise
-    and renormalised, text marked " (c)", sessions renamed, timestamps moved c spans later)."""
+    and renormalised, text marked " (c)", sessions renamed, timestamps moved c spans later), built
+    by ``module`` (``core.memory`` of another version of the code; by default this one's)."""
     rng = np.random.default_rng(0)
-    memory = Memory(384)
+    memory = Memory(384) if module is None else module.Memory(384)
+    make_leaf = Leaf if module is None else importlib.import_module(module.__package__ + ".model").Leaf
     span = turns[-1].timestamp - turns[0].timestamp + 86400.0
     for seq in range(size):
         copy, turn = divmod(seq, len(turns))
@@ -65,7 +70,7 @@ def recycled_memory(turns: Sequence[Turn], vectors: dict[str, np.ndarray], size:
         if copy:
             vector = vector + rng.normal(0, 0.02, size=vector.shape)
         memory.add_leaf(
-            Leaf(
+            make_leaf(
                 id=f"m{seq:07d}",
                 text=source.text if not copy else f"{source.text} ({copy})",
                 vector=(vector / np.linalg.norm(vector)).astype(np.float32),
