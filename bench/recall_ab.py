@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import re
-import shlex
 import shutil
 import statistics
 import sys
@@ -33,9 +31,8 @@ from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from locomo_data import load_conversations
 from locomo_sweep import cached_vectors
-from recall_cost import percentiles, recycled_memory
+from recall_cost import percentiles, recycled_arguments, recycled_material, recycled_memory, written
 
 PACKAGE = "memtree_mcp"
 OLD = "memtree_mcp_old"
@@ -53,20 +50,10 @@ def old_package(checkout: Path, scratch: Path) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("data", type=Path)
     parser.add_argument("--old", type=Path, required=True, help="a checkout of the other version")
-    parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument(
-        "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
-    )
-    parser.add_argument("--out", type=Path, default=Path("bench/results/recall-ab-10k.json"))
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv, namespace=recycled_arguments(parser, "recall-ab-10k.json"))
     load_start = os.getloadavg()
-    conversations = load_conversations(args.data, None)
-    turns = [t for c in conversations for t in c.turns]
-    questions = [q.text for c in conversations for q in c.questions][: args.queries]
-    vectors = cached_vectors([t.text for t in turns] + questions, args.cache)
+    turns, questions, vectors = recycled_material(args)
     from memtree_mcp.core import memory as new_module
     from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 
@@ -111,14 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             s: round(statistics.median(cpu[f"new {s}"]) / statistics.median(cpu[f"old {s}"]), 3)
             for s in ("gather", "hybrid")
         },
-        "load_average_start": [round(x, 2) for x in load_start],
-        "load_average_end": [round(x, 2) for x in os.getloadavg()],
-        "command": shlex.join([sys.executable, *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return written(report, args.out, load_start)
 
 
 if __name__ == "__main__":

@@ -83,21 +83,43 @@ def recycled_memory(
     return memory
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def recycled_arguments(parser: argparse.ArgumentParser, out: str) -> argparse.Namespace:
+    """The arguments every benchmark on the recycled memory takes (the data, ``--size``,
+    ``--queries``, ``--cache``, ``--out`` defaulting to ``bench/results/OUT``)."""
     parser.add_argument("data", type=Path)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument(
         "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
     )
-    parser.add_argument("--out", type=Path, default=Path("bench/results/recall-cost-10k.json"))
-    args = parser.parse_args(argv)
-    load_start = os.getloadavg()
+    parser.add_argument("--out", type=Path, default=Path("bench/results") / out)
+    return argparse.Namespace()
+
+
+def recycled_material(args: argparse.Namespace) -> tuple[list[Turn], list[str], dict[str, np.ndarray]]:
+    """The dev turns, the first ``--queries`` questions and the cached vectors of both."""
     conversations = load_conversations(args.data, None)
     turns = [t for c in conversations for t in c.turns]
     questions = [q.text for c in conversations for q in c.questions][: args.queries]
-    vectors = cached_vectors([t.text for t in turns] + questions, args.cache)
+    return turns, questions, cached_vectors([t.text for t in turns] + questions, args.cache)
+
+
+def written(report: dict[str, Any], out: Path, load_start: tuple[float, float, float]) -> int:
+    """``report`` with the load average at start and end and the command, printed and written to ``out``."""
+    report["load_average_start"] = [round(x, 2) for x in load_start]
+    report["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["command"] = shlex.join([sys.executable, *sys.argv])
+    print(json.dumps(report, indent=2))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    args = parser.parse_args(argv, namespace=recycled_arguments(parser, "recall-cost-10k.json"))
+    load_start = os.getloadavg()
+    turns, questions, vectors = recycled_material(args)
     started = time.perf_counter()
     memory = recycled_memory(turns, vectors, args.size)
     build = time.perf_counter() - started
@@ -147,14 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory_recall_k10_cpu": {name: percentiles(values) for name, values in cpu.items()},
         "embedding_one_text": percentiles(one),
         "embedding_as_gather_asks": percentiles(two),
-        "load_average_start": [round(x, 2) for x in load_start],
-        "load_average_end": [round(x, 2) for x in os.getloadavg()],
-        "command": shlex.join([sys.executable, *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return written(report, args.out, load_start)
 
 
 if __name__ == "__main__":
