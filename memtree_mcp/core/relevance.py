@@ -95,9 +95,8 @@ def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
 
 class UpdateJudge:
     """:func:`supersedes` for many pairs of memories of one unchanging index: what it reads of
-    each memory (its terms, their idf weights, its change words) is read once. A recall judges
-    about fifty pairs among a dozen memories; read afresh for each pair they took 4 ms of a 10 ms
-    recall at 10k memories. Valid while ``lexical`` does not change."""
+    each memory (its terms, their idf weights, its change words) is read once: a recall judges
+    about fifty pairs among a few dozen memories. Valid while ``lexical`` does not change."""
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
