@@ -17,7 +17,11 @@ session in LoCoMo), standardised over the segments, times a weight:
 - ``session PRF``: the m most distinctive terms (tf-idf) of the best segment that the query lacks,
   as a second BM25 query over segments;
 - ``greedy cover``: segments picked one by one, each the one that adds the most idf weight of
-  query terms not yet covered by those picked, lifted by their order of picking.
+  query terms not yet covered by those picked, lifted by their order of picking;
+- ``best-k content-only dense``: as ``best-k dense`` with the name-free vector alone; two sums of
+  the above; and a cap (at most m memories of a segment before every other segment's next).
+
+None was kept (``docs/benchmarks.md``, issue 18, second round).
 
 Recall@5/10/25 per category and R@10 per conversation for each setting; every row goes to
 ``--out``.
