@@ -205,24 +205,19 @@ def row(label: str, summary: dict[str, Any]) -> str:
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--grid", default="baseline", choices=sorted(GRIDS))
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--sessions", action="store_true", help="also engram-search's session metric")
-    parser.add_argument(
-        "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
-    )
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    conversations = load_conversations(args.data, args.limit)
+Prepared = tuple[Conversation, Memory, dict[str, str], np.ndarray, list["np.ndarray | None"]]
+
+
+def prepare(data: Path, limit: int | None, cache: Path) -> list[Prepared]:
+    """Each conversation's memory built in core, its leaf-to-turn map, its questions' vectors and
+    the vectors of the questions without the authors they name (what the service embeds for
+    ``gather``; None for a question that names none)."""
+    conversations = load_conversations(data, limit)
     vectors = cached_vectors(
         [t.text for c in conversations for t in c.turns]
         + [q.text for c in conversations for q in c.questions],
-        args.cache,
+        cache,
     )
-    started = time.perf_counter()
     memories = []
     for conv in conversations:
         memory, turn_of = build(conv, vectors)
@@ -234,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for q in conv.questions
         if (text := memory.content_text(q.text)) is not None
     }
-    content_vectors = cached_vectors(list(content_of.values()), args.cache)
+    content_vectors = cached_vectors(list(content_of.values()), cache)
     prepared = [
         (
             conv,
@@ -245,7 +240,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for conv, memory, turn_of, qvectors in memories
     ]
-    print(f"built {len(memories)} memories in {time.perf_counter() - started:.1f} s", flush=True)
+    return prepared
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--grid", default="baseline", choices=sorted(GRIDS))
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--sessions", action="store_true", help="also engram-search's session metric")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
+    )
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    prepared = prepare(args.data, args.limit, args.cache)
+    print(f"built {len(prepared)} memories in {time.perf_counter() - started:.1f} s", flush=True)
     head = "| setting | R@5 | R@10 | R@25 | " + " | ".join(f"R@10 {n}" for n in CATEGORIES.values())
     head += " | S@5 | S@10 |" if args.sessions else " |"
     print(head, flush=True)

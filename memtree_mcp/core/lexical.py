@@ -185,6 +185,9 @@ class LexicalIndex:
         self._total_length = 0
         self._postings: dict[str, _Postings] = {}
         self._idf: dict[str, float] = {}
+        # The last query :meth:`coverage` tokenized: recall asks for one query's coverage of each
+        # candidate memory in turn.
+        self._covered: tuple[str, set[str]] = ("", set())
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -425,7 +428,9 @@ class LexicalIndex:
         means the same in any index, which is what recall's relevance needs. KeyError for an
         unknown ``doc_id``.
         """
-        terms = set(self._tokenize(query))
+        if query != self._covered[0]:
+            self._covered = (query, set(self._tokenize(query)))
+        terms = self._covered[1]
         if not terms:
             return 0.0
         present = self._terms_of[self._slot_of[doc_id]][0]

@@ -90,23 +90,59 @@ def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
     with a closer match (:data:`VALUE_CHANGE_MEANING`, :data:`VALUE_CHANGE_SHARED_WORDS`).
     Both memories must be in ``lexical``.
     """
-    if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
-        return False
-    cosine = float(newer.vector @ older.vector)
-    if cosine < UPDATE_MEANING:
-        return False
-    old_terms, new_terms = lexical.terms(older.id), lexical.terms(newer.id)
-    weights = {term: lexical.idf(term) for term in old_terms}
-    total = sum(weights.values())
-    shared = sum(weight for term, weight in weights.items() if term in new_terms) / total if total else 0.0
-    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
-        return False
-    if UPDATE_CUES.intersection(_RAW_WORD.findall(newer.text.lower())):
-        return True
-    differing = set(old_terms).symmetric_difference(new_terms)
-    return (
-        bool(differing)
-        and all(any(c.isdigit() for c in term) for term in differing)
-        and cosine >= VALUE_CHANGE_MEANING
-        and shared >= VALUE_CHANGE_SHARED_WORDS
-    )
+    return UpdateJudge(lexical).supersedes(newer, older)
+
+
+class UpdateJudge:
+    """:func:`supersedes` for many pairs of memories of one unchanging index: what it reads of
+    each memory (its terms, their idf weights, its change words) is read once: a recall judges
+    about fifty pairs among a few dozen memories. Valid while ``lexical`` does not change."""
+
+    def __init__(self, lexical: LexicalIndex) -> None:
+        self._lexical = lexical
+        self._terms: dict[str, dict[str, int]] = {}
+        self._weights: dict[str, tuple[dict[str, float], float]] = {}
+        self._cued: dict[str, bool] = {}
+
+    def supersedes(self, newer: Leaf, older: Leaf) -> bool:
+        """See :func:`supersedes`."""
+        if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
+            return False
+        cosine = float(newer.vector @ older.vector)
+        if cosine < UPDATE_MEANING:
+            return False
+        old_terms, new_terms = self.terms(older.id), self.terms(newer.id)
+        weights, total = self._weighted(older.id, old_terms)
+        found = sum(weight for term, weight in weights.items() if term in new_terms)
+        shared = found / total if total else 0.0
+        if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+            return False
+        if self._says_change(newer):
+            return True
+        differing = set(old_terms).symmetric_difference(new_terms)
+        return (
+            bool(differing)
+            and all(any(c.isdigit() for c in term) for term in differing)
+            and cosine >= VALUE_CHANGE_MEANING
+            and shared >= VALUE_CHANGE_SHARED_WORDS
+        )
+
+    def terms(self, leaf_id: str) -> dict[str, int]:
+        """``LexicalIndex.terms``, read once per memory."""
+        known = self._terms.get(leaf_id)
+        if known is None:
+            known = self._terms[leaf_id] = self._lexical.terms(leaf_id)
+        return known
+
+    def _weighted(self, leaf_id: str, terms: dict[str, int]) -> tuple[dict[str, float], float]:
+        known = self._weights.get(leaf_id)
+        if known is None:
+            weights = {term: self._lexical.idf(term) for term in terms}
+            known = self._weights[leaf_id] = (weights, sum(weights.values()))
+        return known
+
+    def _says_change(self, leaf: Leaf) -> bool:
+        known = self._cued.get(leaf.id)
+        if known is None:
+            known = self._cued[leaf.id] = bool(UPDATE_CUES.intersection(_RAW_WORD.findall(leaf.text.lower())))
+        return known

@@ -1,0 +1,156 @@
+"""Which memory updates which, as recall looks for it, against a brute-force search on small memories.
+
+Recall gathers, once per call, the candidates its hits share, each parent's semantic siblings and
+what the judge reads of each memory (``Memory._Updates``, ``relevance.UpdateJudge``). Here the
+same answer is recomputed with plain loops: every later candidate or sibling, those close enough
+in meaning, the latest ``UPDATES_JUDGED`` of them judged with a fresh tokenization and idf.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memtree_mcp.core.memory as core_memory
+from memtree_mcp.core.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.relevance import (
+    UPDATE_CUES,
+    UPDATE_MEANING,
+    UPDATE_SHARED_WORDS,
+    UPDATE_SUBJECT,
+    VALUE_CHANGE_MEANING,
+    VALUE_CHANGE_SHARED_WORDS,
+    UpdateJudge,
+)
+from tests import tree_checks
+
+DIM = 8
+SUBJECTS = ["standup is at", "staging db listens on port", "the cello lesson costs", "deploy window opens at"]
+
+
+def update_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
+    """Memories about a few subjects whose values change, some saying so ("now"), on close vectors."""
+    topic = int(rng.integers(len(centres)))
+    vector = centres[topic] + rng.normal(0, 0.15, size=DIM)
+    cue = "now " if rng.random() < 0.3 else ""
+    return Leaf(
+        id=f"m{i:04d}",
+        text=f"The {SUBJECTS[topic]} {cue}{int(rng.integers(1, 6))} (entry {i})",
+        vector=(vector / np.linalg.norm(vector)).astype(np.float32),
+        seq=i,
+        timestamp=1_000.0 + 60.0 * i + (0.0 if rng.random() < 0.2 else 7.0),
+        role="user",
+        content_hash=f"h{i}",
+    )
+
+
+def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
+    """``relevance.supersedes`` from the texts alone: a fresh tokenization and idf for each pair."""
+    if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
+        return False
+    cosine = float(newer.vector @ older.vector)
+    if cosine < UPDATE_MEANING:
+        return False
+    old_terms, new_terms = set(tokenize(older.text)), set(tokenize(newer.text))
+    n = len(texts)
+
+    def idf(term: str) -> float:
+        df = sum(term in tokenize(text) for text in texts.values())
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    total = sum(idf(t) for t in old_terms)
+    shared = sum(idf(t) for t in old_terms if t in new_terms) / total if total else 0.0
+    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+        return False
+    if any(word in UPDATE_CUES for word in re.findall(r"[a-z]+", newer.text.lower())):
+        return True
+    differing = old_terms ^ new_terms
+    return (
+        bool(differing)
+        and all(any(c.isdigit() for c in t) for t in differing)
+        and cosine >= VALUE_CHANGE_MEANING
+        and shared >= VALUE_CHANGE_SHARED_WORDS
+    )
+
+
+def brute_newest_update(memory: Memory, older: Leaf, candidates: list[str]) -> Leaf | None:
+    parent = memory.semantic.parent_of.get(older.id)
+    siblings = memory.semantic.branches[parent].children[: core_memory.SIBLINGS_CHECKED] if parent else []
+    pool = {c for c in [*candidates, *siblings] if c in memory.leaves}
+    later = [
+        memory.leaves[c]
+        for c in pool
+        if (memory.leaves[c].timestamp, memory.leaves[c].seq) > (older.timestamp, older.seq)
+    ]
+    close = [leaf for leaf in later if float(leaf.vector @ older.vector) >= UPDATE_MEANING]
+    close.sort(key=lambda leaf: (leaf.timestamp, leaf.seq), reverse=True)
+    texts = {leaf_id: leaf.text for leaf_id, leaf in memory.leaves.items()}
+    for newer in close[: core_memory.UPDATES_JUDGED]:
+        if brute_supersedes(newer, older, texts):
+            return newer
+    return None
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), inserts=st.integers(2, 40), removals=st.integers(0, 8))
+def test_the_newest_update_of_every_memory_is_the_brute_force_one(
+    seed: int, inserts: int, removals: int
+) -> None:
+    memory = tree_checks.grown_memory(
+        seed, inserts, removals, update_leaf, centres=len(SUBJECTS), dimension=DIM
+    )
+    rng = np.random.default_rng(seed)
+    ids = sorted(memory.leaves)
+    candidates = [str(c) for c in rng.choice(ids, size=min(len(ids), 6), replace=False)] if ids else []
+    found = 0
+    for older in memory.leaves.values():
+        expected = brute_newest_update(memory, older, candidates)
+        got = memory.newest_update(older, candidates)
+        assert (got.id if got else None) == (expected.id if expected else None)
+        found += expected is not None
+    if inserts >= 30 and not removals:
+        assert found  # the memories do update each other: the comparison is not all None
+
+
+def test_one_judge_asked_many_pairs_answers_as_a_fresh_judge_for_each() -> None:
+    memory = tree_checks.grown_memory(7, 40, 0, update_leaf, centres=len(SUBJECTS), dimension=DIM)
+    leaves = list(memory.leaves.values())
+    shared = UpdateJudge(memory.lexical)
+    answers = [
+        (shared.supersedes(newer, older), UpdateJudge(memory.lexical).supersedes(newer, older))
+        for older in leaves
+        for newer in leaves
+    ]
+    assert all(a == b for a, b in answers)
+    assert any(a for a, _ in answers)
+
+
+def test_recall_marks_the_same_updates_as_a_brute_force_search_over_its_hits() -> None:
+    memory = tree_checks.grown_memory(11, 40, 3, update_leaf, centres=len(SUBJECTS), dimension=DIM)
+    query = memory.leaves[sorted(memory.leaves)[5]]
+    hits = memory.recall(
+        query.vector, 10, query_text="standup", where=RecallFilter(kind="leaf"), supersede=True
+    )
+    candidates = [h.id for h in hits]  # every text differs: the hits are the ranking's first ten
+    for hit in hits:
+        expected = brute_newest_update(memory, memory.leaves[hit.id], candidates)
+        assert hit.superseded_by == (expected.id if expected else None)
+    assert any(hit.superseded_by for hit in hits)
+
+
+def test_word_coverage_of_alternating_queries_is_each_querys_own() -> None:
+    index = LexicalIndex()
+    for doc_id, text in {"a": "espresso beans from the alps", "b": "hiking trail in the alps"}.items():
+        index.add(doc_id, text)
+    first = index.coverage("alps espresso", "a")
+    assert index.coverage("hiking trail", "a") == 0.0
+    assert (
+        index.coverage("alps espresso", "a") == first == pytest.approx(index.coverage("espresso alps", "a"))
+    )
