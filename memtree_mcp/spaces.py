@@ -7,7 +7,7 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
 - follows other processes: before every read or write it looks at the table's latest version and,
   when someone else committed, applies what they wrote (the revisions appended since, read with
   :meth:`NamespaceTable.changes` and applied with :meth:`Memory.apply`); it reads the table whole
-  only when it was rewritten (a purge, a restore, a re-index). Measured with two stdio servers on
+  only when it was rewritten (a purge, a squash, a re-index). Measured with two stdio servers on
   one store of 10k memories (``bench/multiclient.py``): reading the table whole after every
   foreign ``remember`` made the next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x;
 - serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
