@@ -231,9 +231,11 @@ def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes
     fresh = MemoryService(settings.model_copy(update={"retention": 3_600.0}), embedder=embedder)
     assert fresh.recall("bastion").hits
     assert fresh.spaces["default"].table.oldest_forget == forgotten_at
-    assert files_holding(home, MARKER)  # the versions before the re-index
+    # The re-index starts the history again: the versions before it, the forgotten text with them, went.
+    assert files_holding(home, MARKER) == []
     fresh.close()
     due = MemoryService(settings.model_copy(update={"retention": 0.0}), embedder=embedder)
     assert due.recall("bastion").hits  # opening it purges
+    assert due.spaces["default"].table.oldest_forget is None
     assert files_holding(home, MARKER) == [] and due.doctor() == []
     due.close()

@@ -383,6 +383,7 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts
     service.remember(FACTS[6])  # upgraded first, then written
     table = service.spaces["default"].table
     assert not table.outdated and "embedding" in table._table.schema.names
+    assert len(table._table.list_versions()) <= 2  # the old layout's versions went: the upgrade, the write
     again = MemoryService(settings, embedder=embedder).memory()
     assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
     assert FACTS[6] in {leaf.text for leaf in again.leaves.values()}

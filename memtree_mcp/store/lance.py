@@ -523,6 +523,7 @@ class NamespaceTable:
         try:
             self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
             self._table = self._db.open_table(self.name)
+            self._clean()  # the old layout's versions are history no longer: their files go now
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
         self._schema = None
@@ -758,7 +759,10 @@ class LanceStore:
         ]
         data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=schema)
         try:
-            self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
+            table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the earlier versions are history no longer
+                table.optimize(cleanup_older_than=READER_GRACE)
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
         return rev
