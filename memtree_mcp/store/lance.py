@@ -257,14 +257,17 @@ class NamespaceTable:
         """Every row written up to commit ``version``, read from the latest table without noting
         anything (this process's memory stays as it was). Raises StoreError for a commit that is
         not kept."""
+        self._check_kept(version)
+        return _up_to(_as_current(self._again_if_gone(self._table.to_arrow).combine_chunks()), version)
+
+    def _check_kept(self, version: int) -> None:
+        """Raise StoreError unless :meth:`versions` lists commit ``version``."""
         kept = [rev for rev, _ in self.versions()]
         if version not in kept:
             known = f"{kept[0]} to {kept[-1]}" if kept else "none"
             raise StoreError(
                 f"namespace '{self.name}' has no version {version}; the versions kept are {known}"
             )
-        arrow = _as_current(self._again_if_gone(self._table.to_arrow).combine_chunks())
-        return arrow.filter(pc.less_equal(arrow.column("rev"), version))
 
     def _again_if_gone(self, read: Callable[[], T]) -> T:
         """``read()``; if it fails, once more from the latest version. Another process's
@@ -448,8 +451,9 @@ class NamespaceTable:
         is destroyed: the commits in between stay in the history. The caller must hold the write
         lock, as for :meth:`commit`. Raises StoreError for a version that is not kept.
         """
-        past = self._rows_at(version)
+        self._check_kept(version)
         now, positions, _ = self._scan()
+        past = _up_to(now, version)  # one read of the table serves both
         live = set(
             zip(
                 now.column("id").take(pa.array(positions)).to_pylist(),
@@ -523,7 +527,7 @@ class NamespaceTable:
         try:
             self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
             self._table = self._db.open_table(self.name)
-            self._clean()  # the old layout's versions are history no longer: their files go now
+            _compact(self._table)  # the old layout's versions are history no longer: their files go now
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
         self._schema = None
@@ -618,7 +622,7 @@ class NamespaceTable:
             arrow, _, _ = self._scan()
             latest, _ = _latest_positions(arrow)
             self._overwrite(arrow.take(pa.array(latest)), floor=self._rev)
-            self._clean()
+            _compact(self._table)
             return
         self._maintain()
 
@@ -627,9 +631,7 @@ class NamespaceTable:
         if dominated and time.time() >= self._squash_after and self._squash():
             return
         if self._appends_since_compaction >= COMPACT_EVERY:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # Lance warns when the history kept is short
-                self._table.optimize(cleanup_older_than=READER_GRACE)
+            _compact(self._table)
             self._appends_since_compaction = 0
 
     def _squash(self) -> bool:
@@ -657,14 +659,8 @@ class NamespaceTable:
             self._squash_after = (pc.min(times).as_py() if len(times) else time.time()) + self.history
             return False
         self._overwrite(arrow.take(pa.array(keep)), floor=floor)
-        self._clean()
+        _compact(self._table)
         return True
-
-    def _clean(self) -> None:
-        """Delete the files of LanceDB versions older than :data:`READER_GRACE`."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self._table.optimize(cleanup_older_than=READER_GRACE)
 
 
 class LanceStore:
@@ -759,10 +755,7 @@ class LanceStore:
         ]
         data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=schema)
         try:
-            table = self._db.create_table(namespace, data=data, schema=schema, mode="overwrite")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the earlier versions are history no longer
-                table.optimize(cleanup_older_than=READER_GRACE)
+            _compact(self._db.create_table(namespace, data=data, schema=schema, mode="overwrite"))
         except Exception as exc:  # Lance raises several exception types for I/O
             raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
         return rev
@@ -868,6 +861,19 @@ def object_store_options(
             )
         options["allow_http"] = "true"
     return options
+
+
+def _compact(table: Any) -> None:
+    """Compact ``table``'s small files and delete the files of its LanceDB versions older than
+    :data:`READER_GRACE`: the history is in the rows, so only readers in flight used them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
+        table.optimize(cleanup_older_than=READER_GRACE)
+
+
+def _up_to(arrow: pa.Table, version: int) -> pa.Table:
+    """The rows of ``arrow`` written up to commit ``version``."""
+    return arrow.filter(pc.less_equal(arrow.column("rev"), version))
 
 
 def _last_row(arrow: pa.Table) -> tuple[str, int] | None:
