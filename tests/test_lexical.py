@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,3 +188,59 @@ def test_a_question_finds_the_turn_with_an_inflected_form_of_its_word() -> None:
     index.add("D1:5", 'Caroline said, "Going to the park tomorrow"')
     assert index.search("When did Caroline go to the LGBTQ support groups?", k=1)[0][0] == "D1:3"
     assert index.search("What did the kids love?", k=1)[0][0] == "D1:4"
+
+
+def _apply(index: LexicalIndex, op: str, number: int, text: str) -> None:
+    if op == "add":
+        index.add(f"doc{number}", text)
+    else:
+        index.remove(f"doc{number}")
+
+
+def _restored_copy(index: LexicalIndex, tok: Callable[[str], list[str]]) -> LexicalIndex:
+    """``index`` taken apart into arrays (as a snapshot stores it) and restored from them."""
+    ids: list[str] = []
+    slots: list[int] = []
+    offsets = [0]
+    codes: list[int] = []
+    tfs: list[int] = []
+    code_of: dict[str, int] = {}
+    for slot, doc_id, terms, frequencies in index.documents():
+        ids.append(doc_id)
+        slots.append(slot)
+        codes.extend(code_of.setdefault(term, len(code_of)) for term in terms)
+        tfs.extend(frequencies)
+        offsets.append(len(codes))
+    restored = LexicalIndex.restored(
+        ids, np.array(slots), np.array(offsets), np.array(codes), np.array(tfs), list(code_of), index.capacity
+    )
+    restored.k1, restored.b, restored._tokenize = index.k1, index.b, tok
+    return restored
+
+
+@settings(max_examples=100, deadline=None)
+@given(operations, operations, st.lists(queries, min_size=1, max_size=3), st.sampled_from([split, tokenize]))
+def test_an_index_restored_from_its_arrays_goes_on_exactly_as_the_one_it_was_taken_from(
+    before: list[tuple[str, int, str]],
+    after: list[tuple[str, int, str]],
+    query_texts: list[str],
+    tok: Callable[[str], list[str]],
+) -> None:
+    # A reopened namespace's BM25 index is restored, not rebuilt; every later remember and forget
+    # must leave it scoring as the index a process that never closed would hold.
+    original = LexicalIndex(tokenizer=tok)
+    for step in before:
+        _apply(original, *step)
+    restored = _restored_copy(original, tok)
+    for op, number, text in after:
+        _apply(original, op, number, text)
+        _apply(restored, op, number, text)
+        assert len(restored) == len(original)
+        for query in query_texts:
+            assert restored.scores(query) == pytest.approx(original.scores(query), rel=1e-12)
+            for doc_id in (f"doc{n}" for n in range(10)):
+                assert (doc_id in restored) == (doc_id in original)
+                if doc_id in original:
+                    assert restored.terms(doc_id) == original.terms(doc_id)
+                    assert restored.coverage(query, doc_id) == pytest.approx(original.coverage(query, doc_id))
+    assert sorted(restored.documents()) == sorted(original.documents())
