@@ -17,6 +17,10 @@ What it measures, on a store of N memories (``--size``) built once with
    other server recalls a question (the first of them pays for catching up).
 4. Recall after a foreign forget, ``--forgets`` times: server 0 forgets one of the memories it
    remembered in 3, then the others recall.
+   With ``--pause S`` the other servers recall S seconds after each write instead of at once, as
+   an agent's next turn comes after another's (a server follows in the background meanwhile,
+   ``Spaces.watch``), and the quiet recalls of 2 come S seconds apart too, so that both are asked
+   of a server idle as long; the default, 0, is the worst case for following.
 
 Times are measured at the client: the whole tool call over stdio, the question's embedding
 included. Each server logs memtree's own DEBUG lines (not the SDK's) to a file, and the counts of
@@ -111,6 +115,13 @@ async def timed_call(client: Any, tool: str, arguments: dict[str, Any]) -> tuple
     return elapsed, result
 
 
+async def quiet_call(client: Any, question: str, pause: float) -> float:
+    """A recall with nothing written since, ``pause`` seconds after the call before it (idle as long
+    as the recalls after a write are, so that the two differ only by the write)."""
+    await anyio.sleep(pause)
+    return (await timed_call(client, "recall", {"query": question, "k": 10}))[0]
+
+
 async def run_clients(
     home: Path,
     servers: int,
@@ -121,6 +132,7 @@ async def run_clients(
     forgets: int,
     logs: Sequence[Path],
     code: str | None,
+    pause: float = 0.0,
 ) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -147,9 +159,7 @@ async def run_clients(
         out["first_recall_s"] = [round(x, 2) for x in warm]
 
         reader = clients[-1]
-        times = [
-            (await timed_call(reader, "recall", {"query": next(asked), "k": 10}))[0] for _ in range(quiet)
-        ]
+        times = [await quiet_call(reader, next(asked), pause) for _ in range(quiet)]
         out["quiet_recall"] = summary_ms(times)
 
         remember: list[float] = []
@@ -168,6 +178,7 @@ async def run_clients(
             )
             remember.append(elapsed)
             remembered += result.structured_content["ids"]
+            await anyio.sleep(pause)
             for i, client in enumerate(clients[1:]):
                 after[i].append((await timed_call(client, "recall", {"query": next(asked), "k": 10}))[0])
         out["remember_on_server_0"] = summary_ms(remember)
@@ -180,13 +191,12 @@ async def run_clients(
         for leaf_id in remembered[:forgets]:
             elapsed, _ = await timed_call(clients[0], "forget", {"ids": [leaf_id]})
             forget.append(elapsed)
+            await anyio.sleep(pause)
             after_forget.append((await timed_call(clients[1], "recall", {"query": next(asked), "k": 10}))[0])
         out["forget_on_server_0"] = summary_ms(forget)
         out["recall_after_foreign_forget"] = summary_ms(after_forget)
 
-        again = [
-            (await timed_call(reader, "recall", {"query": next(asked), "k": 10}))[0] for _ in range(quiet)
-        ]
+        again = [await quiet_call(reader, next(asked), pause) for _ in range(quiet)]
         out["quiet_recall_at_end"] = summary_ms(again)
     return out
 
@@ -212,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=100, help="remember/recall rounds")
     parser.add_argument("--quiet", type=int, default=50, help="quiet recalls (before and after)")
     parser.add_argument("--forgets", type=int, default=20, help="forget/recall rounds")
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="seconds between a write and the other servers' recalls"
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON to recycle")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memtree-multiclient"))
     parser.add_argument("--rebuild", action="store_true", help="build the store again even if kept")
@@ -232,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         all_questions, speakers, copies_needed(len(turns), args.size), 2 * args.quiet + 4 * args.rounds
     )
     kept = args.workdir / f"store-{args.size}"
-    entry: dict[str, Any] = {"size": args.size, "servers": args.servers}
+    entry: dict[str, Any] = {"size": args.size, "servers": args.servers, "pause_s": args.pause}
     if args.rebuild or not kept.exists():
         print(f"building a store of {args.size:,} memories in {kept} ...", file=sys.stderr, flush=True)
         entry["build"] = build_store(kept, records[: args.size])
@@ -260,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.forgets,
             logs,
             args.server_code,
+            args.pause,
         )
     )
     entry["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -281,7 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
     runs = dict(previous.get("runs", {}))
-    runs[f"{args.size}x{args.servers}" + ("-before" if args.server_code else "")] = entry
+    key = f"{args.size}x{args.servers}" + (f"-pause{args.pause:g}s" if args.pause else "")
+    runs[key + ("-before" if args.server_code else "")] = entry
     report = {
         "benchmark": "memtree-mcp: recall right after another server process wrote (bench/multiclient.py)",
         "note": "Times at the client, over stdio, the query's embedding included. The machine (2 cores) "

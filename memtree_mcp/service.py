@@ -407,6 +407,9 @@ class MemoryService:
         arrives meanwhile waits for the slower of the two, not for both in turn (each part it
         needs is behind its own lock, which the warm-up holds while loading it). Errors are only
         logged: the call that needs the failing part reports them properly.
+
+        Then, as a server lives long, it follows other processes' commits in the background
+        (:meth:`Spaces.watch`), so that a call after another client's write does not wait for it.
         """
         started = time.perf_counter()
 
@@ -423,6 +426,7 @@ class MemoryService:
         except Exception as exc:  # a warm-up must never take the server down
             log.warning("warm-up could not load the embedder: %s", exc)
         namespace.join()
+        self.spaces.watch()
         log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 
     def close(self) -> None:

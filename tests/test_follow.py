@@ -11,6 +11,7 @@ reading the table whole.
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -297,6 +298,43 @@ def test_a_second_service_follows_remember_forget_and_restore_without_reading_th
     back = Reads(writer.spaces, monkeypatch)
     follower.remember("The retro is on Friday afternoons.")
     assert_follows_without_reading_whole(writer, back, settings, embedder)
+
+
+def test_a_watching_server_catches_up_with_another_process_s_writes_before_it_is_asked(
+    pair: tuple[MemoryService, MemoryService],
+    settings: Settings,
+    embedder: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server follows in the background: the next call after another client's remember, forget
+    # or restore finds the memory already caught up, applied incrementally, equal to a fresh load.
+    writer, follower = pair
+    writer.remember(NOTES[0])
+    assert follower.memory() is not None
+    reads = Reads(follower.spaces, monkeypatch)
+    follower.spaces.watch(every=0.02)
+    space = follower.spaces[settings.namespace]
+    target = writer.remember(NOTES[2]).ids[0]
+    steps = [
+        lambda: writer.remember(NOTES[1]),
+        lambda: writer.forget(node_id=target),
+        lambda: writer.restore("2"),
+    ]
+    for step in steps:
+        step()
+        written = writer.spaces[settings.namespace].version
+        deadline = time.monotonic() + 10
+        while space.version != written and time.monotonic() < deadline:
+            time.sleep(0.01)  # nothing asks the follower anything meanwhile
+        assert space.version == written, "the follower did not catch up in the background"
+        with space.lock:
+            assert memory_state(space.memory) == memory_state(fresh_memory(settings, embedder))
+    assert reads.count == 0, "the follower read the table whole instead of following it"
+    assert target in space.memory.leaves  # restored
+    watcher = follower.spaces._watcher
+    assert watcher is not None
+    follower.close()
+    assert not watcher.is_alive()
 
 
 def test_a_follower_follows_across_compactions_without_reading_the_table_whole(

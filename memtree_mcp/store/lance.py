@@ -213,6 +213,8 @@ class NamespaceTable:
         self._squash_after = 0.0  # no squash can drop enough before then (see _squash)
         # Set during a bulk import: commits leave compaction and squashing to maintain().
         self.maintenance_deferred = False
+        # The folder of the table's version manifests, on a local home (see commit_marker).
+        self.versions_folder: Path | None = None
         self._schema: pa.Schema | None = None  # asking Lance for it costs a few ms per commit
         self._generation: bytes | None = None  # of the rows last read; None: never read
         self._checked_out = -1  # the version latest_version() last found
@@ -226,6 +228,21 @@ class NamespaceTable:
         self._table.checkout_latest()
         self._checked_out = int(self._table.version)
         return self._checked_out
+
+    def commit_marker(self) -> int | None:
+        """A number that changes when anyone commits to this table, read without calling LanceDB:
+        the modification time of the folder each commit adds its manifest to (a stat, microseconds,
+        where :meth:`latest_version` costs two calls into LanceDB's runtime). None for an
+        object-store home, or when the folder is not there (then only :meth:`latest_version` tells).
+        It only says when to look: an unchanged marker may still hide a commit on a file system
+        with coarse times, so readers never rely on it, only the background follower does.
+        """
+        if self.versions_folder is None:
+            return None
+        try:
+            return os.stat(self.versions_folder).st_mtime_ns
+        except OSError:
+            return None
 
     def latest_generation(self) -> bytes:
         """The generation of the latest version: another than a reader's when the table was
@@ -715,7 +732,11 @@ class LanceStore:
                 except Exception:
                     raise home_error(self.home, exc, "write") from exc
         check_schema(namespace, table.schema, self.embedder, self.dimension)
-        return NamespaceTable(table, self.embedder, self.dimension, self._db, namespace, self.history)
+        opened = NamespaceTable(table, self.embedder, self.dimension, self._db, namespace, self.history)
+        if "://" not in self.home:
+            # Where Lance writes each version's manifest (lance's format: <table>.lance/_versions).
+            opened.versions_folder = Path(self.home) / f"{namespace}.lance" / "_versions"
+        return opened
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
         """A namespace's live nodes whatever embedder built it, with that embedder and dimension.
