@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memtree_mcp import spaces as spaces_module
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import STRATEGIES, Memory
 from memtree_mcp.service import MemoryService
@@ -137,6 +138,71 @@ def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restor
     assert reads.count == 2
     assert target in memory.leaves
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+
+def snapshot_rows(settings: Settings, embedder: object) -> int:
+    """The rows of the table the snapshot on disk stands at."""
+    saved = snapshots.read(snapshot_path(settings), embedder.identity, embedder.dimension, rows_only=True)  # type: ignore[attr-defined]
+    assert saved is not None
+    return saved.position.rows
+
+
+def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_table_stands(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    # A long-lived server saves its snapshot again from what it holds (the snapshot's rows plus the
+    # rows appended since, remember, forget and restore among them), so the next process starts
+    # from where the table stands instead of following everything written since the first read.
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    saved_anew(settings, embedder)
+    first = snapshot_rows(settings, embedder)
+    version = writer.history()[-1][0]
+    for note in MORE:
+        writer.remember(note, session="s2")
+    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    writer.forget(node_id=target)
+    writer.restore(str(version))
+    writer.forget(node_id=writer.recall("retriever vacuum", k=1, kind="leaf").hits[0].id)
+    space = writer.spaces["default"]
+    with space.lock:
+        writer.spaces.follow(space)
+        assert writer.spaces.refresh_snapshot(space)
+        rows = space.table.row_count()
+    assert first < rows
+    assert snapshot_rows(settings, embedder) == rows
+    before = reads.count
+    memory = reopened(settings, embedder)
+    assert reads.count == before, "the reopen read the table whole"
+    assert target in memory.leaves
+    assert all("vacuum" not in leaf.text for leaf in memory.leaves.values())
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+
+def test_a_server_that_stops_saves_its_snapshot_anew_when_it_is_far_behind(
+    settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spaces_module, "REFRESH_BEHIND", 1)
+    command = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    for note in NOTES:
+        command.remember(note, session="s1")
+    command.close()  # a one-shot command: its close saves nothing
+    saved_anew(settings, embedder)
+    first = snapshot_rows(settings, embedder)
+    server = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    server.memory()
+    server.spaces.watch()
+    for note in MORE:
+        server.remember(note, session="s2")
+    rows = server.spaces["default"].table.row_count_seen
+    assert snapshot_rows(settings, embedder) == first
+    server.close()
+    assert first < snapshot_rows(settings, embedder) == rows
+    assert_same_memory(reopened(settings, embedder), whole_read(settings, embedder), embedder)
+    after = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    after.remember("One more line, by a one-shot command.")
+    after.close()
+    assert snapshot_rows(settings, embedder) == rows
 
 
 @pytest.mark.parametrize(

@@ -548,9 +548,11 @@ class _Postings:
 
 class _PackedTerms(dict[int, tuple[tuple[str, ...], tuple[int, ...]]]):
     """Each slot's distinct terms and frequencies, as :attr:`LexicalIndex._terms_of` holds them, for
-    an index restored from arrays: a slot's pair of tuples is made the first time it is asked for
-    (a removal, :meth:`LexicalIndex.coverage`, a snapshot's :meth:`LexicalIndex.documents`), not for
-    every document at once (80 ms of a 640 ms reopen at 10k memories, most never asked)."""
+    an index restored from arrays: a restored slot's pair of tuples is made from the arrays each
+    time it is asked for (a removal, :meth:`LexicalIndex.coverage`, a snapshot's
+    :meth:`LexicalIndex.documents`), not for every document at load (80 ms of a 640 ms reopen at
+    10k memories) nor kept (their memory is what the arrays save). A slot set anew (a document
+    added after the load) is an ordinary entry; deleting a restored slot forgets it."""
 
     __slots__ = ("_at", "_bounds", "_terms", "_tfs")
 
@@ -562,11 +564,15 @@ class _PackedTerms(dict[int, tuple[tuple[str, ...], tuple[int, ...]]]):
         self._terms, self._bounds, self._tfs = terms, bounds, tfs
 
     def __missing__(self, slot: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        i = self._at.pop(slot)  # KeyError for a slot it never held, as a dict raises
+        i = self._at[slot]  # KeyError for a slot it does not hold, as a dict raises
         start, end = self._bounds[i], self._bounds[i + 1]
-        pair = (tuple(self._terms[start:end]), tuple(self._tfs[start:end]))
-        self[slot] = pair
-        return pair
+        # Made, not kept: a snapshot asks for every document, and keeping them all would put the
+        # whole cost back in memory (300 MB at 100k memories).
+        return (tuple(self._terms[start:end]), tuple(self._tfs[start:end]))
+
+    def __delitem__(self, slot: int) -> None:
+        if self._at.pop(slot, None) is None:
+            super().__delitem__(slot)
 
     def __contains__(self, slot: object) -> bool:
         return super().__contains__(slot) or slot in self._at

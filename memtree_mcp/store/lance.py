@@ -250,6 +250,12 @@ class NamespaceTable:
         self.latest_version()
         return generation_of(self._table.schema)
 
+    @property
+    def row_count_seen(self) -> int:
+        """How many rows (every revision) the table held when this reader last read, followed or
+        wrote it (no call into LanceDB)."""
+        return self._rows
+
     def row_count(self) -> int:
         """How many rows (every revision) the version last checked out holds."""
         return int(self._table.count_rows())
@@ -329,6 +335,29 @@ class NamespaceTable:
         everything = np.arange(rows.num_rows)
         self._note_latest(rows, everything, alive)
         return _snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
+
+    def rows_now(self, rows: pa.Table, position: Position, version: int) -> tuple[pa.Table, Position] | None:
+        """Each id's latest row as this reader last followed the table (to ``version``), from
+        ``rows``, each id's latest row at ``position`` (a snapshot's), and the rows appended since,
+        with where that leaves a reader: what :meth:`read_latest` would give now, without reading the
+        table whole. None when the table does not continue ``position`` (another generation, fewer
+        rows, or its last row moved). Call it with the table followed and no write under way.
+        """
+        if self._generation is None or position.generation != self._generation or position.rows > self._rows:
+            return None
+        start = position.rows - 1 if position.last is not None else position.rows
+        added = self._again_if_gone(
+            lambda: _as_current(self._table.take_offsets(list(range(start, self._rows))).to_arrow())
+        )
+        if added.num_rows != self._rows - start:
+            return None
+        if position.last is not None:
+            if (added.column("id")[0].as_py(), added.column("rev")[0].as_py()) != position.last:
+                return None
+            added = added.slice(1)
+        merged = pa.concat_tables([rows, added.cast(rows.schema)]).combine_chunks()
+        latest = merged.take(pa.array(_latest_positions(merged)[0]))
+        return latest, Position(self._generation, version, self._rows, self._rev, self._last)
 
     def changes(self) -> Changes | None:
         """What other processes committed since this table was last read or written through, at the

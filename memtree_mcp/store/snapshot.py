@@ -221,14 +221,23 @@ class _Summed:
         self.closed = True  # the caller closes the file itself, after the trailer
 
 
-def read(path: Path, embedder: str, dimension: int) -> Saved | None:
+def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
     """The snapshot at ``path``, or None when there is none or it cannot be used (logged): not
-    whole, not this format, another embedder or dimension, or rows that do not hold together."""
+    whole, not this format, another embedder or dimension, or rows that do not hold together.
+
+    ``rows_only``: only the rows and their position (no vectors, no BM25 index), read through a
+    memory map, so that the file's pages stay the page cache's (for :func:`refreshed`, in a
+    process that already holds the memory).
+    """
+    whole: bytearray | pa.Buffer
     try:
-        with path.open("rb") as source:
-            whole = bytearray(os.fstat(source.fileno()).st_size)
-            if source.readinto(whole) != len(whole):
-                return _unusable(path, "it changed while it was read")
+        if rows_only:
+            whole = pa.memory_map(str(path)).read_buffer()
+        else:
+            with path.open("rb") as source:
+                whole = bytearray(os.fstat(source.fileno()).st_size)
+                if source.readinto(whole) != len(whole):
+                    return _unusable(path, "it changed while it was read")
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -245,12 +254,12 @@ def read(path: Path, embedder: str, dimension: int) -> Saved | None:
         return _unusable(path, "its checksum does not match")
     try:
         table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
-        return _saved(table, embedder, dimension)
+        return _saved(table, embedder, dimension, rows_only=rows_only)
     except (pa.ArrowException, ValueError, KeyError, TypeError, IndexError) as exc:
         return _unusable(path, str(exc))
 
 
-def _saved(table: pa.Table, embedder: str, dimension: int) -> Saved | None:
+def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
     meta = table.schema.metadata or {}
     if meta.get(b"memtree.snapshot") != FORMAT.encode():
         raise ValueError("another snapshot format")
@@ -265,6 +274,11 @@ def _saved(table: pa.Table, embedder: str, dimension: int) -> Saved | None:
         rev=int(meta[b"memtree.rev"]),
         last=(last_id, last_rev) if last_rev >= 0 else None,
     )
+    if rows_only:
+        rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
+            {b"memtree.generation": position.generation}
+        )
+        return Saved(rows=rows, position=position, vectors={}, lexical=None)
     kinds = table.column("kind")
     is_branch = pc.and_(pc.not_equal(kinds, "leaf"), pc.not_equal(kinds, DELETED))
     derived = table.column(DERIVED).combine_chunks()
