@@ -464,13 +464,15 @@ class Spaces:
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(timeout=READERS_TURN_SECONDS)
             for space in spaces:
+                if not self._snapshot_due(space) or not space.lock.acquire(timeout=READERS_TURN_SECONDS):
+                    continue  # not worth it, or a call still holds it: a stop does not wait long
                 try:
-                    with space.lock:
-                        if self._snapshot_due(space):
-                            self.follow(space)
-                            self.refresh_snapshot(space)
+                    self.follow(space)
+                    self.refresh_snapshot(space)
                 except Exception as exc:  # stopping must not fail for a snapshot, which only saves time
                     log.warning("could not save a snapshot of namespace %s: %s", space.name, exc)
+                finally:
+                    space.lock.release()
         with self._lock:
             self._spaces.clear()
             self._store = None
