@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import sys
+import threading
+from collections.abc import Iterator
+
+_pausing = threading.Lock()
+_paused = 0  # how many callers are inside collector_paused()
+_was_enabled = True
 
 
 def give_back_freed_memory() -> None:
@@ -23,3 +30,37 @@ def give_back_freed_memory() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Run the enclosed block with Python's cyclic garbage collector off (it is back on after,
+    if it was on before; nested and concurrent uses count, the last one out turns it back on).
+
+    Loading a namespace makes hundreds of thousands of objects that all live on; each time their
+    count passes the collector's thresholds it scans every object made so far, again and again. Timed
+    in fresh processes (`Spaces.reload` from the snapshot): at 10k memories 340 ms with the collector,
+    278–293 ms without; at 100k 9.8 s with it (7 full collections), 4.1 s without. Objects freed by
+    reference counting are freed as usual meanwhile; only cycles wait for the next collection.
+
+    When the last pause ends, every object alive is moved to the collector's permanent generation
+    (``gc.freeze``): otherwise the first collections after it scan the whole load, three times as it
+    ages, and every full collection after that scans it again. They are still freed by reference
+    counting when dropped (a memory holds no reference cycles: dropping one leaves nothing for the
+    collector); a cycle alive at that moment would be collected only after ``gc.unfreeze()``.
+    """
+    global _paused, _was_enabled
+    with _pausing:
+        if _paused == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _pausing:
+            _paused -= 1
+            if _paused == 0:
+                gc.freeze()
+                if _was_enabled:
+                    gc.enable()

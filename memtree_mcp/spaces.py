@@ -48,7 +48,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import LockTimeout, StoreError
-from memtree_mcp.heap import give_back_freed_memory
+from memtree_mcp.heap import collector_paused, give_back_freed_memory
 
 if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore, NamespaceTable
@@ -349,11 +349,12 @@ class Spaces:
         (``store/snapshot.py``); otherwise from the whole table, and a new snapshot is saved.
         """
         started = time.perf_counter()
-        resumed = self._resumed(space)
-        how = "from its snapshot"
-        if resumed is None:
-            resumed = self._read_whole(space)
-            how = "whole"
+        with collector_paused():
+            resumed = self._resumed(space)
+            how = "from its snapshot"
+            if resumed is None:
+                resumed = self._read_whole(space)
+                how = "whole"
         space.memory, space.version, space.snapshot_rows = resumed
         give_back_freed_memory()
         if self.on_load is not None:

@@ -1,0 +1,58 @@
+"""Loading with the garbage collector paused: it is always back as it was, however the loads nest,
+overlap or fail."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from memtree_mcp.heap import collector_paused
+
+
+@pytest.fixture(autouse=True)
+def collector_on() -> None:
+    gc.enable()
+
+
+def test_the_collector_is_off_inside_and_back_on_after_even_when_the_block_fails() -> None:
+    with collector_paused():
+        assert not gc.isenabled()
+        loaded = [[n] for n in range(1000)]
+    assert gc.isenabled()
+    # What the load made is not scanned again by the collector.
+    assert gc.get_freeze_count() >= len(loaded)
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a load that failed")
+    assert gc.isenabled()
+
+
+def test_nested_and_overlapping_pauses_turn_it_back_on_only_when_the_last_one_leaves() -> None:
+    inside, leave = threading.Event(), threading.Event()
+
+    def other_load() -> None:
+        with collector_paused():
+            inside.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=other_load)
+    with collector_paused():
+        thread.start()
+        assert inside.wait(10)
+        with collector_paused():
+            assert not gc.isenabled()
+    assert not gc.isenabled(), "another load is still under way"
+    leave.set()
+    thread.join(10)
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_the_application_stays_off() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
