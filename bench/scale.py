@@ -675,6 +675,12 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     embedder.embed_batch(["warm up"])
     out["model_load_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_model_loaded"] = rss_mib()
+    try:  # as `memtree-mcp serve` does (code from before it has no such switch)
+        from memtree_mcp.heap import freeze_after_loads
+
+        freeze_after_loads()
+    except ImportError:
+        pass
     service = MemoryService(Settings(home=home, namespace=NAMESPACE), embedder=embedder)
     targets: dict[str, tuple[Any, str]] = {"read": (NamespaceTable, "read"), "load": (Memory, "load")}
     try:  # code with snapshots (issue 16 part 3); the code before has none of these

@@ -228,8 +228,10 @@ def _open(path: str, mode: str) -> IO[str]:
 
 
 def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    from memtree_mcp.heap import freeze_after_loads
     from memtree_mcp.server import build_server
 
+    freeze_after_loads()  # this process is the service's for life (see heap.collector_paused)
     server = build_server(service)
     if args.transport == "stdio":
         from memtree_mcp.stdio import serve_stdio

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from memtree_mcp import heap
 from memtree_mcp.heap import collector_paused
 
 
@@ -21,8 +22,8 @@ def test_the_collector_is_off_inside_and_back_on_after_even_when_the_block_fails
         assert not gc.isenabled()
         loaded = [[n] for n in range(1000)]
     assert gc.isenabled()
-    # What the load made is not scanned again by the collector.
-    assert gc.get_freeze_count() >= len(loaded)
+    assert gc.get_freeze_count() == 0, "only a server freezes what a load made"
+    del loaded
     with pytest.raises(RuntimeError), collector_paused():
         raise RuntimeError("a load that failed")
     assert gc.isenabled()
@@ -56,3 +57,14 @@ def test_a_collector_turned_off_by_the_application_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_server_freezes_what_a_load_made_out_of_later_collections(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "_freeze", False)
+    heap.freeze_after_loads()
+    try:
+        with collector_paused():
+            loaded = [[n] for n in range(1000)]
+        assert gc.get_freeze_count() >= len(loaded)
+    finally:
+        gc.unfreeze()
