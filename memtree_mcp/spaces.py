@@ -9,7 +9,9 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
   :meth:`NamespaceTable.changes` and applied with :meth:`Memory.apply`); it reads the table whole
   only when it was rewritten (a purge, a squash, a re-index). Measured with two stdio servers on
   one store of 10k memories (``bench/multiclient.py``): reading the table whole after every
-  foreign ``remember`` made the next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x;
+  foreign ``remember`` made the next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x.
+  A server also follows in the background (:meth:`Spaces.watch`), so that its next call seldom has
+  to, and when it stops it saves a snapshot that has fallen far behind (:meth:`Spaces.close`);
 - serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
   taken before the space's own lock, so a writer waiting for another process never holds up the
   readers of this one; it gives up after MEMTREE_LOCK_TIMEOUT and names the process in the way;
