@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.extractive import gist, label_for, summarize_children
 from memtree_mcp.core.index import VectorIndex
-from memtree_mcp.core.memory import Memory, estimate_tokens
+from memtree_mcp.core.memory import Memory, _Timeline, estimate_tokens
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.temporal import is_boundary
 
 
 @settings(max_examples=200, deadline=None)
@@ -146,3 +147,42 @@ def test_tree_propagation_matches_the_dense_transition_matrix(
     expected = sum(decay**h * np.linalg.matrix_power(transition, h) @ initial for h in range(horizon + 1))
     got = structure.propagate(initial, top_down, decay, horizon)
     np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([None, "a", "b", "c"]), st.floats(0, 10_000, allow_nan=False)),
+        min_size=0,
+        max_size=40,
+    )
+)
+def test_the_timeline_s_segments_break_exactly_where_is_boundary_says(
+    turns: list[tuple[str | None, float]],
+) -> None:
+    # A new segment at each change of session (neither unknown) or silence past the gap, as
+    # is_boundary judges each leaf against the one before it in arrival order.
+    leaves = []
+    stamp = 0.0
+    for i, (session, pause) in enumerate(turns):
+        stamp += pause
+        vector = np.zeros(4, dtype=np.float32)
+        vector[i % 4] = 1.0
+        leaves.append(
+            Leaf(id=f"m{i}", text=f"turn {i}", vector=vector, seq=i, timestamp=stamp, session=session)
+        )
+    index = VectorIndex(4)
+    if leaves:  # indexed in another order than arrival, so rows and places differ
+        index.extend(
+            [leaf.id for leaf in reversed(leaves)], np.stack([leaf.vector for leaf in reversed(leaves)])
+        )
+    timeline = _Timeline.of(leaves, GAP, index)
+    expected, segment = [], 0
+    for previous, leaf in zip([None, *leaves], leaves, strict=False):
+        segment += int(is_boundary(previous, leaf, GAP))
+        expected.append(segment)
+    assert timeline.segment.tolist() == expected
+    assert timeline.rows.tolist() == [index.row(leaf.id) for leaf in leaves]
+
+
+GAP = 3_000.0

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import heapq
-import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -267,7 +266,8 @@ class Memory:
             tree.tree_name: _TreeArrays.build(tree, self.leaf_index)
             for tree in (self.semantic, self.temporal)
         }
-        self._timeline = None
+        # Built now rather than by the first recall: a server loads in the background, before it.
+        self._timeline = _Timeline.of(ordered, self.temporal.gap_seconds, self.leaf_index)
         self._structure = None
 
     # -- writing ---------------------------------------------------------------------------------
@@ -1376,19 +1376,24 @@ class _Timeline:
 
     @classmethod
     def build(cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex) -> _Timeline:
-        ordered = sorted(leaves.values(), key=lambda leaf: leaf.seq)
+        return cls.of(sorted(leaves.values(), key=lambda leaf: leaf.seq), gap_seconds, index)
+
+    @classmethod
+    def of(cls, ordered: Sequence[Leaf], gap_seconds: float, index: VectorIndex) -> _Timeline:
+        """The timeline of ``ordered``, every leaf held, in ``seq`` order."""
         n = len(ordered)
         stamps = np.fromiter((leaf.timestamp for leaf in ordered), dtype=np.float64, count=n)
-        sessions = [leaf.session for leaf in ordered]
+        sessions = np.empty(n, dtype=object)
+        sessions[:] = [leaf.session for leaf in ordered]
+        known = np.fromiter((session is not None for session in sessions), dtype=bool, count=n)
         # As is_boundary between each leaf and the previous one: a new session or a long silence.
-        changed = np.fromiter(
-            (a is not None and b is not None and a != b for a, b in itertools.pairwise(sessions)),
-            dtype=bool,
-            count=max(n - 1, 0),
-        )
+        # Compared column-wise (object arrays compare element by element with ``!=``): a Python
+        # loop over the pairs was 40 ms of the first recall after loading 10k memories.
+        changed = known[1:] & known[:-1] & (sessions[1:] != sessions[:-1]).astype(bool)
         boundary = changed | (np.diff(stamps) > gap_seconds)
         segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
-        rows = np.fromiter((index.row(leaf.id) for leaf in ordered), dtype=np.int64, count=n)
+        row_of = index.row_of
+        rows = np.fromiter((row_of[leaf.id] for leaf in ordered), dtype=np.int64, count=n)
         return cls(_rows=rows, _segment=segment, size=n)
 
     def append(self, row: int, boundary: bool) -> None:
