@@ -5,6 +5,8 @@ corrupt or does not fit the table is ignored, the table read whole, and a good s
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -315,3 +317,25 @@ def test_a_namespace_whose_snapshot_cannot_be_saved_still_opens(
     folder.write_text("a file where the snapshots' folder should be")
     assert_reopened_by_a_whole_read(settings, embedder, reads)
     assert folder.is_file()
+
+
+def test_a_write_killed_midway_leaves_no_file_behind_for_long(settings: Settings, embedder: object) -> None:
+    # A client may kill a server while it saves its snapshot at stop: the half-written temporary
+    # file stays. The next save removes it once no write can still be under way, and leaves a
+    # write that may be (a recent file) alone.
+    for note in NOTES:
+        service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+        service.remember(note)
+        service.close()
+    saved_anew(settings, embedder)
+    folder = snapshot_path(settings).parent
+    killed = folder / ".default.arrow.killed1.tmp"
+    killed.write_bytes(b"half a snapshot")
+    old = time.time() - snapshots.ABANDONED_AFTER - 60
+    os.utime(killed, (old, old))
+    under_way = folder / ".default.arrow.running.tmp"
+    under_way.write_bytes(b"being written")
+    saved_anew(settings, embedder)
+    assert not killed.exists()
+    assert under_way.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [".default.arrow.running.tmp", "default.arrow"]

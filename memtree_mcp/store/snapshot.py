@@ -33,11 +33,13 @@ Object-store homes (``s3://``) keep no snapshot: it would be one more object to 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import struct
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass
 from functools import cache
@@ -57,6 +59,8 @@ from memtree_mcp.store.lance import DELETED, Position
 log = logging.getLogger("memtree_mcp")
 
 FORMAT = "1"
+# A snapshot's temporary file untouched this long (seconds) belongs to a write that was killed.
+ABANDONED_AFTER = 600.0
 # Tables of fewer rows are read whole (in well under 0.1 s) and keep no snapshot.
 SMALLEST = 2_000
 # A snapshot further behind its table than this many rows, or a quarter of its own, is read whole
@@ -179,6 +183,7 @@ def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedd
     }
     table = table.replace_schema_metadata(meta)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _remove_abandoned(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         # Streamed to the file, summed on the way, not built in memory first (440 MB at 100k
@@ -192,6 +197,18 @@ def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedd
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Delete the temporary files of earlier writes of ``path`` that were cut short and left
+    behind (a process killed while writing: a server's client may kill it while it saves at
+    stop), once they are old enough that no write can still be under way (a 100k snapshot takes
+    seconds; one untouched for ABANDONED_AFTER seconds is dead)."""
+    now = time.time()
+    for stray in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):  # gone already, or not ours to delete
+            if now - stray.stat().st_mtime > ABANDONED_AFTER:
+                stray.unlink()
 
 
 class _Summed:
