@@ -7,8 +7,8 @@
 
 1. a reopen (a fresh process timing ``Spaces.reload``, the open of a new server);
 2. for each count in ``--remember``: that many remembers by a one-shot process (LoCoMo turns, as
-   ``memtree-mcp remember`` would write them; it saves no snapshot), then a reopen, which follows
-   every row appended since the snapshot;
+   ``bench/scale.py`` reads them, each marked as a later note so none is a duplicate; it saves no
+   snapshot), then a reopen, which follows every row appended since the snapshot;
 3. a server's stop: a service that watched (``Spaces.watch``) is closed, which saves the snapshot
    anew when it is far behind (``Spaces.close``); timed, then a reopen.
 
@@ -56,20 +56,6 @@ print(json.dumps({{"reload_ms": round((time.perf_counter() - started) * 1000, 1)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def turns(path: Path) -> list[str]:
-    texts = []
-    for conversation in json.loads(path.read_text()):
-        sample = conversation.get("conversation", conversation)
-        for value in sample.values():
-            if isinstance(value, list):
-                texts += [
-                    f"{t.get('speaker', '')}: {t['text']}"
-                    for t in value
-                    if isinstance(t, dict) and "text" in t
-                ]
-    return texts
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("store", type=Path)
@@ -79,10 +65,12 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE.parent))
+    from scale import load_locomo
+
     from memtree_mcp.config import Settings
     from memtree_mcp.service import MemoryService
 
-    texts = turns(args.data)
+    texts = [turn["content"] for turn in load_locomo(args.data)[0]]
     work = Path(tempfile.mkdtemp(prefix="snapshot-age-", dir=args.workdir))
     home = work / "home"
     shutil.copytree(args.store, home, symlinks=True)

@@ -345,19 +345,28 @@ class NamespaceTable:
         """
         if self._generation is None or position.generation != self._generation or position.rows > self._rows:
             return None
-        start = position.rows - 1 if position.last is not None else position.rows
-        added = self._again_if_gone(
-            lambda: _as_current(self._table.take_offsets(list(range(start, self._rows))).to_arrow())
-        )
-        if added.num_rows != self._rows - start:
+        added = self._again_if_gone(lambda: self._rows_after(position.rows, position.last, self._rows))
+        if added is None:
             return None
-        if position.last is not None:
-            if (added.column("id")[0].as_py(), added.column("rev")[0].as_py()) != position.last:
-                return None
-            added = added.slice(1)
         merged = pa.concat_tables([rows, added.cast(rows.schema)]).combine_chunks()
         latest = merged.take(pa.array(_latest_positions(merged)[0]))
         return latest, Position(self._generation, version, self._rows, self._rev, self._last)
+
+    def _rows_after(self, seen: int, last: tuple[str, int] | None, total: int) -> pa.Table | None:
+        """The rows at offsets ``seen`` to ``total`` (appended after the ``seen`` a reader saw, the
+        last of them ``last``), taken by offset with the last one seen, which must still be there;
+        None when it is not (a rewrite or deletion that did not say so) or rows are missing."""
+        start = seen - 1 if last is not None else seen
+        if start == total:  # nothing was ever appended
+            return _as_current(self._table.schema.empty_table())
+        arrow = _as_current(self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks())
+        if arrow.num_rows != total - start:
+            return None
+        if last is not None:
+            if (arrow.column("id")[0].as_py(), arrow.column("rev")[0].as_py()) != last:
+                return None
+            arrow = arrow.slice(1)
+        return arrow
 
     def changes(self) -> Changes | None:
         """What other processes committed since this table was last read or written through, at the
@@ -387,16 +396,9 @@ class NamespaceTable:
         total = self._table.count_rows()
         if total < self._rows:
             return None
-        start = self._rows - 1 if self._last is not None else self._rows
-        if total == start:
-            return Changes(version=version, leaves=[], branches=[], removed=set())
-        arrow = _as_current(self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks())
-        if arrow.num_rows != total - start:
+        arrow = self._rows_after(self._rows, self._last, total)
+        if arrow is None:
             return None
-        if self._last is not None:
-            if (arrow.column("id")[0].as_py(), arrow.column("rev")[0].as_py()) != self._last:
-                return None
-            arrow = arrow.slice(1)
         if not arrow.num_rows:
             return Changes(version=version, leaves=[], branches=[], removed=set())
         if int(pc.min(arrow.column("rev")).as_py()) <= self._rev:

@@ -288,10 +288,10 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
         rev=int(meta[b"memtree.rev"]),
         last=(last_id, last_rev) if last_rev >= 0 else None,
     )
+    rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
+        {b"memtree.generation": position.generation}
+    )
     if rows_only:
-        rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
-            {b"memtree.generation": position.generation}
-        )
         return Saved(rows=rows, position=position, vectors={}, lexical=None)
     kinds = table.column("kind")
     is_branch = pc.and_(pc.not_equal(kinds, "leaf"), pc.not_equal(kinds, DELETED))
@@ -312,9 +312,6 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     lexical = None
     if meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
         lexical = _lexical(table, int(meta[b"memtree.lexical_capacity"]))
-    rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
-        {b"memtree.generation": position.generation}
-    )
     return Saved(rows=rows, position=position, vectors=vectors, lexical=lexical)
 
 
