@@ -150,6 +150,30 @@ def test_a_memory_grown_node_by_node_recalls_as_the_same_memory_reloaded() -> No
             same_hits(grown, reloaded, vector, text, strategy=strategy)
 
 
+def test_a_load_given_the_leaves_vectors_as_one_matrix_equals_one_from_each_leaf_s_vector() -> None:
+    grown = grown_memory(12, inserts=150, removals=40)
+    leaves = sorted(grown.leaves.values(), key=lambda leaf: leaf.seq)
+    branches = [*grown.semantic.branches.values(), *grown.temporal.branches.values()]
+    matrix = np.stack([leaf.vector for leaf in leaves])
+    each, whole = Memory(DIM), Memory(DIM)
+    each.load(copy.deepcopy(leaves), copy.deepcopy(branches))
+    taken = copy.deepcopy(leaves)
+    whole.load(taken, copy.deepcopy(branches), vectors=matrix)
+    assert np.array_equal(whole.leaf_index.vectors(), each.leaf_index.vectors())
+    assert all(np.array_equal(leaf.vector, row) for leaf, row in zip(taken, matrix, strict=True))
+    for vector, text in queries(12, 8):
+        for strategy in STRATEGIES:
+            same_hits(each, whole, vector, text, strategy=strategy)
+    # A matrix that does not follow the leaves in seq order is refused, the memory left as it was.
+    shuffled = [taken[1], taken[0], *taken[2:]]
+    with pytest.raises(ValueError, match="seq order"):
+        whole.load(shuffled, copy.deepcopy(branches), vectors=matrix)
+    with pytest.raises(ValueError, match="one per leaf"):
+        whole.load(taken, copy.deepcopy(branches), vectors=matrix[:-1])
+    assert len(whole.leaves) == len(leaves)
+    same_hits(each, whole, *queries(13, 1)[0])
+
+
 def test_bm25_mapped_to_leaf_rows_equals_the_lexical_scores_by_id() -> None:
     memory = grown_memory(5, inserts=80, removals=30)
     for text in ["coffee beans", "jazz", "hiking alps trail python", "nothing matches zzz"]:

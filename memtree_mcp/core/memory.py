@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import collections
 import heapq
+import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -211,22 +213,37 @@ class Memory:
     # -- loading ---------------------------------------------------------------------------------
 
     def load(
-        self, leaves: Iterable[Leaf], branches: Iterable[Branch], lexical: LexicalIndex | None = None
+        self,
+        leaves: Iterable[Leaf],
+        branches: Iterable[Branch],
+        lexical: LexicalIndex | None = None,
+        vectors: Matrix | None = None,
     ) -> None:
         """Replace the whole state with stored nodes.
 
         ``lexical``: the BM25 index of exactly these leaves' texts, kept from an earlier load
         (``store/snapshot.py``), instead of tokenizing every text again. Branches that come with
-        their vectors keep them (derived earlier from the same leaves).
+        their vectors keep them (derived earlier from the same leaves). ``vectors``: the leaves'
+        vectors as one matrix, row i being the i-th leaf's, the leaves given in seq order (what
+        a store's ``Snapshot`` holds), taken in one copy instead of gathering each leaf's.
+
+        Raises ValueError when ``lexical`` or ``vectors`` does not fit the leaves.
         """
+        given = list(leaves)
+        ordered = sorted(given, key=lambda leaf: leaf.seq)
+        if vectors is not None and (
+            len(vectors) != len(ordered) or any(a is not b for a, b in zip(ordered, given, strict=True))
+        ):
+            raise ValueError("the vectors given are not one per leaf, the leaves in seq order")
         self.leaves.clear()
         self._by_hash.clear()
-        ordered = sorted(leaves, key=lambda leaf: leaf.seq)
         self._authors = Counter(leaf.role for leaf in ordered)
         ids = [leaf.id for leaf in ordered]
         self.leaf_index = VectorIndex(self.dimension, capacity=_headroom(len(ordered)))
         if ordered:
-            self.leaf_index.extend(ids, np.stack([leaf.vector for leaf in ordered]))
+            if vectors is None:
+                vectors = np.stack([leaf.vector for leaf in ordered])
+            self.leaf_index.extend(ids, vectors)
             # Each leaf reads its vector from the index's matrix rather than keeping a copy (1.5 KB
             # a memory: 150 MB at 100k). The index writes a row only for a new leaf (past every
             # held row) or when a removal fills a hole, and _unindex_leaf then gives the leaves
@@ -244,15 +261,16 @@ class Memory:
         self._slot_row = np.full(slots, -1, dtype=np.int64)
         self._slot_author = np.full(slots, -1, dtype=np.int64)
         self._slot_stamp = np.full(slots, -1, dtype=np.float64)
-        for row, leaf in enumerate(ordered):
-            slot = self.lexical.slot(leaf.id)
-            self._slot_row[slot] = row
-            self._slot_author[slot] = self._code_of(leaf.role)
-            self._slot_stamp[slot] = leaf.timestamp
-        for leaf in ordered:
-            self.leaves[leaf.id] = leaf
-            if leaf.content_hash:
-                self._by_hash[leaf.content_hash] = leaf.id
+        # What _map_slot does leaf by leaf, one numpy assignment per array.
+        n = len(ordered)
+        slot_of = self.lexical.slot
+        at = np.fromiter((slot_of(leaf_id) for leaf_id in ids), np.int64, n)
+        code = {role: self._code_of(role) for role in self._authors}  # in first-seen order
+        self._slot_row[at] = np.arange(n, dtype=np.int64)
+        self._slot_author[at] = np.fromiter((code[leaf.role] for leaf in ordered), np.int64, n)
+        self._slot_stamp[at] = np.fromiter((leaf.timestamp for leaf in ordered), np.float64, n)
+        self.leaves.update(zip(ids, ordered, strict=True))
+        self._by_hash.update((leaf.content_hash, leaf.id) for leaf in ordered if leaf.content_hash)
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
         for tree in (self.semantic, self.temporal):
@@ -1177,6 +1195,15 @@ class _Members:
         return self._values[: self.size]
 
 
+_ID = operator.attrgetter("id")
+_PARENT = operator.attrgetter("parent")
+_DEPTH = operator.attrgetter("depth")
+_LEAF_COUNT = operator.attrgetter("leaf_count")
+_CHILDREN = operator.attrgetter("children")
+_VECTOR = operator.attrgetter("vector")
+_KIND = operator.attrgetter("kind")
+
+
 class _TreeArrays:
     """One tree's shape as arrays, kept up to date node by node: what recall needs from a tree.
 
@@ -1204,39 +1231,41 @@ class _TreeArrays:
     @classmethod
     def build(cls, tree: SemanticTree | TemporalTree, leaf_index: VectorIndex) -> _TreeArrays:
         """The arrays of ``tree`` from scratch (its leaves must all be in ``leaf_index``)."""
-        # What set_branch and set_leaf do node by node, in the same order (so the same positions),
-        # with one numpy assignment per array: at 100k memories 2.7 s of a load took 0.3 s.
+        # What set_branch and set_leaf do node by node (positions in the order of the tree's
+        # branches), with one numpy assignment per array: at 100k memories 2.7 s of a load took 0.3 s.
         arrays = cls()
         branches = list(tree.branches.values())
         position = arrays.position
-        for branch in branches:
-            position.setdefault(branch.id, len(position))
-            if branch.parent is not None:
-                position.setdefault(branch.parent, len(position))
-        leaf_rows = leaf_index.row_of
-        placed = [
-            (leaf_rows[leaf_id], position.setdefault(parent, len(position)))
-            for leaf_id, parent in tree.parent_of.items()
-        ]
+        position.update(zip(map(_ID, branches), itertools.count()))
+        parent_of = tree.parent_of
+        # Every parent is one of the branches; one that is not still gets a position (what
+        # set_branch and set_leaf would give it).
+        lost = set(map(_PARENT, branches)).union(parent_of.values()).difference(position)
+        lost.discard(None)
+        position.update(zip(sorted(lost), itertools.count(len(position))))
         arrays.ids = list(position)
         arrays._grow(max(16, len(position)))
+        # Iterated with C-level callables (map, attrgetter), not generator expressions: a frame
+        # per node made this 0.45 s at 100k memories.
         count = len(branches)
-        at = np.fromiter((position[b.id] for b in branches), np.int64, count)
-        arrays.parent[at] = np.fromiter(
-            (-1 if b.parent is None else position[b.parent] for b in branches), np.int64, count
-        )
-        depth = np.fromiter((b.depth for b in branches), np.int64, count)
+        at = np.fromiter(map(position.__getitem__, map(_ID, branches)), np.int64, count)
+        parents = [position[parent] if parent is not None else -1 for parent in map(_PARENT, branches)]
+        arrays.parent[at] = np.array(parents, dtype=np.int64)
+        depth = np.fromiter(map(_DEPTH, branches), np.int64, count)
         arrays.depth[at] = depth
-        arrays.count[at] = np.fromiter((b.leaf_count for b in branches), np.float64, count)
-        arrays.fan_out[at] = np.fromiter((len(b.children) for b in branches), np.float64, count)
-        has_vector = np.fromiter((b.vector is not None for b in branches), bool, count)
+        arrays.count[at] = np.fromiter(map(_LEAF_COUNT, branches), np.float64, count)
+        arrays.fan_out[at] = np.fromiter(map(len, map(_CHILDREN, branches)), np.float64, count)
+        has_vector = np.fromiter((vector is not None for vector in map(_VECTOR, branches)), bool, count)
         arrays.has_vector[at] = has_vector
-        arrays.eligible[at] = has_vector & np.fromiter((b.kind == "internal" for b in branches), bool, count)
+        internal = np.fromiter(map("internal".__eq__, map(_KIND, branches)), bool, count)
+        arrays.eligible[at] = has_vector & internal
         arrays.levels = [_Members.of(at[depth == level]) for level in range(int(depth.max(initial=-1)) + 1)]
-        if placed:
-            rows = np.fromiter((row for row, _ in placed), np.int64, len(placed))
+        if parent_of:
+            rows = np.fromiter(map(leaf_index.row_of.__getitem__, parent_of.keys()), np.int64, len(parent_of))
             arrays.leaf_parent = np.full(max(16, int(rows.max()) + 1), -1, dtype=np.int64)
-            arrays.leaf_parent[rows] = np.fromiter((parent for _, parent in placed), np.int64, len(placed))
+            arrays.leaf_parent[rows] = np.fromiter(
+                map(position.__getitem__, parent_of.values()), np.int64, len(parent_of)
+            )
         return arrays
 
     def _slot(self, node_id: str) -> int:

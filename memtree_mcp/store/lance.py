@@ -160,6 +160,9 @@ class Snapshot:
     version: int
     leaves: list[Leaf]
     branches: list[Branch]
+    # The leaves' vectors as one matrix, row i being leaves[i]'s (leaves in seq order), for
+    # Memory.load to take in one copy; each leaf's vector is a view of its row.
+    vectors: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1031,14 +1034,18 @@ def _snapshot_of(
     arrow: pa.Table, positions: np.ndarray, is_leaf: np.ndarray, version: int, dimension: int
 ) -> Snapshot:
     """The nodes in the rows at ``positions`` of ``arrow`` (``is_leaf`` says which are leaves)."""
-    leaves = _leaves_at(arrow, positions[is_leaf], dimension)
+    at = positions[is_leaf]
+    # In seq order, so that the leaves' vectors are the rows of one matrix in their order.
+    at = at[np.argsort(arrow.column("first_seq").take(pa.array(at)).to_numpy(), kind="stable")]
+    vectors = _leaf_vectors(arrow, at, dimension, copy=False)
+    leaves = _leaves_at(arrow, at, dimension, vectors)
     branches = _branches_at(arrow, positions[~is_leaf])
-    leaves.sort(key=lambda leaf: leaf.seq)
-    return Snapshot(version=version, leaves=leaves, branches=branches)
+    return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors)
 
 
-def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.ndarray:
-    """The vectors of the leaf rows at ``positions``, gathered in one writable float32 matrix."""
+def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int, *, copy: bool = True) -> np.ndarray:
+    """The vectors of the leaf rows at ``positions``, gathered in one float32 matrix: a writable
+    copy, or with ``copy=False`` a read-only view over the Arrow buffer they were gathered into."""
     part = arrow.column("embedding").take(pa.array(positions)).combine_chunks()
     if part.null_count:
         raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
@@ -1051,14 +1058,19 @@ def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int) -> np.
     data = np.frombuffer(
         part.buffers()[2], dtype=np.float32, count=len(part) * dimension, offset=int(offsets[0])
     )
-    return data.reshape(len(part), dimension).copy()
+    matrix = data.reshape(len(part), dimension)
+    return matrix.copy() if copy else matrix
 
 
-def _leaves_at(arrow: pa.Table, positions: np.ndarray, dimension: int) -> list[Leaf]:
-    """The leaves in the rows at ``positions``, built column by column (no dict per row)."""
+def _leaves_at(
+    arrow: pa.Table, positions: np.ndarray, dimension: int, vectors: np.ndarray | None = None
+) -> list[Leaf]:
+    """The leaves in the rows at ``positions``, built column by column (no dict per row); their
+    vectors are the rows of ``vectors`` when given (gathered from the same positions)."""
     if not len(positions):
         return []
-    vectors = _leaf_vectors(arrow, positions, dimension)
+    if vectors is None:
+        vectors = _leaf_vectors(arrow, positions, dimension)
     part = arrow.select(list(LEAF_COLUMNS)).take(pa.array(positions))
     ids, texts, seqs, stamps, roles, tags, sessions, hashes, created = (
         part.column(name).to_pylist() for name in LEAF_COLUMNS
