@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from memtree_mcp import spaces as spaces_module
 from memtree_mcp.config import Settings
@@ -212,13 +216,22 @@ def test_a_server_that_stops_saves_its_snapshot_anew_when_it_is_far_behind(
     [
         pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
         pytest.param(lambda data: data[:200] + bytes([data[200] ^ 0xFF]) + data[201:], id="a flipped byte"),
+        pytest.param(
+            lambda data: data[:-40] + bytes([data[-40] ^ 0x01]) + data[-39:], id="a late flipped bit"
+        ),
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: b"not a snapshot at all" * 10, id="another file"),
     ],
 )
 def test_a_damaged_snapshot_is_ignored_the_table_read_whole_and_a_good_one_saved(
-    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads, damage: object
+    writer: MemoryService,
+    settings: Settings,
+    embedder: object,
+    reads: WholeReads,
+    damage: object,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(snapshots, "SPLIT_ABOVE", 64)  # checked on two cores, as a large one is
     for note in NOTES:
         writer.remember(note)
     saved_anew(settings, embedder)
@@ -229,6 +242,14 @@ def test_a_damaged_snapshot_is_ignored_the_table_read_whole_and_a_good_one_saved
     before = reads.count
     reopened(settings, embedder)
     assert reads.count == before
+
+
+@examples(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.binary(max_size=300))
+def test_crc32_combine_gives_the_crc32_of_the_two_joined(first: bytes, second: bytes) -> None:
+    joined = snapshots.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second))
+    assert joined == zlib.crc32(first + second)
+    assert snapshots.checksum(memoryview(first + second)) == zlib.crc32(first + second)
 
 
 def test_a_snapshot_of_a_table_since_rewritten_is_ignored(

@@ -1043,10 +1043,21 @@ def _snapshot_of(
     return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors)
 
 
+def _rows_at(arrow: pa.Table, positions: np.ndarray) -> pa.Table:
+    """The rows at ``positions`` (ascending). Rows that lie together, as a snapshot keeps its
+    leaves and its branches (``store/snapshot.py``), are sliced rather than gathered: over a
+    memory-mapped file that copies nothing."""
+    n = len(positions)
+    if n and int(positions[-1]) - int(positions[0]) == n - 1 and np.all(np.diff(positions) == 1):
+        return arrow.slice(int(positions[0]), n)
+    return arrow.take(pa.array(positions))
+
+
 def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int, *, copy: bool = True) -> np.ndarray:
     """The vectors of the leaf rows at ``positions``, gathered in one float32 matrix: a writable
-    copy, or with ``copy=False`` a read-only view over the Arrow buffer they were gathered into."""
-    part = arrow.column("embedding").take(pa.array(positions)).combine_chunks()
+    copy, or with ``copy=False`` a read-only view over the Arrow buffer they were gathered into
+    (or lie in)."""
+    part = _rows_at(arrow.select(["embedding"]), positions).column("embedding").combine_chunks()
     if part.null_count:
         raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
     if not len(part):
@@ -1071,10 +1082,11 @@ def _leaves_at(
         return []
     if vectors is None:
         vectors = _leaf_vectors(arrow, positions, dimension)
-    part = arrow.select(list(LEAF_COLUMNS)).take(pa.array(positions))
-    ids, texts, seqs, stamps, roles, tags, sessions, hashes, created = (
-        part.column(name).to_pylist() for name in LEAF_COLUMNS
+    part = _rows_at(arrow.select(list(LEAF_COLUMNS)), positions)
+    ids, texts, seqs, stamps, roles, sessions, hashes, created = (
+        part.column(name).to_pylist() for name in LEAF_COLUMNS if name != "tags"
     )
+    tags = _tags(part.column("tags"))
     return [
         Leaf(
             id=ids[i],
@@ -1083,7 +1095,7 @@ def _leaves_at(
             seq=int(seqs[i]),
             timestamp=float(stamps[i]),
             role=roles[i] or "user",
-            tags=tuple(tags[i] or ()),
+            tags=tags.get(i, ()),
             session=sessions[i],
             content_hash=hashes[i] or "",
             created=float(created[i] or 0.0),
@@ -1092,11 +1104,22 @@ def _leaves_at(
     ]
 
 
+def _tags(column: pa.ChunkedArray) -> dict[int, tuple[str, ...]]:
+    """The tags of the rows that have any, by row: most memories have none, and a list made for
+    each of them took 47 ms at 100k memories."""
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+    tagged = np.flatnonzero(lengths)
+    if not len(tagged):
+        return {}
+    listed = column.take(pa.array(tagged)).to_pylist()
+    return {i: tuple(tags) for i, tags in zip(tagged.tolist(), listed, strict=True)}
+
+
 def _branches_at(arrow: pa.Table, positions: np.ndarray) -> list[Branch]:
     """The branches in the rows at ``positions``, built column by column (no dict per row)."""
     if not len(positions):
         return []
-    part = arrow.select(list(BRANCH_COLUMNS)).take(pa.array(positions))
+    part = _rows_at(arrow.select(list(BRANCH_COLUMNS)), positions)
     (
         ids,
         trees,

@@ -39,6 +39,7 @@ import logging
 import os
 import struct
 import tempfile
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -66,6 +67,8 @@ SMALLEST = 2_000
 # A snapshot further behind its table than this many rows, or a quarter of its own, is read whole
 # instead of followed (and saved anew): following applies each row's node one by one.
 FOLLOW_AT_MOST = 20_000
+# Snapshots larger than this (bytes) have their checksum verified on two cores.
+SPLIT_ABOVE = 32 << 20
 MAGIC = b"MTSNAP\x00\x01"
 # After the Arrow file: the magic, the Arrow file's length and its CRC-32.
 TRAILER = struct.Struct("<8sQI")
@@ -120,7 +123,22 @@ def lexical_fingerprint() -> str:
 
 def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedder: str) -> None:
     """Save ``memory``, just loaded from ``rows`` (each id's latest row at ``position``), as the
-    snapshot at ``path``. Raises OSError when it cannot be written (nothing is left half-written)."""
+    snapshot at ``path``. Raises OSError when it cannot be written (nothing is left half-written).
+
+    The rows are kept leaves first, in seq order, then branches, then deletions: a reader takes
+    the leaves' and the branches' rows, and the leaves' vectors end to end, without gathering them
+    row by row (``store/lance.py``).
+    """
+    kinds = rows.column("kind")
+    leaf = pc.equal(kinds, "leaf").to_numpy(zero_copy_only=False)
+    deleted = pc.equal(kinds, DELETED).to_numpy(zero_copy_only=False)
+    leaves = np.flatnonzero(leaf)
+    seqs = rows.column("first_seq").take(pa.array(leaves)).to_numpy(zero_copy_only=False)
+    order = np.concatenate(
+        [leaves[np.argsort(seqs, kind="stable")], np.flatnonzero(~leaf & ~deleted), np.flatnonzero(deleted)]
+    )
+    if not np.array_equal(order, np.arange(rows.num_rows)):
+        rows = rows.take(pa.array(order))
     n = rows.num_rows
     dimension = memory.dimension
     ids = rows.column("id").to_pylist()
@@ -264,7 +282,7 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
     if size != len(whole) - TRAILER.size:
         return _unusable(path, "its length is not the one its trailer records")
     payload = memoryview(whole)[:size]
-    if zlib.crc32(payload) != crc:
+    if checksum(payload) != crc:
         return _unusable(path, "its checksum does not match")
     try:
         table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
@@ -308,7 +326,7 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     matrix = values[: len(values) - len(values) % dimension].reshape(-1, dimension)[starts // dimension]
     cohesions = table.column(COHESION).combine_chunks().to_numpy(zero_copy_only=False)[where].tolist()
     branch_ids = table.column("id").take(pa.array(where)).to_pylist()
-    vectors = {node_id: (matrix[k], cohesions[k]) for k, node_id in enumerate(branch_ids)}
+    vectors = dict(zip(branch_ids, zip(matrix, cohesions, strict=True), strict=True))
     lexical = None
     if meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
         lexical = _lexical(table, int(meta[b"memtree.lexical_capacity"]))
@@ -333,6 +351,60 @@ def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
         words.dictionary.to_pylist(),
         capacity,
     )
+
+
+def checksum(data: memoryview) -> int:
+    """``zlib.crc32(data)``, its second half summed on another core when ``data`` is large
+    (zlib lets go of the interpreter while it sums): 60 ms instead of 125 ms for 442 MiB."""
+    if len(data) < SPLIT_ABOVE:
+        return zlib.crc32(data)
+    half = len(data) // 2
+    second: list[int] = []
+    worker = threading.Thread(target=lambda: second.append(zlib.crc32(data[half:])), name="snapshot-crc")
+    worker.start()
+    first = zlib.crc32(data[:half])
+    worker.join()
+    return crc32_combine(first, second[0], len(data) - half)
+
+
+def crc32_combine(first: int, second: int, second_length: int) -> int:
+    """The CRC-32 of two byte strings joined, from the CRC-32 of each and the second's length
+    (zlib's ``crc32_combine``, which Python's zlib does not offer): the first's CRC is carried
+    through ``second_length`` zero bytes by squaring a matrix over GF(2), then added."""
+    if second_length <= 0:
+        return first  # the CRC of nothing is 0
+    odd = [0xEDB88320, *(1 << n for n in range(31))]  # one zero bit
+    even = _gf2_square(odd)  # two zero bits
+    odd = _gf2_square(even)  # four zero bits
+    crc, length = first, second_length
+    while True:  # each pass: the matrix for the next bit of the length (in bytes: 8 bits, then 16 ...)
+        even = _gf2_square(odd)
+        if length & 1:
+            crc = _gf2_times(even, crc)
+        length >>= 1
+        if not length:
+            break
+        odd = _gf2_square(even)
+        if length & 1:
+            crc = _gf2_times(odd, crc)
+        length >>= 1
+        if not length:
+            break
+    return crc ^ second
+
+
+def _gf2_times(matrix: list[int], vector: int) -> int:
+    total, row = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[row]
+        vector >>= 1
+        row += 1
+    return total
+
+
+def _gf2_square(matrix: list[int]) -> list[int]:
+    return [_gf2_times(matrix, column) for column in matrix]
 
 
 def _unusable(path: Path, why: str) -> Saved | None:
