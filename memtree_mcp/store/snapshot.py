@@ -373,23 +373,14 @@ def crc32_combine(first: int, second: int, second_length: int) -> int:
     through ``second_length`` zero bytes by squaring a matrix over GF(2), then added."""
     if second_length <= 0:
         return first  # the CRC of nothing is 0
-    odd = [0xEDB88320, *(1 << n for n in range(31))]  # one zero bit
-    even = _gf2_square(odd)  # two zero bits
-    odd = _gf2_square(even)  # four zero bits
+    one_bit = [0xEDB88320, *(1 << n for n in range(31))]  # the CRC carried through one zero bit
+    zeros = _gf2_square(_gf2_square(one_bit))  # through four
     crc, length = first, second_length
-    while True:  # each pass: the matrix for the next bit of the length (in bytes: 8 bits, then 16 ...)
-        even = _gf2_square(odd)
+    while length:
+        zeros = _gf2_square(zeros)  # 1, 2, 4 ... zero bytes: the length's next bit
         if length & 1:
-            crc = _gf2_times(even, crc)
+            crc = _gf2_times(zeros, crc)
         length >>= 1
-        if not length:
-            break
-        odd = _gf2_square(even)
-        if length & 1:
-            crc = _gf2_times(odd, crc)
-        length >>= 1
-        if not length:
-            break
     return crc ^ second
 
 
