@@ -66,7 +66,7 @@ def memory_as_of(table: NamespaceTable, when: str, dimension: int, present: Coll
     memory = Memory(dimension)
     kept = [leaf for leaf in snapshot.leaves if leaf.id in present]
     if len(kept) == len(snapshot.leaves):
-        memory.load(snapshot.leaves, snapshot.branches, vectors=snapshot.vectors)
+        memory.load(snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes)
         return memory
     for leaf in kept:  # in the order they were remembered (Snapshot.leaves is sorted by seq)
         memory.add_leaf(leaf)
@@ -144,7 +144,9 @@ class Maintenance:
             dimension = self._embedder().dimension
             checked = Memory(dimension)
             try:
-                checked.load(snapshot.leaves, snapshot.branches, vectors=snapshot.vectors)
+                checked.load(
+                    snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes
+                )
                 problems = memory_problems(checked)
             except Exception as exc:  # a store too broken to load is one problem, and repairable
                 problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]

@@ -378,7 +378,7 @@ class Spaces:
 
         read, rows, position = space.table.read_latest()
         memory = Memory(self._embedder().dimension)
-        memory.load(read.leaves, read.branches, vectors=read.vectors)
+        memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
         path = snapshots.path_of(self.settings.home, space.name)
         saved_at = -1
         if path is not None and position.rows >= snapshots.SMALLEST:
@@ -420,7 +420,7 @@ class Spaces:
             read = table.resume(saved.rows, saved.position)
             saved.give_vectors(read.branches)
             memory = Memory(self._embedder().dimension)
-            memory.load(read.leaves, read.branches, saved.lexical, read.vectors)
+            memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
             del read
             if saved.lexical is None:
                 # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;

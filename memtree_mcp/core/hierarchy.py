@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -12,6 +13,36 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import refresh_branch
 
 Linkage = Literal["average", "centroid"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One tree's shape as a store's columns give it, for a load of that tree's branches in a
+    given order: what :meth:`Hierarchy._adopt` and the recall arrays (``core/memory.py``) would
+    otherwise work out node by node (0.7 s of a 100k load).
+
+    - ``parent_of``: each leaf's parent, in the order the branches list them; ``height``: the
+      depth below the deepest leaves' parents;
+    - by branch, in load order: ``parent`` (the parent's place in that order, -1 for none),
+      ``depth``, ``leaf_count``, ``fan_out`` (children) and ``internal`` (of kind "internal");
+    - by leaf in ``parent_of``: ``leaf_rows``, its place among all ``leaves`` leaves in seq order
+      (the leaf index's rows after a load), and ``leaf_parent``, its parent's place.
+    """
+
+    parent_of: dict[str, str]
+    height: int
+    parent: np.ndarray
+    depth: np.ndarray
+    leaf_count: np.ndarray
+    fan_out: np.ndarray
+    internal: np.ndarray
+    leaves: int
+    leaf_rows: np.ndarray
+    leaf_parent: np.ndarray
+
+    def fits(self, branches: Sequence[Branch]) -> bool:
+        """Whether this can stand for ``branches`` (the same count; the store made both)."""
+        return len(self.depth) == len(branches)
 
 
 class Hierarchy:
@@ -30,11 +61,15 @@ class Hierarchy:
     # the cosine to its centroid ("centroid"); see core/semantic.py for the measurements.
     linkage: Linkage = "average"
 
-    def _adopt(self, by_id: dict[str, Branch], root: Branch) -> None:
-        """Take stored branches as the whole tree; leaves' parents and the height follow from them."""
+    def _adopt(self, by_id: dict[str, Branch], root: Branch, shape: Shape | None = None) -> None:
+        """Take stored branches as the whole tree; leaves' parents and the height follow from them
+        (or come with their ``shape``)."""
         by_id.setdefault(root.id, root)
         self.branches = by_id
         self.root = by_id[root.id]
+        if shape is not None:
+            self.parent_of, self.height = dict(shape.parent_of), shape.height
+            return
         self.parent_of = {}
         height = 0
         for branch in by_id.values():

@@ -48,7 +48,7 @@ import numpy as np
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.gathering import dated_spans, named_authors, standardised, without_names
-from memtree_mcp.core.hierarchy import Linkage
+from memtree_mcp.core.hierarchy import Linkage, Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
@@ -218,6 +218,7 @@ class Memory:
         branches: Iterable[Branch],
         lexical: LexicalIndex | None = None,
         vectors: Matrix | None = None,
+        shapes: Mapping[str, Shape] | None = None,
     ) -> None:
         """Replace the whole state with stored nodes.
 
@@ -226,6 +227,8 @@ class Memory:
         their vectors keep them (derived earlier from the same leaves). ``vectors``: the leaves'
         vectors as one matrix, row i being the i-th leaf's, the leaves given in seq order (what
         a store's ``Snapshot`` holds), taken in one copy instead of gathering each leaf's.
+        ``shapes``: each tree's :class:`Shape` as the store's columns give it, for its branches in
+        the order given, instead of working it out node by node.
 
         Raises ValueError when ``lexical`` or ``vectors`` does not fit the leaves.
         """
@@ -273,15 +276,18 @@ class Memory:
         self._by_hash.update((leaf.content_hash, leaf.id) for leaf in ordered if leaf.content_hash)
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
+        fitting: dict[str, Shape | None] = {}
         for tree in (self.semantic, self.temporal):
             mine = [b for b in stored if b.tree == tree.tree_name]
             if any(b.vector is None and b.children for b in mine):
                 # Stores keep no branch vector: each is the mean of its leaves'.
                 derive_vectors(mine, self.leaf_index.row_of, self.leaf_index.vectors())
-            tree.adopt(mine)
+            shape = (shapes or {}).get(tree.tree_name)
+            fitting[tree.tree_name] = shape if shape is not None and shape.fits(mine) else None
+            tree.adopt(mine, fitting[tree.tree_name])
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self._arrays = {
-            tree.tree_name: _TreeArrays.build(tree, self.leaf_index)
+            tree.tree_name: _TreeArrays.build(tree, self.leaf_index, fitting[tree.tree_name])
             for tree in (self.semantic, self.temporal)
         }
         # Built now rather than by the first recall: a server loads in the background, before it.
@@ -1229,43 +1235,61 @@ class _TreeArrays:
         self.levels: list[_Members] = []
 
     @classmethod
-    def build(cls, tree: SemanticTree | TemporalTree, leaf_index: VectorIndex) -> _TreeArrays:
-        """The arrays of ``tree`` from scratch (its leaves must all be in ``leaf_index``)."""
+    def build(
+        cls, tree: SemanticTree | TemporalTree, leaf_index: VectorIndex, shape: Shape | None = None
+    ) -> _TreeArrays:
+        """The arrays of ``tree`` from scratch (its leaves must all be in ``leaf_index``), taking
+        what ``shape`` holds of it (its branches' in the order of ``tree.branches``) when given."""
         # What set_branch and set_leaf do node by node (positions in the order of the tree's
         # branches), with one numpy assignment per array: at 100k memories 2.7 s of a load took 0.3 s.
         arrays = cls()
         branches = list(tree.branches.values())
+        count = len(branches)
         position = arrays.position
         position.update(zip(map(_ID, branches), itertools.count()))
+        at = np.arange(count)  # each branch's position: their order
         parent_of = tree.parent_of
-        # Every parent is one of the branches; one that is not still gets a position (what
-        # set_branch and set_leaf would give it).
-        lost = set(map(_PARENT, branches)).union(parent_of.values()).difference(position)
-        lost.discard(None)
-        position.update(zip(sorted(lost), itertools.count(len(position))))
+        given = shape if shape is not None and len(shape.depth) == count else None
+        if given is None:
+            # Every parent is one of the branches; one that is not still gets a position (what
+            # set_branch and set_leaf would give it).
+            lost = set(map(_PARENT, branches)).union(parent_of.values()).difference(position)
+            lost.discard(None)
+            position.update(zip(sorted(lost), itertools.count(len(position))))
         arrays.ids = list(position)
         arrays._grow(max(16, len(position)))
         # Iterated with C-level callables (map, attrgetter), not generator expressions: a frame
-        # per node made this 0.45 s at 100k memories.
-        count = len(branches)
-        at = np.fromiter(map(position.__getitem__, map(_ID, branches)), np.int64, count)
-        parents = [position[parent] if parent is not None else -1 for parent in map(_PARENT, branches)]
-        arrays.parent[at] = np.array(parents, dtype=np.int64)
-        depth = np.fromiter(map(_DEPTH, branches), np.int64, count)
-        arrays.depth[at] = depth
-        arrays.count[at] = np.fromiter(map(_LEAF_COUNT, branches), np.float64, count)
-        arrays.fan_out[at] = np.fromiter(map(len, map(_CHILDREN, branches)), np.float64, count)
-        has_vector = np.fromiter((vector is not None for vector in map(_VECTOR, branches)), bool, count)
-        arrays.has_vector[at] = has_vector
-        internal = np.fromiter(map("internal".__eq__, map(_KIND, branches)), bool, count)
-        arrays.eligible[at] = has_vector & internal
-        arrays.levels = [_Members.of(at[depth == level]) for level in range(int(depth.max(initial=-1)) + 1)]
-        if parent_of:
-            rows = np.fromiter(map(leaf_index.row_of.__getitem__, parent_of.keys()), np.int64, len(parent_of))
-            arrays.leaf_parent = np.full(max(16, int(rows.max()) + 1), -1, dtype=np.int64)
-            arrays.leaf_parent[rows] = np.fromiter(
-                map(position.__getitem__, parent_of.values()), np.int64, len(parent_of)
+        # per node made this 0.45 s at 100k memories; from a shape, no step per node at all.
+        if given is not None:
+            parents, depth = given.parent, given.depth
+            arrays.count[:count] = given.leaf_count
+            arrays.fan_out[:count] = given.fan_out
+            internal = given.internal
+        else:
+            parents = np.array(
+                [position[parent] if parent is not None else -1 for parent in map(_PARENT, branches)],
+                dtype=np.int64,
             )
+            depth = np.fromiter(map(_DEPTH, branches), np.int64, count)
+            arrays.count[:count] = np.fromiter(map(_LEAF_COUNT, branches), np.float64, count)
+            arrays.fan_out[:count] = np.fromiter(map(len, map(_CHILDREN, branches)), np.float64, count)
+            internal = np.fromiter(map("internal".__eq__, map(_KIND, branches)), bool, count)
+        arrays.parent[:count] = parents
+        arrays.depth[:count] = depth
+        has_vector = np.fromiter((vector is not None for vector in map(_VECTOR, branches)), bool, count)
+        arrays.has_vector[:count] = has_vector
+        arrays.eligible[:count] = has_vector & internal
+        arrays.levels = [_Members.of(at[depth == level]) for level in range(int(depth.max(initial=-1)) + 1)]
+        if given is not None and len(leaf_index) == given.leaves:
+            rows, under = given.leaf_rows, given.leaf_parent
+        elif parent_of:
+            rows = np.fromiter(map(leaf_index.row_of.__getitem__, parent_of.keys()), np.int64, len(parent_of))
+            under = np.fromiter(map(position.__getitem__, parent_of.values()), np.int64, len(parent_of))
+        else:
+            rows = under = np.zeros(0, dtype=np.int64)
+        if len(rows):
+            arrays.leaf_parent = np.full(max(16, int(rows.max()) + 1), -1, dtype=np.int64)
+            arrays.leaf_parent[rows] = under
         return arrays
 
     def _slot(self, node_id: str) -> int:

@@ -47,7 +47,7 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
-from memtree_mcp.core.hierarchy import Hierarchy, Linkage
+from memtree_mcp.core.hierarchy import Hierarchy, Linkage, Shape
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import refresh_branch
 
@@ -211,10 +211,11 @@ class SemanticTree(Hierarchy):
             self._embed_texts([b for b in refreshed if b.kind == "internal"])
         return changed, removed
 
-    def adopt(self, branches: Sequence[Branch]) -> None:
-        """Replace the whole tree with stored ``branches`` (one of them the root); used when loading."""
+    def adopt(self, branches: Sequence[Branch], shape: Shape | None = None) -> None:
+        """Replace the whole tree with stored ``branches`` (one of them the root); used when loading.
+        ``shape``: the leaves' parents and the height, as the store's columns give them."""
         empty_root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
-        self._adopt({b.id: b for b in branches}, empty_root)
+        self._adopt({b.id: b for b in branches}, empty_root, shape)
         self._matrices.clear()
 
     def apply(self, branches: Sequence[Branch], removed: Collection[str]) -> None:

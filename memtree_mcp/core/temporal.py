@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.hierarchy import Hierarchy
+from memtree_mcp.core.hierarchy import Hierarchy, Shape
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import refresh_branch
 from memtree_mcp.core.semantic import new_branch_id
@@ -323,15 +323,16 @@ class TemporalTree(Hierarchy):
         self.last_leaf = lowest.children[-1] if lowest.children else None
         return changed, removed
 
-    def adopt(self, branches: Sequence[Branch]) -> None:
+    def adopt(self, branches: Sequence[Branch], shape: Shape | None = None) -> None:
         """Replace the whole tree with stored ``branches`` (the root among them); used when loading.
+        ``shape``: the leaves' parents and the height, as the store's columns give them.
 
         Raises ``ValueError`` when a branch belongs to another tree.
         """
         foreign = [b.id for b in branches if b.tree != "temporal"]
         if foreign:
             raise ValueError(f"not temporal branches: {', '.join(foreign[:5])}")
-        self._adopt({b.id: b for b in branches}, _new_root())
+        self._adopt({b.id: b for b in branches}, _new_root(), shape)
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 

@@ -63,6 +63,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memtree_mcp.addresses import is_loopback
+from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import EmbedderMismatch, StoreError
@@ -164,6 +165,8 @@ class Snapshot:
     # The leaves' vectors as one matrix, row i being leaves[i]'s (leaves in seq order), for
     # Memory.load to take in one copy; each leaf's vector is a view of its row.
     vectors: np.ndarray | None = None
+    # Each tree's shape, from the columns, for Memory.load (its branches in the order above).
+    shapes: dict[str, Shape] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1041,7 +1044,56 @@ def _snapshot_of(
     vectors = _leaf_vectors(arrow, at, dimension, copy=False)
     leaves = _leaves_at(arrow, at, dimension, vectors)
     branches = _branches_at(arrow, positions[~is_leaf])
-    return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors)
+    shapes = _shapes(arrow, at, positions[~is_leaf])
+    return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors, shapes=shapes)
+
+
+def _shapes(arrow: pa.Table, leaf_positions: np.ndarray, branch_positions: np.ndarray) -> dict[str, Shape]:
+    """Each tree's :class:`Shape` from the branch rows at ``branch_positions`` (in that order, as
+    :func:`_branches_at` builds them) and the leaf rows at ``leaf_positions`` (in seq order), in
+    Arrow and numpy rather than node by node. A tree whose rows name a parent that is not among
+    them, or a leaf under two branches, gets none: the load works those out as before."""
+    part = _rows_at(
+        arrow.select(["id", "tree", "kind", "parent", "depth", "leaf_count", "children"]), branch_positions
+    )
+    leaf_ids = _rows_at(arrow.select(["id"]), leaf_positions).column("id").combine_chunks()
+    shapes = {}
+    for name in ("semantic", "temporal"):
+        mine = part.filter(pc.equal(part.column("tree"), name))
+        ids = mine.column("id").combine_chunks()
+        parent = pc.index_in(mine.column("parent"), value_set=ids)
+        if parent.null_count != mine.column("parent").null_count:
+            continue  # a parent not among the rows
+        children = mine.column("children").combine_chunks()
+        lengths = pc.fill_null(pc.list_value_length(children), 0).to_numpy(zero_copy_only=False)
+        owner = np.repeat(np.arange(mine.num_rows), lengths)
+        listed = children.flatten()  # the children of each row in turn (none for a null list)
+        rows = pc.index_in(listed, value_set=leaf_ids)
+        is_leaf = pc.is_valid(rows).to_numpy(zero_copy_only=False)
+        owner = owner[is_leaf]
+        leaf_rows = rows.filter(pa.array(is_leaf)).to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(np.unique(leaf_rows)) != len(leaf_rows):
+            continue  # a leaf listed twice
+        depth = mine.column("depth").to_numpy().astype(np.int64)
+        shapes[name] = Shape(
+            parent_of=dict(
+                zip(
+                    listed.filter(pa.array(is_leaf)).to_pylist(),
+                    ids.take(pa.array(owner)).to_pylist(),
+                    strict=True,
+                )
+            ),
+            height=int(depth[owner].max()) + 1 if len(owner) else 0,
+            parent=pc.fill_null(parent, -1).to_numpy(zero_copy_only=False).astype(np.int64),
+            depth=depth,
+            leaf_count=mine.column("leaf_count").to_numpy().astype(np.float64),
+            fan_out=lengths.astype(np.float64),
+            internal=pc.equal(mine.column("kind"), "internal").to_numpy(zero_copy_only=False),
+            leaves=len(leaf_ids),
+            leaf_rows=leaf_rows,
+            leaf_parent=owner.astype(np.int64),
+        )
+    return shapes
 
 
 def _rows_at(arrow: pa.Table, positions: np.ndarray) -> pa.Table:
