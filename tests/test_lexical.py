@@ -244,3 +244,19 @@ def test_an_index_restored_from_its_arrays_goes_on_exactly_as_the_one_it_was_tak
                     assert restored.terms(doc_id) == original.terms(doc_id)
                     assert restored.coverage(query, doc_id) == pytest.approx(original.coverage(query, doc_id))
     assert sorted(restored.documents()) == sorted(original.documents())
+
+
+def test_arrays_that_do_not_hold_together_are_refused_by_name() -> None:
+    # A snapshot whose index arrays were damaged is read whole instead: restored must refuse them.
+    vocabulary = ["alpha", "beta", "gamma"]
+    offsets, codes, tfs = np.array([0, 2, 3]), np.array([0, 1, 2]), np.array([1, 2, 1])
+    good = LexicalIndex.restored(["a", "b"], np.array([0, 3]), offsets, codes, tfs, vocabulary, 4)
+    assert good.terms("b") == {"gamma": 1} and good.capacity == 4
+    with pytest.raises(ValueError, match="one slot"):
+        LexicalIndex.restored(["a", "b"], np.array([3, 3]), offsets, codes, tfs, vocabulary, 4)
+    with pytest.raises(ValueError, match="twice"):
+        LexicalIndex.restored(["a", "a"], np.array([0, 1]), offsets, codes, tfs, vocabulary, 4)
+    with pytest.raises(ValueError, match="hold together"):
+        LexicalIndex.restored(["a", "b"], np.array([0, 1]), offsets, np.array([0, 1, 3]), tfs, vocabulary, 4)
+    with pytest.raises(ValueError, match="hold together"):
+        LexicalIndex.restored(["a", "b"], np.array([0, 4]), offsets, codes, tfs, vocabulary, 4)

@@ -275,7 +275,6 @@ class LexicalIndex:
             or (n and (offsets[0] != 0 or offsets[-1] != len(term_codes) or np.any(np.diff(offsets) < 0)))
             or len(tfs) != len(term_codes)
             or (n and (slots.min() < 0 or slots.max() >= capacity))
-            or len(np.unique(slots)) != n
             or (len(term_codes) and (term_codes.min() < 0 or term_codes.max() >= len(vocabulary)))
             or np.any(tfs <= 0)
         ):
@@ -284,17 +283,21 @@ class LexicalIndex:
         index._slot_of = dict(zip(doc_ids, slot_list, strict=True))
         if len(index._slot_of) != n:
             raise ValueError("the stored lexical index names a document twice")
-        index._id_of = [None] * capacity
-        for doc_id, slot in index._slot_of.items():
-            index._id_of[slot] = doc_id
-        index._free = [slot for slot, doc_id in enumerate(index._id_of) if doc_id is None]  # sorted: a heap
+        taken = np.zeros(capacity, dtype=bool)
+        taken[slots] = True
+        free = np.flatnonzero(~taken)
+        if len(free) != capacity - n:
+            raise ValueError("the stored lexical index gives two documents one slot")
+        id_of = np.full(capacity, None, dtype=object)
+        id_of[slots] = doc_ids
+        index._id_of = id_of.tolist()
+        index._free = free.tolist()  # sorted: a heap
         summed = np.concatenate([[0], np.cumsum(tfs)])
         lengths = summed[offsets[1:]] - summed[offsets[:-1]]
         index._lengths = np.zeros(max(16, capacity), dtype=np.float64)
         index._lengths[slots] = lengths
         index._total_length = int(lengths.sum())
-        terms = np.asarray(vocabulary, dtype=object)[term_codes] if len(term_codes) else np.zeros(0, object)
-        index._terms_of = _PackedTerms(slot_list, terms, offsets.tolist(), tfs.tolist())
+        index._terms_of = _PackedTerms(slot_list, term_codes, offsets.tolist(), tfs, vocabulary)
         if len(term_codes):
             owner = np.repeat(slots, np.diff(offsets))
             # A stable sort of codes that fit in 16 bits is a radix sort: 25 ms instead of 120 ms
@@ -557,21 +560,29 @@ class _PackedTerms(dict[int, tuple[tuple[str, ...], tuple[int, ...]]]):
     10k memories) nor kept (their memory is what the arrays save). A slot set anew (a document
     added after the load) is an ordinary entry; deleting a restored slot forgets it."""
 
-    __slots__ = ("_at", "_bounds", "_terms", "_tfs")
+    __slots__ = ("_at", "_bounds", "_codes", "_tfs", "_vocabulary")
 
-    def __init__(self, slots: list[int], terms: np.ndarray, bounds: list[int], tfs: list[int]) -> None:
-        """Slot ``slots[i]`` has the terms ``terms[bounds[i]:bounds[i + 1]]`` with the frequencies
-        ``tfs`` at the same places."""
+    def __init__(
+        self,
+        slots: list[int],
+        codes: np.ndarray,
+        bounds: list[int],
+        tfs: np.ndarray,
+        vocabulary: Sequence[str],
+    ) -> None:
+        """Slot ``slots[i]`` has the terms ``vocabulary[codes[j]]`` with the frequencies ``tfs[j]``
+        for ``j`` in ``bounds[i]:bounds[i + 1]``."""
         super().__init__()
         self._at = dict(zip(slots, range(len(slots)), strict=True))
-        self._terms, self._bounds, self._tfs = terms, bounds, tfs
+        self._codes, self._bounds, self._tfs, self._vocabulary = codes, bounds, tfs, vocabulary
 
     def __missing__(self, slot: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
         i = self._at[slot]  # KeyError for a slot it does not hold, as a dict raises
         start, end = self._bounds[i], self._bounds[i + 1]
         # Made, not kept: a snapshot asks for every document, and keeping them all would put the
         # whole cost back in memory (300 MB at 100k memories).
-        return (tuple(self._terms[start:end]), tuple(self._tfs[start:end]))
+        terms = tuple(map(self._vocabulary.__getitem__, self._codes[start:end].tolist()))
+        return (terms, tuple(self._tfs[start:end].tolist()))
 
     def __delitem__(self, slot: int) -> None:
         if self._at.pop(slot, None) is None:

@@ -1064,17 +1064,17 @@ def _shapes(
     part = _rows_at(
         arrow.select(["id", "tree", "kind", "parent", "depth", "leaf_count", "children"]), branch_positions
     )
-    leaf_column = _rows_at(arrow.select(["id"]), leaf_positions).column("id").combine_chunks()
+    leaf_column = one_array(_rows_at(arrow.select(["id"]), leaf_positions).column("id"))
     shapes = {}
     for name in ("semantic", "temporal"):
         in_tree = pc.equal(part.column("tree"), name)
         mine = part.filter(in_tree)
         mine_ids = list(itertools.compress(branch_ids, in_tree.to_numpy(zero_copy_only=False).tolist()))
-        ids = mine.column("id").combine_chunks()
+        ids = one_array(mine.column("id"))
         parent = pc.index_in(mine.column("parent"), value_set=ids)
         if parent.null_count != mine.column("parent").null_count:
             continue  # a parent not among the rows
-        children = mine.column("children").combine_chunks()
+        children = one_array(mine.column("children"))
         lengths = pc.fill_null(pc.list_value_length(children), 0).to_numpy(zero_copy_only=False)
         owner = np.repeat(np.arange(mine.num_rows), lengths)
         listed = children.flatten()  # the children of each row in turn (none for a null list)
@@ -1106,6 +1106,12 @@ def _shapes(
     return shapes
 
 
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as it is, or its chunks joined (``combine_chunks``
+    copies even a single chunk: 200 MB of a snapshot's branch vectors at 100k memories)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def _rows_at(arrow: pa.Table, positions: np.ndarray) -> pa.Table:
     """The rows at ``positions`` (ascending). Rows that lie together, as a snapshot keeps its
     leaves and its branches (``store/snapshot.py``), are sliced rather than gathered: over a
@@ -1120,7 +1126,7 @@ def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int, *, cop
     """The vectors of the leaf rows at ``positions``, gathered in one float32 matrix: a writable
     copy, or with ``copy=False`` a read-only view over the Arrow buffer they were gathered into
     (or lie in)."""
-    part = _rows_at(arrow.select(["embedding"]), positions).column("embedding").combine_chunks()
+    part = one_array(_rows_at(arrow.select(["embedding"]), positions).column("embedding"))
     if part.null_count:
         raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
     if not len(part):

@@ -55,7 +55,7 @@ from memtree_mcp.core import lexical as lexical_module
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
-from memtree_mcp.store.lance import DELETED, Position
+from memtree_mcp.store.lance import DELETED, Position, one_array
 
 log = logging.getLogger("memtree_mcp")
 
@@ -313,7 +313,7 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
         return Saved(rows=rows, position=position, vectors={}, lexical=None)
     kinds = table.column("kind")
     is_branch = pc.and_(pc.not_equal(kinds, "leaf"), pc.not_equal(kinds, DELETED))
-    derived = table.column(DERIVED).combine_chunks()
+    derived = one_array(table.column(DERIVED))
     has_vector = pc.and_(is_branch, pc.is_valid(derived)).to_numpy(zero_copy_only=False)
     where = np.flatnonzero(has_vector)
     starts = derived.offsets.to_numpy()[where]
@@ -324,7 +324,7 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     values = derived.values.to_numpy(zero_copy_only=False)
     # A matrix of their own (the rows gathered): views into the payload would keep all of it alive.
     matrix = values[: len(values) - len(values) % dimension].reshape(-1, dimension)[starts // dimension]
-    cohesions = table.column(COHESION).combine_chunks().to_numpy(zero_copy_only=False)[where].tolist()
+    cohesions = one_array(table.column(COHESION)).to_numpy(zero_copy_only=False)[where].tolist()
     branch_ids = table.column("id").take(pa.array(where)).to_pylist()
     vectors = dict(zip(branch_ids, zip(matrix, cohesions, strict=True), strict=True))
     lexical = None
@@ -334,10 +334,10 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
 
 
 def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
-    slots = table.column(SLOT).combine_chunks()
+    slots = one_array(table.column(SLOT))
     indexed = pa.array(np.flatnonzero(pc.is_valid(slots).to_numpy(zero_copy_only=False)))
-    terms = table.column(TERMS).combine_chunks().take(indexed)
-    tfs = table.column(FREQUENCIES).combine_chunks().take(indexed)
+    terms = one_array(table.column(TERMS)).take(indexed)
+    tfs = one_array(table.column(FREQUENCIES)).take(indexed)
     lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False)
     if int(lengths.sum()) != (pc.sum(pc.list_value_length(table.column(TERMS))).as_py() or 0):
         raise ValueError("terms stored for a row that is not indexed")
