@@ -1113,19 +1113,27 @@ def one_array(column: pa.ChunkedArray) -> pa.Array:
 
 
 def _rows_at(arrow: pa.Table, positions: np.ndarray) -> pa.Table:
-    """The rows at ``positions`` (ascending). Rows that lie together, as a snapshot keeps its
+    """The rows at ``positions``, in that order. Rows that lie together, as a snapshot keeps its
     leaves and its branches (``store/snapshot.py``), are sliced rather than gathered: over a
     memory-mapped file that copies nothing."""
-    n = len(positions)
-    if n and int(positions[-1]) - int(positions[0]) == n - 1 and np.all(np.diff(positions) == 1):
-        return arrow.slice(int(positions[0]), n)
+    if _together(positions):
+        return arrow.slice(int(positions[0]), len(positions))
     return arrow.take(pa.array(positions))
 
 
+def _together(positions: np.ndarray) -> bool:
+    """Whether ``positions`` are consecutive and ascending (a slice)."""
+    n = len(positions)
+    return (
+        bool(n) and int(positions[-1]) - int(positions[0]) == n - 1 and bool(np.all(np.diff(positions) == 1))
+    )
+
+
 def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int, *, copy: bool = True) -> np.ndarray:
-    """The vectors of the leaf rows at ``positions``, gathered in one float32 matrix: a writable
-    copy, or with ``copy=False`` a read-only view over the Arrow buffer they were gathered into
-    (or lie in)."""
+    """The vectors of the leaf rows at ``positions`` in one float32 matrix: a writable copy, or
+    with ``copy=False`` and rows that lie together a read-only view of ``arrow``'s own buffer (a
+    memory-mapped snapshot's). Gathered rows are always copied, so that the buffer they were
+    gathered into goes back to Arrow's pool at once (``_release_arrow_pages``)."""
     part = one_array(_rows_at(arrow.select(["embedding"]), positions).column("embedding"))
     if part.null_count:
         raise StoreError("a stored memory has no vector; run `memtree-mcp doctor --repair`")
@@ -1139,7 +1147,7 @@ def _leaf_vectors(arrow: pa.Table, positions: np.ndarray, dimension: int, *, cop
         part.buffers()[2], dtype=np.float32, count=len(part) * dimension, offset=int(offsets[0])
     )
     matrix = data.reshape(len(part), dimension)
-    return matrix.copy() if copy else matrix
+    return matrix if not copy and _together(positions) else matrix.copy()
 
 
 def _leaves_at(
