@@ -399,7 +399,7 @@ class LexicalIndex:
         present = np.bincount(member[kept], minlength=groups) > 0
         n = int(present.sum())
         scores = np.zeros(groups, dtype=np.float64)
-        if n == 0:
+        if n == 0 or not lengths.any():  # no group, or no word in any: every score is zero
             return scores
         norm = self.k1 * (1.0 - self.b + self.b * lengths / (float(lengths.sum()) / n))
         for term, qtf in query_counts.items():
