@@ -19,9 +19,12 @@ session in LoCoMo), standardised over the segments, times a weight:
 - ``greedy cover``: segments picked one by one, each the one that adds the most idf weight of
   query terms not yet covered by those picked, lifted by their order of picking;
 - ``best-k content-only dense``: as ``best-k dense`` with the name-free vector alone; two sums of
-  the above; and a cap (at most m memories of a segment before every other segment's next).
+  the above; and a cap (at most m memories of a segment before every other segment's next);
+- ``length`` (a third round, a score of the memory itself): the standardised log of its number of
+  distinct terms, a penalty for memories of at most m distinct terms, and the log length against
+  its segment's mean.
 
-None was kept (``docs/benchmarks.md``, issue 18, second round).
+None was kept (``docs/benchmarks.md``, issue 18, second and third rounds).
 
 Recall@5/10/25 per category and R@10 per conversation for each setting; every row goes to
 ``--out``.
@@ -223,6 +226,39 @@ def p_greedy_cover(picks: int, w: float) -> Probe:
     return probe
 
 
+def _lengths(case: Case) -> np.ndarray:
+    """Each memory's number of distinct terms (what it says, in BM25's words), cached per memory."""
+    memory = case["memory"]
+    held = _LENGTHS.get(id(memory))
+    if held is None:
+        held = _LENGTHS[id(memory)] = np.asarray(
+            [len(memory.lexical.terms(leaf_id)) for leaf_id in case["ids"]], dtype=np.float64
+        )
+    return held
+
+
+_LENGTHS: dict[int, np.ndarray] = {}
+
+
+def p_log_length(w: float) -> Probe:
+    return lambda c: w * standardised(np.log1p(_lengths(c)))
+
+
+def p_short(most: int, w: float) -> Probe:
+    return lambda c: -w * (_lengths(c) <= most).astype(np.float64)
+
+
+def p_length_in_segment(w: float) -> Probe:
+    def probe(c: Case) -> np.ndarray:
+        logs, segment, groups = np.log1p(_lengths(c)), c["segment"], c["groups"]
+        means = np.bincount(segment, weights=logs, minlength=groups) / np.maximum(
+            np.bincount(segment, minlength=groups), 1
+        )
+        return w * standardised(logs - means[segment])
+
+    return probe
+
+
 def grid() -> list[tuple[str, Probe]]:
     out: list[tuple[str, Probe]] = [("gather (reference)", lambda c: np.zeros(len(c["segment"])))]
     out += [(f"coverage x {w}", p_coverage(w)) for w in (0.1, 0.25, 0.5, 1.0)]
@@ -245,6 +281,15 @@ def grid() -> list[tuple[str, Probe]]:
     ]
     out += [(f"session PRF {m} terms x {w}", p_prf(m, w)) for m in (5, 10) for w in (0.25, 0.5)]
     out += [(f"greedy cover {p} picks x {w}", p_greedy_cover(p, w)) for p in (2, 3) for w in (0.25, 0.5, 1.0)]
+    # Third round (a memory's own length as a prior; a leaf score, not a segment's):
+    out += [(f"length: log distinct terms x {w}", p_log_length(w)) for w in (0.1, 0.2, 0.35, 0.5)]
+    out += [
+        (f"length: -{w} at most {m} distinct terms", p_short(m, w)) for m in (2, 3, 5) for w in (0.25, 0.5)
+    ]
+    out += [
+        (f"length: log distinct terms against its segment's x {w}", p_length_in_segment(w))
+        for w in (0.1, 0.25)
+    ]
     return out
 
 
