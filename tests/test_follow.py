@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -205,6 +205,18 @@ class Reads:
         monkeypatch.setattr(spaces, "reload", counted)
 
 
+def loaded_after(
+    pair: tuple[MemoryService, MemoryService], notes: Sequence[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[MemoryService, MemoryService, Reads]:
+    """The writer of ``pair`` remembers ``notes``, the follower loads them (its first read, a whole
+    one), and from then on the follower's whole reads are counted."""
+    writer, follower = pair
+    for note in notes:
+        writer.remember(note)
+    assert follower.memory() is not None
+    return writer, follower, Reads(follower.spaces, monkeypatch)
+
+
 def memory_of(service: MemoryService) -> Memory:
     memory = service.memory()
     assert memory is not None
@@ -272,10 +284,7 @@ def test_a_second_service_follows_remember_forget_and_restore_without_reading_th
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    writer.remember(NOTES[0])
-    assert follower.memory() is not None  # the first read is a whole one
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
 
     for note in NOTES[1:]:
         writer.remember(note, session="s1")
@@ -308,10 +317,7 @@ def test_a_watching_server_catches_up_with_another_process_s_writes_before_it_is
 ) -> None:
     # A server follows in the background: the next call after another client's remember, forget
     # or restore finds the memory already caught up, applied incrementally, equal to a fresh load.
-    writer, follower = pair
-    writer.remember(NOTES[0])
-    assert follower.memory() is not None
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
     follower.spaces.watch(every=0.02)
     space = follower.spaces[settings.namespace]
     target = writer.remember(NOTES[2]).ids[0]
@@ -344,10 +350,7 @@ def test_a_follower_follows_across_compactions_without_reading_the_table_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
-    writer, follower = pair
-    writer.remember(NOTES[0])
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
     for note in NOTES[1:]:
         writer.remember(note)
         assert_follows_without_reading_whole(follower, reads, settings, embedder)
@@ -364,10 +367,7 @@ def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    writer.remember(NOTES[0])
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
     monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
     table = writer.spaces["default"].table
     table.history = 0.0  # and keeps no history: only the latest rows stay
@@ -402,11 +402,7 @@ def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    for note in NOTES[:3]:
-        writer.remember(note)
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:3], monkeypatch)
     # Something rewrites the table with fewer rows and no new generation (not this code).
     table = writer.spaces["default"].table._table
     table.add(table.to_arrow().slice(0, 3), mode="overwrite")
@@ -419,11 +415,7 @@ def test_rows_deleted_behind_the_generation_s_back_are_noticed_even_after_more_a
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    for note in NOTES[:3]:
-        writer.remember(note)
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES[:3], monkeypatch)
     # Something deletes early rows in place (not this code; superseded revisions of the roots, so
     # the content stays whole), then more is appended than it took: the count alone would add up,
     # the last row seen has moved.
@@ -442,11 +434,7 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    for note in NOTES:
-        writer.remember(note)
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES, monkeypatch)
     target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
     writer.forget(ids=[target])
     assert_follows_without_reading_whole(follower, reads, settings, embedder)
@@ -481,11 +469,7 @@ def test_a_re_indexed_store_is_read_whole_by_a_follower(
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    writer, follower = pair
-    for note in NOTES:
-        writer.remember(note)
-    follower.memory()
-    reads = Reads(follower.spaces, monkeypatch)
+    writer, follower, reads = loaded_after(pair, NOTES, monkeypatch)
     writer.reindex()
     assert_reads_whole_once(follower, reads, settings, embedder)
 

@@ -291,7 +291,10 @@ class Memory:
             for tree in (self.semantic, self.temporal)
         }
         # Built now rather than by the first recall: a server loads in the background, before it.
-        self._timeline = _Timeline.of(ordered, self.temporal.gap_seconds, self.leaf_index)
+        # The leaf index was filled in seq order: leaf i is in row i.
+        self._timeline = _Timeline.of(
+            ordered, self.temporal.gap_seconds, self.leaf_index, np.arange(len(ordered), dtype=np.int64)
+        )
         self._structure = None
 
     # -- writing ---------------------------------------------------------------------------------
@@ -1432,8 +1435,11 @@ class _Timeline:
         return cls.of(sorted(leaves.values(), key=lambda leaf: leaf.seq), gap_seconds, index)
 
     @classmethod
-    def of(cls, ordered: Sequence[Leaf], gap_seconds: float, index: VectorIndex) -> _Timeline:
-        """The timeline of ``ordered``, every leaf held, in ``seq`` order."""
+    def of(
+        cls, ordered: Sequence[Leaf], gap_seconds: float, index: VectorIndex, rows: np.ndarray | None = None
+    ) -> _Timeline:
+        """The timeline of ``ordered``, every leaf held, in ``seq`` order; ``rows``: their rows in
+        ``index`` when the caller knows them (after a load, 0 to n - 1), instead of looking each up."""
         n = len(ordered)
         stamps = np.fromiter((leaf.timestamp for leaf in ordered), dtype=np.float64, count=n)
         sessions = np.empty(n, dtype=object)
@@ -1445,8 +1451,9 @@ class _Timeline:
         changed = known[1:] & known[:-1] & (sessions[1:] != sessions[:-1]).astype(bool)
         boundary = changed | (np.diff(stamps) > gap_seconds)
         segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
-        row_of = index.row_of
-        rows = np.fromiter((row_of[leaf.id] for leaf in ordered), dtype=np.int64, count=n)
+        if rows is None:
+            row_of = index.row_of
+            rows = np.fromiter((row_of[leaf.id] for leaf in ordered), dtype=np.int64, count=n)
         return cls(_rows=rows, _segment=segment, size=n)
 
     def append(self, row: int, boundary: bool) -> None:
