@@ -6,7 +6,8 @@ deterministic vectors derived from a hash of each input; as an Ollama server (ap
 a model's details. :attr:`FakeOpenAI.mode` switches it to answer
 ``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead;
 :attr:`FakeOpenAI.delay` makes every chat answer slow and :attr:`FakeOpenAI.reply_for` scripts it.
-Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``.
+Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``, the
+headers in a :class:`Headers` that, like HTTP, ignores the case of their names.
 
     with fake_openai(dimension=8) as server:
         server.reply = "hello"
@@ -19,7 +20,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +37,27 @@ def fake_vector(text: str, dimension: int) -> list[float]:
     return [float(x) for x in rng.standard_normal(dimension) * (1.0 + len(text) % 7)]
 
 
+class Headers(Mapping[str, str]):
+    """A request's headers as received, looked up without regard to case (RFC 9110, section 5.1):
+    ``headers["Authorization"]`` finds what a client sent as ``authorization``."""
+
+    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
+        self._items = list(items)
+        self._by_name = {name.lower(): value for name, value in self._items}
+
+    def __getitem__(self, name: str) -> str:
+        return self._by_name[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Headers({self._items!r})"
+
+
 @dataclass
 class FakeOpenAI:
     url: str = ""
@@ -47,7 +69,7 @@ class FakeOpenAI:
     # that replaces ``reply`` (scripted answers that depend on the prompt).
     delay: float = 0.0
     reply_for: Callable[[Any], str] | None = None
-    requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+    requests: list[tuple[str, Headers, Any]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def paths(self) -> list[str]:
@@ -85,7 +107,7 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             path = self.path.split("?", 1)[0]
-            state.requests.append((path, dict(self.headers.items()), body))
+            state.requests.append((path, Headers(self.headers.items()), body))
 
             mode = state.mode
             if mode == "hang":

@@ -7,6 +7,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -201,16 +202,29 @@ def test_doctor_finds_a_corrupted_tree_and_repair_rebuilds_it(tmp_path: Path) ->
     assert memory is not None and sorted(leaf.text for leaf in memory.leaves.values()) == sorted(facts)
 
 
+# The writer remembers one fact each time the parent sends a line, then acknowledges it: it can never
+# get ahead of what the parent has read, so the parent knows exactly which writes were acknowledged
+# and that at most one more was under way when it killed the writer.
 KILLED_WRITER = """
 import sys
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
 service = MemoryService(Settings(home=sys.argv[1]))
-start = int(sys.argv[2])
-for i in range(start, start + 1000):
-    service.remember(f"Imported fact number {i} about subject {i % 7}.")
-    print(i, flush=True)
+number = int(sys.argv[2])
+print("ready", flush=True)
+for _ in sys.stdin:
+    service.remember(f"Imported fact number {number} about subject {number % 7}.")
+    print(number, flush=True)
+    number += 1
 """
+
+
+def _answer(process: subprocess.Popen[str]) -> str:
+    """The next line ``process`` prints, waiting at most ``TIMEOUT`` seconds for it."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], TIMEOUT)
+    assert ready, "the writer stopped answering"
+    return process.stdout.readline().strip()
 
 
 def test_a_writer_killed_at_random_points_leaves_a_prefix_and_a_valid_store(tmp_path: Path) -> None:
@@ -226,17 +240,24 @@ def test_a_writer_killed_at_random_points_leaves_a_prefix_and_a_valid_store(tmp_
     for _ in range(5):
         writer = subprocess.Popen(
             [sys.executable, "-c", KILLED_WRITER, home, str(acknowledged + 1)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        assert writer.stdout is not None
+        assert writer.stdin is not None and writer.stdout is not None
+        assert _answer(writer) == "ready"
         for _ in range(rng.randint(1, 12)):  # kill after a random number of acknowledged writes
-            ready, _, _ = select.select([writer.stdout], [], [], TIMEOUT)
-            assert ready, "the writer stopped writing"
-            acknowledged = int(writer.stdout.readline())
-        writer.kill()  # SIGKILL, possibly in the middle of the next write
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+            acknowledged = int(_answer(writer))
+        writer.stdin.write("go\n")  # one more write, killed at a random point (or before it starts)
+        writer.stdin.flush()
+        time.sleep(rng.uniform(0.0, 0.25))
+        writer.kill()  # SIGKILL
         writer.wait(TIMEOUT)
+        writer.stdin.close()
+        writer.stdout.close()
         service = MemoryService(Settings(home=home))
         memory = service.memory()
         assert memory is not None
