@@ -1,5 +1,6 @@
-"""Looking after a store: versions (history, restore, the memory as it was), checks and repair,
-re-embedding, and moving memories in and out (import, export, the list of namespaces).
+"""Looking after a store: versions (history, restore), checks and repair, re-embedding, and moving
+memories out (export, the list of namespaces). Import is a write (:class:`~memtree_mcp.writing.Writer`)
+and the memory as it was is read-only (:mod:`memtree_mcp.versions`).
 
 None of it is on the path of a tool call an agent makes after every turn; all of it is what a
 person runs from the CLI, so it may read a whole table and rebuild whole trees.
@@ -8,85 +9,35 @@ person runs from the CLI, so it may read a whole table and rebuild whole trees.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
-from memtree_mcp.inputs import check_version, format_timestamp, parse_timestamp
+from memtree_mcp.inputs import format_timestamp
 from memtree_mcp.refine import Refinement
 from memtree_mcp.spaces import Spaces
-from memtree_mcp.writing import Writer
-
-if TYPE_CHECKING:
-    from memtree_mcp.store.lance import NamespaceTable
+from memtree_mcp.versions import resolve_version
 
 log = logging.getLogger("memtree_mcp")
 
 
-def resolve_version(table: NamespaceTable, when: str) -> int:
-    """The table version ``when`` names: a version number (ASCII digits), or the last version
-    written by then (an ISO 8601 time). Raises InvalidInput for anything else and for a version
-    the table does not keep."""
-    wanted = check_version(when)
-    versions = table.versions()
-    if wanted is not None:
-        if wanted not in {v for v, _ in versions}:
-            known = f"{versions[0][0]} to {versions[-1][0]}" if versions else "none"
-            raise InvalidInput(f"no version {wanted}; the versions kept are {known}.")
-        return wanted
-    try:
-        moment = parse_timestamp(when)
-    except InvalidInput:
-        raise InvalidInput(
-            f"as_of {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
-            "lists them) nor an ISO 8601 time such as '2024-05-08T13:56:00Z'."
-        ) from None
-    # Times are shown to the second (`history`), so a version counts from the second it was written.
-    earlier = [v for v, at in versions if math.floor(at) <= moment]
-    if not earlier:
-        raise InvalidInput(f"the memory has no version as old as {when}; `memtree-mcp history` lists them.")
-    return earlier[-1]
-
-
-def memory_as_of(table: NamespaceTable, when: str, dimension: int, present: Collection[str]) -> Memory:
-    """The memory of ``table`` as it was at version or time ``when`` (see :func:`resolve_version`),
-    without what has been forgotten since.
-
-    ``present`` holds the ids of the memories that exist now. A version that holds none other is
-    loaded as it was; otherwise its trees are rebuilt from its memories that still exist, so that
-    neither a forgotten memory nor a summary written while it was there comes back.
-    """
-    snapshot = table.read(resolve_version(table, when))
-    memory = Memory(dimension)
-    kept = [leaf for leaf in snapshot.leaves if leaf.id in present]
-    if len(kept) == len(snapshot.leaves):
-        memory.load(snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes)
-        return memory
-    for leaf in kept:  # in the order they were remembered (Snapshot.leaves is sorted by seq)
-        memory.add_leaf(leaf)
-    return memory
-
-
 class Maintenance:
-    """History, restore, doctor, reindex, import and export over the namespaces of one store."""
+    """History, restore, doctor, reindex and export over the namespaces of one store."""
 
     def __init__(
         self,
         spaces: Spaces,
         embedder: Callable[[], Embedder],
         refinement: Refinement,
-        writer: Writer,
     ) -> None:
         self._spaces = spaces
         self._embedder = embedder
         self._refinement = refinement
-        self._writer = writer
 
     def namespaces(self) -> list[tuple[str, int]]:
         """Every namespace with the number of memories it holds."""
@@ -212,10 +163,6 @@ class Maintenance:
         self._refinement.submit(name, refine)
         log.info("re-indexed %d memories of namespace %s (was %s)", len(leaves), name, old_embedder)
         return len(leaves), old_embedder, version
-
-    def import_memories(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
-        """See :meth:`memtree_mcp.writing.Writer.import_records`."""
-        return self._writer.import_records(name, records, batch=batch)
 
     def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
         """Every memory of namespace ``name`` in the order it was remembered, as records import reads."""

@@ -5,7 +5,7 @@ only while it walks the trees: queries are embedded before, results are turned i
 the tools return after.
 
 Nothing forgotten is read back: the live trees no longer hold it, and ``as_of`` rebuilds an
-earlier version from its memories that still exist (:func:`~memtree_mcp.maintenance.memory_as_of`).
+earlier version from its memories that still exist (:func:`~memtree_mcp.versions.memory_as_of`).
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from memtree_mcp.inputs import (
     format_timestamp,
     parse_timestamp,
 )
-from memtree_mcp.maintenance import memory_as_of
 from memtree_mcp.outline import plain_outline
 from memtree_mcp.providers.llm import TextGenerator
 from memtree_mcp.refine import Refinement, SummaryQuestion
 from memtree_mcp.rendering import recall_cost
 from memtree_mcp.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
 from memtree_mcp.spaces import Space, Spaces
+from memtree_mcp.versions import memory_as_of
 
 T = TypeVar("T")
 

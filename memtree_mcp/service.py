@@ -78,7 +78,7 @@ class MemoryService:
         self.spaces.on_load = self.refinement.loaded
         self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement)
         self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement)
-        self.maintenance = Maintenance(self.spaces, lambda: self.embedder, self.refinement, self.writer)
+        self.maintenance = Maintenance(self.spaces, lambda: self.embedder, self.refinement)
 
     # -- the tools -------------------------------------------------------------------------------
 
@@ -295,7 +295,7 @@ class MemoryService:
         InvalidInput naming the record; every batch committed before it stays. Returns (memories
         added, duplicates skipped).
         """
-        return self.maintenance.import_memories(self.resolve_namespace(namespace), records, batch=batch)
+        return self.writer.import_records(self.resolve_namespace(namespace), records, batch=batch)
 
     def export_memories(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of a namespace in the order it was remembered, as records ``import`` reads."""

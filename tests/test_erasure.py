@@ -113,7 +113,7 @@ async def test_nothing_forgotten_comes_back_through_mcp_not_even_as_of(
 def test_an_earlier_version_is_rebuilt_from_the_memories_that_still_exist(service: MemoryService) -> None:
     with_secret, _ = remember_then_forget_the_secret(service)
     space = service.spaces["default"]
-    from memtree_mcp.maintenance import memory_as_of
+    from memtree_mcp.versions import memory_as_of
 
     present = frozenset(space.memory.leaves)
     then = memory_as_of(space.table, str(with_secret), space.memory.dimension, present)

@@ -8,13 +8,16 @@ module under test and the one whose import statement pulled the library in.
 
 from __future__ import annotations
 
+import ast
 import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import memtree_mcp
 import memtree_mcp.core
 
 TIMEOUT = 60.0
@@ -93,3 +96,63 @@ def test_the_server_and_the_cli_leave_heavy_libraries_for_after_the_handshake() 
     entry_points = ["memtree_mcp.server", "memtree_mcp.cli"]
     for module, loaded in import_in_turn(entry_points, AFTER_THE_HANDSHAKE).items():
         assert not loaded, f"importing {module} loads {shown(loaded)}"
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports anywhere in its text: at the
+    top, inside a function (a deferred import is still a dependency) or for type checking only."""
+    root = Path(memtree_mcp.__file__).parent
+    modules: dict[str, Path] = {}
+    for path in root.rglob("*.py"):
+        parts = ("memtree_mcp", *path.relative_to(root).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    imports: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base])
+                targets = [base.strip("."), *(f"{base}.{alias.name}".strip(".") for alias in node.names)]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                # A module's own package (its __init__) runs before it anyway: not an edge.
+                if target and target != name and not name.startswith(target + "."):
+                    imports[name].add(target)
+    return imports
+
+
+def test_no_module_of_the_package_imports_itself_back_through_others() -> None:
+    imports = package_imports()
+
+    def path_back(start: str) -> list[str] | None:
+        paths = [[start]]
+        seen: set[str] = set()
+        while paths:
+            path = paths.pop()
+            for target in sorted(imports[path[-1]]):
+                if target == start:
+                    return [*path, start]
+                if target not in seen:
+                    seen.add(target)
+                    paths.append([*path, target])
+        return None
+
+    circles = [circle for module in sorted(imports) if (circle := path_back(module))]
+    assert not circles, "import circle: " + " -> ".join(circles[0])
+
+
+def test_the_read_path_depends_on_nothing_of_the_write_path() -> None:
+    imports = package_imports()
+    reached, todo = set(), ["memtree_mcp.reading"]
+    while todo:
+        for target in imports[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    assert not reached & {"memtree_mcp.writing", "memtree_mcp.maintenance"}, sorted(reached)
