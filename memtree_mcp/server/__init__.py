@@ -18,6 +18,7 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts import Prompt
+from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 
 from memtree_mcp import __version__
@@ -39,7 +40,7 @@ def build_server(service: MemoryService) -> MCPServer:
     async def lifespan(_server: MCPServer) -> AsyncIterator[MemoryService]:
         yield service
 
-    mcp = MCPServer(
+    mcp = LeanSchemaServer(
         name="memtree-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -88,21 +89,33 @@ def build_server(service: MemoryService) -> MCPServer:
     return mcp
 
 
+class LeanSchemaServer(MCPServer):
+    """An MCPServer whose ``tools/list`` sends lean schemas.
+
+    Every client sends every tool's schemas to the model in every conversation; pydantic's
+    generated titles and null branches say nothing a model needs. The tools keep their full schemas
+    for validating calls; only what is listed is trimmed (see :func:`lean_schema`).
+    """
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": lean_schema(tool.input_schema),
+                    "output_schema": None
+                    if tool.output_schema is None
+                    else lean_schema(tool.output_schema, descriptions=False),
+                }
+            )
+            for tool in await super().list_tools()
+        ]
+
+
 def _add_tool(mcp: MCPServer, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
     # The SDK sends a tool's docstring verbatim as its description: without its indentation, and
     # on one line, it costs every conversation fewer tokens.
     description = " ".join(inspect.cleandoc(tool.__doc__ or "").split())
     mcp.add_tool(tool, description=description, annotations=annotations)
-    # Every client sends every tool's schemas to the model in every conversation; pydantic's
-    # generated titles and null branches say nothing a model needs (arguments are validated
-    # against the functions' own types, not these schemas). The SDK has no hook for this, so the
-    # registered tool's schemas are trimmed in place.
-    registered = mcp._tool_manager.get_tool(tool.__name__)
-    assert registered is not None
-    registered.parameters = lean_schema(registered.parameters)
-    output = registered.fn_metadata.output_schema
-    if output is not None:
-        registered.fn_metadata.output_schema = lean_schema(output, descriptions=False)
 
 
 def lean_schema(schema: Any, *, descriptions: bool = True) -> Any:
