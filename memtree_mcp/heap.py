@@ -50,10 +50,9 @@ def collector_paused() -> Iterator[None]:
     if it was on before; nested and concurrent uses count, the last one out turns it back on).
 
     Loading a namespace makes hundreds of thousands of objects that all live on; each time their
-    count passes the collector's thresholds it scans every object made so far, again and again. Timed
-    in fresh processes (`Spaces.reload` from the snapshot): at 10k memories 340 ms with the collector,
-    278–293 ms without; at 100k 9.8 s with it (7 full collections), 4.1 s without. Objects freed by
-    reference counting are freed as usual meanwhile; only cycles wait for the next collection.
+    count passes the collector's thresholds it scans every object made so far, again and again (a
+    load of 100k memories ran seven full collections and took more than twice as long). Objects freed
+    by reference counting are freed as usual meanwhile; only cycles wait for the next collection.
 
     In a server (:func:`freeze_after_loads`), when the last pause ends every object alive is moved
     to the collector's permanent generation (``gc.freeze``): otherwise the first collections after

@@ -16,10 +16,9 @@ Memory and latency: texts are tokenized once, then embedded in batches of at mos
 :data:`BATCH_TOKENS` word pieces (each batch padded to its own longest text, texts batched
 shortest first); onnxruntime's arena is shrunk after each run, one run goes at a time with a
 query before the waiting batches of a long text (:class:`_Turns`), and after a long text the C
-heap's free pages go back to the system. Before, batches of 32 texts of 256 word pieces grew the
-arena by about 400 MB for good and a recall's query waited for a whole long text; now one
-100,000-character ``remember`` peaks at about 120 MB over the server's resident memory and gives
-it back, and recalls meanwhile answer in 0.3 s (bench/bigwrite.py, docs/benchmarks.md).
+heap's free pages go back to the system. Fixed batches of 32 texts grew the arena for good and
+made a recall's query wait for a whole long text; how much a long ``remember`` costs now, and how
+fast recalls answer meanwhile, is measured by ``bench/run.py bigwrite``.
 """
 
 from __future__ import annotations
