@@ -40,7 +40,7 @@ Replayed vectors (``--vectors FILE.npz``). Embedding is most of an import's time
 embedder is replaced by one that replays vectors: the texts and vectors of a store built earlier
 (``python bench/scale.py --save-vectors STORE_DIR FILE.npz``, e.g. the 10k store of a ``--keep``
 run); record i of the corpus gets the vector of record i mod n, plus Gaussian noise (σ = 0.02 a
-dimension, seeded with i, normalised) for i ≥ n, as ``bench/fanout.py --replicate`` perturbs its
+dimension, seeded with i, normalised) for i ≥ n, as the retired ``bench/fanout.py --replicate`` perturbed its
 copies. Everything else (the trees, the commits, the store on disk, the reopen, the resident
 memory) is what a real import makes; queries are embedded by the real model. The import rate
 then measures the trees and the store alone.

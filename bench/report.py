@@ -1,0 +1,267 @@
+"""Rewrite the figures table at the top of docs/benchmarks.md from bench/results/NAME.json.
+
+    python bench/report.py            # rewrite the block between the figures markers
+    python bench/report.py --check    # exit 1 if the block is not what the results say
+    python bench/report.py --print    # print the block, write nothing
+
+For each living benchmark of ``bench/run.py`` it reads ``bench/results/NAME.json`` and writes one
+row: the main figures, the result file, the command recorded in that file (the one that produced
+it) and the code it ran (the ``git_head`` the result recorded, else the commit that added the
+file). A benchmark without a result file is listed as not yet run. Nothing is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from run import BENCHES, RESULTS, ROOT
+
+DOC = ROOT / "docs" / "benchmarks.md"
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial")
+
+
+def n(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{round(100 * value)} %"
+
+
+def shown_command(recorded: str) -> str:
+    """The recorded command with the interpreter's path and the LoCoMo data's absolute path shortened."""
+    text = re.sub(r"^\S*python3?(\.\d+)? ", "python ", recorded.strip())
+    text = re.sub(r"\S*/shared/bench/locomo/", "../shared/bench/locomo/", text)
+    return re.sub(r"/work/[\w.-]+/bench/", "bench/", text)
+
+
+def locomo(d: dict[str, Any]) -> list[str]:
+    rows = []
+    # gather (the default strategy) first, with its categories
+    order = sorted(d["strategies"].items(), key=lambda item: item[0] != "gather")
+    for number, (name, found) in enumerate(order):
+        r = found["overall"]
+        text = f"`{name}` R@5 / 10 / 25: **{n(r['R@5'], 1)} / {n(r['R@10'], 1)} / {n(r['R@25'], 1)}**"
+        if number == 0:
+            by = {k.split(" ", 1)[1]: v["R@10"] for k, v in found["per_category"].items()}
+            text += " (R@10 " + ", ".join(f"{c} {n(by.get(c), 1)}" for c in CATEGORIES) + ")"
+        rows.append(text)
+    base = d.get("baselines", {})
+    if base:
+        rows.append("flat R@10: " + ", ".join(f"{k} {n(v['overall']['R@10'], 1)}" for k, v in base.items()))
+    rows.append(f"{d['questions']} questions, {d['turns']:,} turns, {len(d['conversations'])} conversations")
+    return rows
+
+
+def updates(d: dict[str, Any]) -> list[str]:
+    m, u = d["metrics"]["all"], d["metrics"]["updated"]
+    return [
+        f"answer first / in top 3: **{pct(m['top1'])} / {pct(m['top3'])}** "
+        f"(changed facts {pct(u['top1'])} / {pct(u['top3'])})",
+        f"newest above every older version: {pct(m['newer_above_older'])}; older versions marked "
+        f"superseded {pct(m['older_marked_superseded'])} (current ones wrongly marked: "
+        f"{m['current_marked_superseded']})",
+        f"never-stored questions with at most one hit: {pct(d['metrics']['unrelated']['at_most_one_hit'])}; "
+        f"characters read per recall mean / max {n(m['text_chars_mean'])} / {n(m['text_chars_max'])}",
+        f"tools/list {n(d['tools_list']['total_chars'])} characters",
+    ]
+
+
+def scale(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for size, e in d["sizes"].items():
+        rec, rem = e["recall"], e["remember"]["total"]
+        by = rec.get("service_recall_by_strategy") or {"all": rec["service_recall"]}
+        recall = ", ".join(f"{k} {n(v['p50'], 1)}" for k, v in by.items())
+        load = f"load {e['loadavg_at_start'][0]} → {e['loadavg_at_end'][0]}"
+        replayed = "; vectors replayed" if e.get("vectors_replayed_from") else ""
+        rows.append(
+            f"**{int(size):,}**: remember p50 / p95 {n(rem['p50'], 1)} / {n(rem['p95'], 1)} ms; "
+            f"service recall p50 {recall} ms (query embedding {n(rec['embedding_only']['p50'], 1)}, "
+            f"in memory {n(rec['memory_recall_only']['p50'], 1)}); store {n(e['store_mib'], 1)} MiB; "
+            f"RSS after reopen {n(e['reopen']['rss_mib_store_loaded'])} MiB; first recall of a fresh "
+            f"process {n(e['reopen']['first_recall_ms'])} ms; import {n(e['import']['memories_per_s'])}/s "
+            f"({load}{replayed})"
+        )
+    return rows
+
+
+def s3(d: dict[str, Any]) -> list[str]:
+    def requests(found: dict[str, int]) -> str:
+        return " + ".join(f"{v} {k}" for k, v in found.items())
+
+    return [
+        f"requests per remember (median): **{requests(d['requests_per_remember_median'])}**, "
+        f"per recall: **{requests(d['requests_per_recall_median'])}**",
+        f"{d['memories']} memories on {d['server']}; latencies on loopback say nothing of a bucket",
+    ]
+
+
+def multiclient(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for key, e in d["runs"].items():
+        follow = [s["follow_ms"].get("p50") for s in e["servers_log"] if s["follow_ms"].get("n")]
+        after = e["recall_after_foreign_remember"]
+        rows.append(
+            f"**{key}**: recall after another server's remember p50 / p95 **{n(after['p50'])} / "
+            f"{n(after['p95'])} ms** ({e['ratio_p50_after_remember_to_quiet']}× quiet "
+            f"{n(e['quiet_recall']['p50'])} ms); after a forget {n(e['recall_after_foreign_forget']['p50'])} "
+            f"ms; follow p50 {', '.join(n(f, 1) for f in follow)} ms; remember "
+            f"{n(e['remember_on_server_0']['p50'])} ms (load {e['loadavg_at_start'][0]})"
+        )
+    return rows
+
+
+def bigwrite(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for key, label in (("one_remember", "one"), ("three_at_once", "three at once")):
+        e = d[key]
+        rss, recall = e["rss_mb"], e["recall_during_ms"]
+        rows.append(
+            f"{label} ({n(e['chars_each'])} characters each): **{e['seconds']} s**, RSS {n(rss['before'])} → "
+            f"{n(rss['peak'])} → {n(rss['after'])} MB; recalls meanwhile median {n(recall['median'])} ms, "
+            f"max {n(recall['max'])} ms ({recall['count']})"
+        )
+    return rows
+
+
+def coldstart(d: dict[str, Any]) -> list[str]:
+    m = d["median_ms"]
+    return [
+        f"spawn → tools/list, median of {d['runs']}: memtree-mcp **{n(m['memtree'])} ms**, bare MCP "
+        f"server {n(m['bare'])} ms, ratio **{m['ratio']}** (target ≤ 1.5)"
+    ]
+
+
+def firstcall(d: dict[str, Any]) -> list[str]:
+    rows = []
+    runs = max((len(v["recall"]) for v in d["runs"].values()), default=0)
+    for name, s in d["summary"].items():
+        code = d["cases"][name]["code"]
+        rows.append(
+            f"`{name}` (code dir {code}): first recall **{n(s['first_recall_ms_median'])} ms**, first "
+            f"remember **{n(s['first_remember_ms_median'])} ms**, tools/list "
+            f"{n(s['tools_list_ms_median_recall_runs'])} ms (medians of {runs})"
+        )
+    load = d.get("loadavg_at_start")
+    if load:
+        rows.append(f"load {load[0]} → {d['loadavg_at_end'][0]}")
+    return rows
+
+
+FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "locomo": locomo,
+    "updates": updates,
+    "scale": scale,
+    "scale-s3-moto": s3,
+    "multiclient": multiclient,
+    "bigwrite": bigwrite,
+    "coldstart": coldstart,
+    "firstcall": firstcall,
+}
+
+
+def entries(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-size or per-run entries of a result that merges several runs (scale, multiclient)."""
+    found = d.get("sizes") or d.get("runs")
+    return [e for e in found.values() if isinstance(e, dict)] if isinstance(found, dict) else []
+
+
+def recorded_commands(d: dict[str, Any]) -> list[str]:
+    if "command" in d:
+        return [d["command"]]
+    return [e["command"] for e in entries(d) if "command" in e]
+
+
+def code_of(d: dict[str, Any], path: Path) -> str:
+    """The code a result ran: the git HEAD it recorded (marked when the package had uncommitted
+    changes), else the commit that brought the result in (``recorded_at``, or the last commit that
+    changed the file)."""
+    heads: dict[str, bool] = {}
+    for source in [d.get("source", {}), *(e.get("source", {}) for e in entries(d))]:
+        if source.get("git_head"):
+            dirty = any("memtree_mcp/" in line for line in source.get("git_status", []))
+            heads[source["git_head"][:7]] = heads.get(source["git_head"][:7], False) or dirty
+    if heads:
+        return ", ".join(
+            f"code {h}" + (" + uncommitted changes" if dirty else "") for h, dirty in heads.items()
+        )
+    if d.get("recorded_at"):
+        return f"recorded at {d['recorded_at']}"
+    last = subprocess.run(
+        ["git", "log", "-1", "--format=%h", "--", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    ).stdout.strip()
+    return f"recorded at {last}" if last else "commit unknown"
+
+
+def block() -> str:
+    lines = [
+        START,
+        "<!-- Generated by `python bench/report.py` from bench/results/<name>.json: do not edit by hand. -->",
+        "",
+        "| benchmark | figures | result file, and the command that produced it |",
+        "|---|---|---|",
+    ]
+    for name in BENCHES:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            lines.append(f"| `{name}` | not yet run: `python bench/run.py {name}` | – |")
+            continue
+        found = json.loads(path.read_text())
+        figures = "<br>".join(FIGURES[name](found))
+        commands = "<br>".join(f"`{shown_command(c)}`" for c in recorded_commands(found)) or "not recorded"
+        source = f"`bench/results/{name}.json` ({code_of(found, path)})<br>{commands}"
+        lines.append(f"| `{name}` | {figures} | {source} |")
+    lines += [
+        "",
+        "Rerun any row with `python bench/run.py NAME` (its canonical arguments: `python bench/run.py "
+        "--list`), then `python bench/report.py`. Times come from a 2-core machine shared with other "
+        "work: read them with the load average they record.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the docs' block is out of date")
+    parser.add_argument("--print", action="store_true", help="print the block only")
+    args = parser.parse_args(argv)
+    new = block()
+    if args.print:
+        print(new)
+        return 0
+    text = DOC.read_text()
+    if START not in text or END not in text:
+        print(f"{DOC}: no {START} ... {END} block", file=sys.stderr)
+        return 1
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    updated = head + new + tail
+    if args.check:
+        if updated != text:
+            print(f"{DOC.relative_to(ROOT)}: figures table out of date (python bench/report.py)")
+            return 1
+        return 0
+    if updated != text:
+        DOC.write_text(updated)
+        print(f"rewrote the figures table of {DOC.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
