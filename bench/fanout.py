@@ -45,8 +45,9 @@ import numpy as np
 from latency import machine_info, source_state, summary_ms
 from locomo_data import KS, Scores, load_conversations
 
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import RecallFilter, RecallRequest
 from memtree_mcp.core.semantic import SemanticTree
 
 DEFAULT_DATA = Path("../shared/bench/locomo/locomo-dev.json")
@@ -175,16 +176,25 @@ def quality(data: Path, bounds: Sequence[int | None]) -> dict[str, Any]:
             shapes.append(shape(memory.semantic))
             leaf_only = RecallFilter(kind="leaf")
             for question, vector in zip(conv.questions, questions, strict=True):
-                refined = [h.id for h in memory.recall(vector, max(KS), strategy="refine", where=leaf_only)]
+                refined = [
+                    h.id
+                    for h in memory.recall(
+                        RecallRequest(query=vector, k=max(KS), strategy="refine", where=leaf_only)
+                    )
+                ]
                 scores["refine"].add(question, dict.fromkeys(KS, refined))
                 expanded = [
                     h.id
-                    for h in memory.recall(vector, max(KS), strategy="collapsed", expand=True)
+                    for h in memory.recall(
+                        RecallRequest(query=vector, k=max(KS), strategy="collapsed", expand=True)
+                    )
                     if h.kind == "leaf"
                 ]
                 scores["collapsed_expand"].add(question, dict.fromkeys(KS, expanded))
                 summaries = memory.recall(
-                    vector, 10, strategy="collapsed", where=RecallFilter(kind="summary")
+                    RecallRequest(
+                        query=vector, k=10, strategy="collapsed", where=RecallFilter(kind="summary")
+                    )
                 )
                 if summaries:
                     holds = [

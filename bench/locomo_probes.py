@@ -5,7 +5,7 @@ Each probe is a function of one conversation's arrays (leaf vectors, BM25 scores
 authors, the timeline, both trees) and one question, returning a score per leaf (or a ranking);
 recall@5/10/25 per category are computed as in ``bench/locomo.py``. Probes score leaves directly,
 so they reproduce ``hybrid`` exactly (its first row) but skip the service; the kept idea became
-the ``gather`` strategy of ``core/memory.py``, measured through the service by ``bench/locomo.py``
+the ``gather`` strategy of ``core/recall.py``, measured through the service by ``bench/locomo.py``
 and over its neighbouring settings by ``bench/locomo_sweep.py``. The last two rows are bounds:
 the evidence sessions put first (an oracle, it reads the evidence) for what choosing sessions
 could give, and a lift of 100 for the named author's memories (close to a filter) for what
@@ -37,7 +37,7 @@ from locomo_data import CATEGORIES, KS, Question, Scores, load_conversations
 from locomo_sweep import build, cached_vectors
 
 from memtree_mcp.core.lexical import LexicalIndex, tokenize
-from memtree_mcp.core.memory import LEXICAL_WEIGHT
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS
 
 Conv = dict[str, Any]
 Probe = Callable[[Conv, Question, int], "np.ndarray | list[int]"]
@@ -140,7 +140,7 @@ def prepare(data: Path, cache: Path) -> list[Conv]:
                 scores = np.zeros(len(ids))
                 if array is not None:
                     slots = np.flatnonzero(array > 0)
-                    scores[memory._slot_row[slots]] = array[slots]
+                    scores[memory.slot_row[slots]] = array[slots]
                 out.append(scores)
             plain_texts.append(strip_names(names, q.text, " "))
         convs.append(
@@ -183,7 +183,12 @@ def named(c: Conv, q: Question) -> np.ndarray:
 
 
 def fused(
-    c: Conv, i: int, query: np.ndarray | None = None, *, plain: bool = False, w: float = LEXICAL_WEIGHT
+    c: Conv,
+    i: int,
+    query: np.ndarray | None = None,
+    *,
+    plain: bool = False,
+    w: float = DEFAULT_WEIGHTS.lexical_weight,
 ):
     """hybrid's fusion before propagation: z(cosine) + w z(BM25)."""
     vector = c["queries"][i] if query is None else query
@@ -387,7 +392,7 @@ def _prf_terms(m: int, t: int, w2: float) -> Probe:
             return base
         scores = np.zeros(len(c["ids"]))
         slots = np.flatnonzero(array > 0)
-        scores[c["memory"]._slot_row[slots]] = array[slots]
+        scores[c["memory"].slot_row[slots]] = array[slots]
         return base + w2 * c["timeline"].propagate(z(scores))
 
     return probe

@@ -2,7 +2,7 @@
 
 The oracle of ``docs/benchmarks.md`` (the evidence sessions put first: R@10 93.2, multi-hop 70.3)
 says that choosing the sessions is what is missing. Each probe here starts from ``gather``'s own
-leaf scores (``Memory._gathered`` on the memories ``bench/locomo_sweep.py`` builds, so the first
+leaf scores (``Ranker.gathered`` on the memories ``bench/locomo_sweep.py`` builds, so the first
 row is ``gather`` to the decimal) and adds a score of each memory's segment of the timeline (a
 session in LoCoMo), standardised over the segments, times a weight:
 
@@ -54,8 +54,8 @@ import numpy as np
 from locomo_data import CATEGORIES, KS, Question, Scores
 from locomo_sweep import prepare
 
-import memtree_mcp.core.memory as core_memory
 from memtree_mcp.core.gathering import standardised, without_names
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Ranker
 
 # A probe: (the question's arrays) -> a score per leaf-index row to add to gather's.
 Case = dict[str, Any]
@@ -79,8 +79,8 @@ def cases(data: Path, cache: Path) -> list[tuple[str, list[tuple[Question, Case]
         asked = []
         for q, vector, second in zip(conv.questions, qvectors, content, strict=True):
             names = memory.authors_named(q.text)
-            _, scores = memory._gathered(vector, q.text, second)
-            share = core_memory.CONTENT_SHARE
+            _, scores = Ranker(memory).gathered(vector, q.text, second)
+            share = DEFAULT_WEIGHTS.content_share
             blend = vector if second is None else (1 - share) * vector + share * second
             content_only = vector if second is None else second
             words = without_names(q.text, names, stand_in=" ") if names else q.text
@@ -197,7 +197,7 @@ def p_prf(m: int, w: float, k: int = 3) -> Probe:
         )[:m]
         if not ranked:
             return np.zeros(len(c["segment"]))
-        group_of_slot = np.where(memory._slot_row >= 0, c["segment"][np.maximum(memory._slot_row, 0)], -1)
+        group_of_slot = np.where(memory.slot_row >= 0, c["segment"][np.maximum(memory.slot_row, 0)], -1)
         scores = memory.lexical.group_score_array(" ".join(ranked), group_of_slot, c["groups"])
         if scores is None:
             return np.zeros(len(c["segment"]))

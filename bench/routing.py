@@ -58,8 +58,9 @@ import numpy as np
 from locomo_data import CATEGORIES, K_MAX, KS, Scores, load_conversations
 
 from memtree_mcp.core.embedding import Matrix, Vector
-from memtree_mcp.core.memory import MIN_SCORE, Memory
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallRequest
 from memtree_mcp.core.semantic import ROOT_ID, Linkage, VectorMode
 from memtree_mcp.providers.local import IDENTITY, MiniLMEmbedder
 
@@ -117,7 +118,7 @@ def collapsed_expand(memory: Memory, query: Vector, k: int) -> list[str]:
     wanted = 4 * k
     consumed = 0
     while True:
-        ranking = memory.index.search(query, wanted, MIN_SCORE)
+        ranking = memory.index.search(query, wanted, DEFAULT_WEIGHTS.min_score)
         for node_id, _ in ranking[consumed:]:
             if node_id in memory.leaves:
                 candidates = [node_id]
@@ -280,7 +281,7 @@ def run(data: Path, limit: int | None) -> dict[str, Any]:
             for question, qv in zip(conv.questions, question_vectors, strict=True):
                 by_k: dict[int, Sequence[str]] = {}
                 for k in KS:
-                    leaves = [h.id for h in memory.recall(qv, k) if h.kind == "leaf"]
+                    leaves = [h.id for h in memory.recall(RecallRequest(query=qv, k=k)) if h.kind == "leaf"]
                     collapsed_leaf_counts[mode][k].append(len(leaves))
                     by_k[k] = leaves
                 method_scores["collapsed_leaves"].add(question, by_k)
@@ -349,7 +350,7 @@ def run(data: Path, limit: int | None) -> dict[str, Any]:
         "dropped_evidence_ids": sum(c.dropped_ids for c in conversations),
         "embedder": IDENTITY,
         "beam_width": BEAM_WIDTH,
-        "min_score": MIN_SCORE,
+        "min_score": DEFAULT_WEIGHTS.min_score,
         "leaf_embed_seconds": round(leaf_embed_seconds, 3),
         "question_embed_seconds": round(question_embed_seconds, 3),
         "results": results,

@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.memory import Memory, estimate_tokens
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.recall import estimate_tokens
 from memtree_mcp.core.wording import counted
 
 # How many memories under a summarised branch are looked at for updates of what its text quotes.
