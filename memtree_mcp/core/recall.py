@@ -359,12 +359,13 @@ class Ranker:
         Aggregated: each tree's branch positions (holes and roots score -inf), the mean of the
         leaves' scores. Otherwise the branch index, one product with every match vector.
         """
-        if not self.memory.aggregate:
-            ids, dense = self.memory.branch_index.scores(query)
+        memory = self.memory
+        if not memory.aggregate:
+            ids, dense = memory.branch_index.scores(query)
             return [list(ids)], dense
         parts: list[list[str | None]] = []
         means: list[np.ndarray] = []
-        for arrays in self.memory.arrays.values():
+        for arrays in memory.arrays.values():
             parts.append(arrays.ids)
             means.append(np.where(arrays.eligible[: len(arrays.ids)], arrays.means(leaf_scores), -np.inf))
         return parts, np.concatenate(means)
@@ -378,93 +379,86 @@ class Ranker:
     def hybrid(self, query: Vector, query_text: str) -> tuple[Positions, np.ndarray]:
         """Hybrid scores: dense and BM25 standardised and summed, propagated along time; summaries by
         their dense score on the leaves' scale."""
-        dense = self.memory.leaf_index.score_array(query)
+        memory, weights = self.memory, self.weights
+        dense = memory.leaf_index.score_array(query)
         lexical = self.lexical_rows(query_text) if query_text else None
-        if not len(dense) or (lexical is None and float(dense.max()) < self.weights.relevance_floor):
+        if not len(dense) or (lexical is None and float(dense.max()) < weights.relevance_floor):
             # Nothing is about the query at all: answer nothing rather than the least unrelated.
-            return Positions(self.memory.leaf_index, []), dense[:0]
+            return Positions(memory.leaf_index, []), dense[:0]
         mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
         fused = (dense - mean) / spread
         if lexical is not None:
             rows, values = lexical
             bm25 = np.zeros(len(dense), dtype=np.float32)
             bm25[rows] = values
-            fused += self.weights.lexical_weight * (bm25 - bm25.mean()) / (float(bm25.std()) + 1e-6)
-        fused = self.memory.timeline().propagate(
-            fused, self.weights.neighbour_decay, self.weights.neighbour_radius
-        )
+            fused += weights.lexical_weight * (bm25 - bm25.mean()) / (float(bm25.std()) + 1e-6)
+        fused = memory.timeline().propagate(fused, weights.neighbour_decay, weights.neighbour_radius)
         # Summaries have no lexical score: they compete by their dense score on the leaves' scale.
         parts, branch_dense = self._branch_scores(query, dense)
-        return Positions(self.memory.leaf_index, parts), np.concatenate(
-            [fused, (branch_dense - mean) / spread]
-        )
+        return Positions(memory.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
 
     def gathered(
         self, query: Vector, query_text: str, content_query: Vector | None
     ) -> tuple[Positions, np.ndarray]:
         """Gather scoring (``core/gathering.py``): hybrid's fusion with the authors the query names
         matched as authors, and each memory lifted by its segment's BM25 score."""
-        names = self.memory.authors_named(query_text) if query_text else []
+        memory, weights = self.memory, self.weights
+        names = memory.authors_named(query_text) if query_text else []
         if content_query is None:
-            dense = self.memory.leaf_index.score_array(query)
+            dense = memory.leaf_index.score_array(query)
         else:
             # The blend of the two cosines is the cosine with the blend of the two vectors: one
             # matrix-vector product. The query's own cosines are computed only if the floor below
             # needs them (a query that names an author never does).
-            blend = (1.0 - self.weights.content_share) * np.asarray(
-                query
-            ) + self.weights.content_share * np.asarray(content_query)
-            dense = self.memory.leaf_index.vectors() @ blend.astype(np.float32)
+            share = weights.content_share
+            blend = (1.0 - share) * np.asarray(query) + share * np.asarray(content_query)
+            dense = memory.leaf_index.vectors() @ blend.astype(np.float32)
         words = without_names(query_text, names, stand_in=" ") if names else query_text
         lexical = self.lexical_rows(words) if words else None
         if not len(dense):
-            return Positions(self.memory.leaf_index, []), dense[:0]
+            return Positions(memory.leaf_index, []), dense[:0]
         if lexical is None and not names:
-            cosines = dense if content_query is None else self.memory.leaf_index.score_array(query)
-            if float(cosines.max()) < self.weights.relevance_floor:
-                return Positions(self.memory.leaf_index, []), dense[:0]
+            cosines = dense if content_query is None else memory.leaf_index.score_array(query)
+            if float(cosines.max()) < weights.relevance_floor:
+                return Positions(memory.leaf_index, []), dense[:0]
         mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
         fused = standardised(dense)
         if lexical is not None:
             rows, values = lexical
             bm25 = np.zeros(len(dense), dtype=np.float64)
             bm25[rows] = values
-            fused = fused + self.weights.lexical_weight * standardised(bm25)
+            fused = fused + weights.lexical_weight * standardised(bm25)
         if names:
-            fused = fused + self.weights.author_weight * self._by_authors(names)
+            fused = fused + weights.author_weight * self._by_authors(names)
         spans = dated_spans(query_text) if query_text else []
         if spans:
-            fused = fused + self.weights.date_weight * self._dated_within(spans)
-        timeline = self.memory.timeline()
-        fused = timeline.propagate(fused, self.weights.neighbour_decay, self.weights.neighbour_radius)
+            fused = fused + weights.date_weight * self._dated_within(spans)
+        timeline = memory.timeline()
+        fused = timeline.propagate(fused, weights.neighbour_decay, weights.neighbour_radius)
         if lexical is not None:
-            fused = fused + self.weights.segment_weight * self._segment_lift(words, timeline)
+            fused = fused + weights.segment_weight * self._segment_lift(words, timeline)
         parts, branch_dense = self._branch_scores(query, dense)
-        return Positions(self.memory.leaf_index, parts), np.concatenate(
-            [fused, (branch_dense - mean) / spread]
-        )
+        return Positions(memory.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
 
     def _by_authors(self, names: Collection[str]) -> np.ndarray:
         """1 for each leaf-index row whose memory's author is one of ``names`` (any case), else 0."""
-        codes = [
-            self.memory.author_code[key]
-            for name in names
-            if (key := name.casefold()) in self.memory.author_code
-        ]
-        slots = np.flatnonzero((self.memory.slot_row >= 0) & np.isin(self.memory.slot_author, codes))
-        out = np.zeros(len(self.memory.leaf_index))
-        out[self.memory.slot_row[slots]] = 1.0
+        memory = self.memory
+        codes = [memory.author_code[key] for name in names if (key := name.casefold()) in memory.author_code]
+        slots = np.flatnonzero((memory.slot_row >= 0) & np.isin(memory.slot_author, codes))
+        out = np.zeros(len(memory.leaf_index))
+        out[memory.slot_row[slots]] = 1.0
         return out
 
     def _dated_within(self, spans: Sequence[tuple[float, float]]) -> np.ndarray:
         """1 for each leaf-index row whose memory is dated within one of ``spans`` ([start, end)),
         else 0; all zeros when every memory is, as the date then tells them nothing apart."""
-        live = self.memory.slot_row >= 0
-        inside = np.zeros(len(self.memory.slot_row), dtype=bool)
+        memory = self.memory
+        live = memory.slot_row >= 0
+        inside = np.zeros(len(memory.slot_row), dtype=bool)
         for start, end in spans:
-            inside |= (self.memory.slot_stamp >= start) & (self.memory.slot_stamp < end)
-        out = np.zeros(len(self.memory.leaf_index))
-        out[self.memory.slot_row[live & inside]] = 1.0
+            inside |= (memory.slot_stamp >= start) & (memory.slot_stamp < end)
+        out = np.zeros(len(memory.leaf_index))
+        out[memory.slot_row[live & inside]] = 1.0
         if out.all():
             out[:] = 0.0
         return out
@@ -472,12 +466,13 @@ class Ranker:
     def _segment_lift(self, words: str, timeline: Timeline) -> np.ndarray:
         """By leaf-index row, the standardised BM25 score of the memory's segment of the timeline,
         the segment scored as one document (segments count as the documents of the standardising)."""
-        n = len(self.memory.leaf_index)
+        memory = self.memory
+        n = len(memory.leaf_index)
         segment_of_row = timeline.segment_of_rows(n)
         groups = int(segment_of_row.max()) + 1 if n else 0
-        slot_rows = self.memory.slot_row
+        slot_rows = memory.slot_row
         group_of_slot = np.where(slot_rows >= 0, segment_of_row[np.maximum(slot_rows, 0)], -1)
-        scores = self.memory.lexical.group_score_array(words, group_of_slot, groups)
+        scores = memory.lexical.group_score_array(words, group_of_slot, groups)
         lift = np.zeros(groups)
         if scores is not None and groups:
             held = np.bincount(segment_of_row, minlength=groups) > 0  # numbers a removal left empty
@@ -495,30 +490,33 @@ class Ranker:
         return self.memory.slot_row[slots], array[slots]
 
     def propagated(self, query: Vector, top_down: bool) -> tuple[Positions, np.ndarray]:
-        structure = self.memory.temporal_structure()
-        leaf_scores = self.memory.leaf_index.score_array(query)
+        """Propagation scores (SegTreeMem) of the temporal tree's nodes, top-down or bottom-up."""
+        memory, weights = self.memory, self.weights
+        structure = memory.temporal_structure()
+        leaf_scores = memory.leaf_index.score_array(query)
         n = len(leaf_scores)
         local = np.zeros(len(structure.ids), dtype=np.float64)
         local[structure.leaf_rows] = leaf_scores
-        if self.memory.aggregate:
-            arrays = self.memory.arrays["temporal"]
+        if memory.aggregate:
+            arrays = memory.arrays["temporal"]
             means = np.where(arrays.has_vector[: len(arrays.ids)], arrays.means(leaf_scores), 0.0)
             local[n:] = means[structure.branch_positions]
         else:
             for position, branch_id in enumerate(structure.ids[n:], start=n):
                 assert branch_id is not None
-                if self.memory.temporal.branches[branch_id].vector is not None:
-                    local[position] = float(self.memory.temporal.match_vector_of(branch_id) @ query)
+                if memory.temporal.branches[branch_id].vector is not None:
+                    local[position] = float(memory.temporal.match_vector_of(branch_id) @ query)
         local = np.clip(local, 0.0, None)
         total = float(local.sum())
         if total == 0.0:
-            return Positions(self.memory.leaf_index, []), local[:0]
+            return Positions(memory.leaf_index, []), local[:0]
         scores = structure.propagate(
-            local / total, top_down, self.weights.propagation_decay, self.weights.propagation_horizon
+            local / total, top_down, weights.propagation_decay, weights.propagation_horizon
         )
-        return Positions(self.memory.leaf_index, [structure.ids[n:]]), scores
+        return Positions(memory.leaf_index, [structure.ids[n:]]), scores
 
     def refined(self, query: Vector) -> tuple[list[str], np.ndarray]:
+        """Refine scores: the semantic tree's nodes a beam meets on its way down, by match cosine."""
         tree = self.memory.semantic
         ids: list[str] = []
         scores: list[float] = []
@@ -544,29 +542,32 @@ class Ranker:
         query: Vector,
         where: RecallFilter,
     ) -> list[tuple[str, float]]:
+        """``ranked`` with each summary replaced by its memories that ``where`` admits and that are
+        not taken yet, best first by their own score."""
+        memory = self.memory
         if isinstance(ids, Positions):
             # Every leaf is ranked, at its leaf-index row.
             def score_of(leaf_id: str) -> float:
-                return float(scores[self.memory.leaf_index.row(leaf_id)])
+                return float(scores[memory.leaf_index.row(leaf_id)])
         else:
             known = dict(zip(ids, scores.tolist(), strict=True))
 
             def score_of(leaf_id: str) -> float:
                 found = known.get(leaf_id)
-                return float(self.memory.leaves[leaf_id].vector @ query) if found is None else found
+                return float(memory.leaves[leaf_id].vector @ query) if found is None else found
 
         taken: set[str] = set()
         out: list[tuple[str, float]] = []
         for node_id, score in ranked:
-            branch = self.memory.branch(node_id)
+            branch = memory.branch(node_id)
             if branch is None:
-                if node_id not in taken and where.admits_leaf(self.memory.leaves[node_id]):
+                if node_id not in taken and where.admits_leaf(memory.leaves[node_id]):
                     taken.add(node_id)
                     out.append((node_id, score))
                 continue
-            tree = self.memory.tree(branch.tree)
+            tree = memory.tree(branch.tree)
             members = [n for n in tree.leaves_under(branch.id) if n not in taken]
-            members = [n for n in members if where.admits_leaf(self.memory.leaves[n])]
+            members = [n for n in members if where.admits_leaf(memory.leaves[n])]
             member_scores = {n: score_of(n) for n in members}
             members.sort(key=lambda n: (-member_scores[n], n))
             for member in members:
@@ -609,17 +610,18 @@ class Ranker:
         return branch is not None and where.admits_branch(branch)
 
     def _hit(self, node: Leaf | Branch, score: float, relevance: float, text: str | None = None) -> Hit:
+        memory = self.memory
         if isinstance(node, Leaf):
             return Hit(
                 id=node.id,
                 text=node.text if text is None else text,
                 kind="leaf",
                 tree="semantic",
-                depth=self.memory.semantic.depth_of(node.id),
+                depth=memory.semantic.depth_of(node.id),
                 score=score,
                 first_ts=node.timestamp,
                 last_ts=node.timestamp,
-                breadcrumb=self.memory.breadcrumb(node.id),
+                breadcrumb=memory.breadcrumb(node.id),
                 relevance=relevance,
             )
         return Hit(
@@ -631,7 +633,7 @@ class Ranker:
             score=score,
             first_ts=node.first_ts,
             last_ts=node.last_ts,
-            breadcrumb=self.memory.breadcrumb(node.id, node.tree),
+            breadcrumb=memory.breadcrumb(node.id, node.tree),
             relevance=relevance,
             covers=node.leaf_count,
         )
