@@ -18,7 +18,7 @@ Run from the repository root::
         [--out bench/results/locomo-sweep-NAME.json]
 
 Grids are defined in ``GRIDS`` below: each is a list of (label, strategy, settings) where settings
-override the strategy's module constants of ``core/memory.py`` for that run.
+override fields of the recall's ``Weights`` (``core/recall.py``) for that run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +48,9 @@ from locomo_data import (
     load_conversations,
 )
 
-import memtree_mcp.core.memory as core_memory
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import RecallFilter, RecallRequest, Weights, recall
 
 SESSION_DEPTH = 50  # leaves asked for when the session metric is computed (as bench/locomo.py)
 
@@ -109,18 +108,6 @@ def build(conv: Conversation, vectors: dict[str, np.ndarray]) -> tuple[Memory, d
     return memory, turn_of
 
 
-@contextmanager
-def settings(values: dict[str, Any]):  # type: ignore[no-untyped-def]
-    old = {name: getattr(core_memory, name) for name in values}
-    for name, value in values.items():
-        setattr(core_memory, name, value)
-    try:
-        yield
-    finally:
-        for name, value in old.items():
-            setattr(core_memory, name, value)
-
-
 def evaluate(
     memories: Sequence[tuple[Conversation, Memory, dict[str, str], np.ndarray, list[np.ndarray | None]]],
     strategy: str,
@@ -132,27 +119,31 @@ def evaluate(
     per_conv: dict[str, Scores] = {}
     started = time.perf_counter()
     asked = 0
-    with settings(values):
-        for conv, memory, turn_of, qvectors, content in memories:
-            own = per_conv[conv.sample_id] = Scores()
-            depth = SESSION_DEPTH if session_metric else K_MAX
-            for question, vector, content_query in zip(conv.questions, qvectors, content, strict=True):
-                hits = memory.recall(
-                    vector,
-                    depth,
+    weights = Weights(**values)
+    for conv, memory, turn_of, qvectors, content in memories:
+        own = per_conv[conv.sample_id] = Scores()
+        depth = SESSION_DEPTH if session_metric else K_MAX
+        for question, vector, content_query in zip(conv.questions, qvectors, content, strict=True):
+            hits = recall(
+                memory,
+                RecallRequest(
+                    query=vector,
+                    k=depth,
                     query_text=question.text,
                     strategy=strategy,  # type: ignore[arg-type]
                     where=RecallFilter(kind="leaf"),
                     min_relevance=0.0,
                     supersede=False,  # with no cut-off it only marks: the same order
                     content_query=content_query,
-                )
-                asked += 1
-                turns = [turn_of[h.id] for h in hits]
-                scores.add(question, dict.fromkeys(KS, turns))
-                own.add(question, dict.fromkeys(KS, turns))
-                if session_metric:
-                    sessions.add(question, turns)
+                    weights=weights,
+                ),
+            )
+            asked += 1
+            turns = [turn_of[h.id] for h in hits]
+            scores.add(question, dict.fromkeys(KS, turns))
+            own.add(question, dict.fromkeys(KS, turns))
+            if session_metric:
+                sessions.add(question, turns)
     elapsed = time.perf_counter() - started
     out = scores.summary()
     out["per_conversation"] = {name: s.summary()["overall"] for name, s in per_conv.items()}
@@ -172,7 +163,7 @@ GRIDS: dict[str, Callable[[], Grid]] = {
         (
             f"gather author {a} segment {g} content {c}",
             "gather",
-            {"AUTHOR_WEIGHT": a, "SEGMENT_WEIGHT": g, "CONTENT_SHARE": c, "DATE_WEIGHT": 0.0},
+            {"author_weight": a, "segment_weight": g, "content_share": c, "date_weight": 0.0},
         )
         for a in (0.25, 0.5, 1.0)
         for g in (0.25, 0.5, 0.75)
@@ -180,7 +171,7 @@ GRIDS: dict[str, Callable[[], Grid]] = {
     ],
     # The date lift alone, the other weights at their defaults.
     "gather-dates": lambda: [
-        (f"gather date {d}", "gather", {"DATE_WEIGHT": d}) for d in (0.0, 0.5, 1.0, 2.0, 3.0)
+        (f"gather date {d}", "gather", {"date_weight": d}) for d in (0.0, 0.5, 1.0, 2.0, 3.0)
     ],
     # hybrid's own neighbours under gather: the lexical weight and the neighbour decay (without
     # the date lift, as the "gather" grid).
@@ -188,7 +179,7 @@ GRIDS: dict[str, Callable[[], Grid]] = {
         (
             f"gather lexical {w} decay {d}",
             "gather",
-            {"LEXICAL_WEIGHT": w, "NEIGHBOUR_DECAY": d, "DATE_WEIGHT": 0.0},
+            {"lexical_weight": w, "neighbour_decay": d, "date_weight": 0.0},
         )
         for w in (0.4, 0.5, 0.7)
         for d in (0.3, 0.4, 0.5)

@@ -41,6 +41,7 @@ from locomo_sweep import cached_vectors
 
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import RecallRequest, recall
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -130,19 +131,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     # work, much less disturbed than the wall clock by other processes on a shared machine.
     cpu: dict[str, list[float]] = {"gather": [], "hybrid": []}
     for q in questions[:5]:  # warm-up
-        memory.recall(vectors[q], 10, query_text=q, strategy="gather")
+        recall(memory, RecallRequest(query=vectors[q], k=10, query_text=q, strategy="gather"))
     for q in questions:
         text = content_text[q]
         second = content_vectors[text] if text is not None else None
         for strategy in times:
             started, started_cpu = time.perf_counter(), time.thread_time()
-            memory.recall(
-                vectors[q],
-                10,
-                query_text=q,
-                strategy=strategy,  # type: ignore[arg-type]
-                content_query=second if strategy == "gather" else None,
-                supersede=True,
+            recall(
+                memory,
+                RecallRequest(
+                    query=vectors[q],
+                    k=10,
+                    query_text=q,
+                    strategy=strategy,  # type: ignore[arg-type]
+                    content_query=second if strategy == "gather" else None,
+                    supersede=True,
+                ),
             )
             times[strategy].append(time.perf_counter() - started)
             cpu[strategy].append(time.thread_time() - started_cpu)

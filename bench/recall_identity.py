@@ -33,7 +33,8 @@ from locomo_data import load_conversations
 from locomo_sweep import build, cached_vectors
 from recall_cost import recycled_memory
 
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.recall import RecallFilter, RecallRequest, recall
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 
 STRATEGIES = ("gather", "hybrid")
@@ -50,15 +51,18 @@ def answers(
         text = content_text[q]
         for strategy in STRATEGIES:
             for cut_off in (0.0, DEFAULT_MIN_RELEVANCE):
-                hits = memory.recall(
-                    vectors[q],
-                    25,
-                    query_text=q,
-                    strategy=strategy,  # type: ignore[arg-type]
-                    where=RecallFilter(kind="leaf"),
-                    min_relevance=cut_off,
-                    supersede=True,
-                    content_query=content[text] if text is not None and strategy == "gather" else None,
+                hits = recall(
+                    memory,
+                    RecallRequest(
+                        query=vectors[q],
+                        k=25,
+                        query_text=q,
+                        strategy=strategy,  # type: ignore[arg-type]
+                        where=RecallFilter(kind="leaf"),
+                        min_relevance=cut_off,
+                        supersede=True,
+                        content_query=content[text] if text is not None and strategy == "gather" else None,
+                    ),
                 )
                 out.append(
                     [q, strategy, cut_off, [[h.id, h.score, h.relevance, h.superseded_by] for h in hits]]

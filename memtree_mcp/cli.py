@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, NoReturn
 
 from memtree_mcp import __version__
 from memtree_mcp.config import Settings, settings_or_problem
+from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
 from memtree_mcp.inputs import INVISIBLE
@@ -103,8 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("query")
     recall.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
     recall.add_argument("--max-tokens", type=int, help="budget for the hits' text")
-    recall.add_argument("--strategy", default="gather", help="gather (default), hybrid, collapsed, …")
-    recall.add_argument("--kind", default="any", choices=["any", "leaf", "summary"])
+    recall.add_argument(
+        "--strategy", default=DEFAULT_STRATEGY, help=f"{', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY})"
+    )
+    recall.add_argument("--kind", default="any", choices=KINDS)
     recall.add_argument("--as-of", help="recall from memory as it was at this version or ISO 8601 time")
     recall.add_argument(
         "--min-relevance", type=float, help="leave out hits below this relevance, 0 to 1 (0: every hit)"
@@ -127,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
     tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
-    tree.add_argument("--tree", dest="which", choices=["semantic", "temporal"], default="semantic")
+    tree.add_argument("--tree", dest="which", choices=TREES, default="semantic")
     tree.add_argument("--depth", type=int, default=3, help="levels below the root to show (1-20, default 3)")
     tree.add_argument(
         "--max-children", type=int, default=50, help="children shown under each node (default 50; 0: all)"

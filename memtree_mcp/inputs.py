@@ -13,18 +13,16 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
+from memtree_mcp.core.names import TREES, TreeName
 from memtree_mcp.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
 
-TreeName = Literal["semantic", "temporal"]
-TREES: tuple[TreeName, ...] = ("semantic", "temporal")
 TREE_RULE = "use 'semantic' (by subject) or 'temporal' (by time)"
-KINDS = ("any", "leaf", "summary")
 
 MAX_QUERY_CHARS = 4_000
 MAX_K = 100

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.names import TreeName
 from memtree_mcp.core.wording import counted
-from memtree_mcp.inputs import MAX_OUTLINE_DEPTH, TreeName, check_range, check_tree, format_timestamp
+from memtree_mcp.inputs import MAX_OUTLINE_DEPTH, check_range, check_tree, format_timestamp
 
 __all__ = ["NO_MEMORIES", "OutlineRow", "checked_outline", "outline_rows", "plain_outline"]
 

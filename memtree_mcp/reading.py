@@ -10,16 +10,18 @@ earlier version from its memories that still exist (:func:`~memtree_mcp.versions
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from memtree_mcp.core import recall as ranking
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.memory import STRATEGIES, UPDATES_RANKED, Hit, Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
 from memtree_mcp.core.navigation import (
-    MOVES,
     CursorView,
     EmbeddingPolicy,
     NavigationError,
@@ -28,12 +30,12 @@ from memtree_mcp.core.navigation import (
 )
 from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import (
     FORGET_CANDIDATES,
-    KINDS,
     MAX_AGENT_STEPS,
     MAX_CHILD_INDEX,
     MAX_K,
@@ -71,6 +73,53 @@ class SummaryPlan:
     found: Summary
 
 
+def recall_request(
+    query: str,
+    k: int,
+    max_tokens: int | None,
+    *,
+    strategy: str,
+    kind: str,
+    time_from: str | None,
+    time_to: str | None,
+    tags: Sequence[str],
+    session: str | None,
+    expand: bool,
+    min_relevance: float,
+) -> RecallRequest:
+    """A recall as the tools ask it (see :meth:`memtree_mcp.service.MemoryService.recall`), every
+    argument checked, not yet embedded: the service builds it once and hands it to
+    :meth:`Reader.recall`. Raises InvalidInput for a bad argument."""
+    text = check_text(query, "query", MAX_QUERY_CHARS)
+    check_range(k, "k", 1, MAX_K)
+    check_share(min_relevance, "min_relevance")
+    if max_tokens is not None:
+        check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
+    if strategy not in STRATEGIES:
+        raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+    check_flag(expand, "expand")
+    where = RecallFilter(
+        kind=kind,
+        time_from=parse_timestamp(time_from) if time_from is not None else None,
+        time_to=parse_timestamp(time_to) if time_to is not None else None,
+        tags=check_tags(tags),
+        session=check_session(session),
+    )
+    return RecallRequest(
+        k=k,
+        query_text=text,
+        strategy=strategy,
+        where=where,
+        max_tokens=max_tokens,
+        min_relevance=min_relevance,
+        expand=expand,
+        supersede=True,
+        cost=recall_cost,
+    )
+
+
 class Reader:
     """Answers every question about the memory; never writes (LLM summaries go to Refinement)."""
 
@@ -92,73 +141,27 @@ class Reader:
         """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
         return self.read(lambda memory: memory, name)
 
-    def recall(
-        self,
-        name: str,
-        query: str,
-        k: int,
-        max_tokens: int | None,
-        *,
-        strategy: str,
-        kind: str,
-        time_from: str | None,
-        time_to: str | None,
-        tags: Sequence[str],
-        session: str | None,
-        expand: bool,
-        as_of: str | None,
-        min_relevance: float,
-    ) -> RecallResult:
-        """See :meth:`memtree_mcp.service.MemoryService.recall`."""
-        text = check_text(query, "query", MAX_QUERY_CHARS)
-        check_range(k, "k", 1, MAX_K)
-        check_share(min_relevance, "min_relevance")
-        if max_tokens is not None:
-            check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
-        if strategy not in STRATEGIES:
-            raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
-        if kind not in KINDS:
-            raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
-        check_flag(expand, "expand")
-        where = RecallFilter(
-            kind=kind,  # type: ignore[arg-type]
-            time_from=parse_timestamp(time_from) if time_from is not None else None,
-            time_to=parse_timestamp(time_to) if time_to is not None else None,
-            tags=check_tags(tags),
-            session=check_session(session),
-        )
+    def recall(self, name: str, request: RecallRequest, as_of: str | None = None) -> RecallResult:
+        """The hits of ``request`` (checked by :func:`recall_request`, not yet embedded) in namespace
+        ``name``, or in it as it was at ``as_of``. See :meth:`memtree_mcp.service.MemoryService.recall`."""
         known = self._spaces.get(name, create=False)
         if known is None:
             return RecallResult(hits=[], namespace=name)
+        text = request.query_text
         texts = [text]
-        if strategy == "gather":
+        if request.strategy == "gather":
             # gather also embeds the query without the authors it names, in the same batch.
             content = self._content_text(known, text)
             if content is not None:
                 texts.append(content)
         vectors = self._embedder().embed_batch(texts)
-        vector = vectors[0]
-        content_query = vectors[1] if len(texts) > 1 else None
-
-        def recall_in(memory: Memory) -> list[Hit]:
-            return memory.recall(
-                vector,
-                k,
-                query_text=text,
-                strategy=strategy,
-                where=where,
-                max_tokens=max_tokens,
-                expand=expand,
-                min_relevance=min_relevance,
-                supersede=True,
-                cost=recall_cost,
-                content_query=content_query,
-            )
-
+        embedded = dataclasses.replace(
+            request, query=vectors[0], content_query=vectors[1] if len(texts) > 1 else None
+        )
         with self._spaces.reading(name) as space:
             assert space is not None
             if as_of is None:
-                hits = recall_in(space.memory)
+                hits = ranking.recall(space.memory, embedded)
             else:
                 table, dimension, present = (
                     space.table,
@@ -167,7 +170,7 @@ class Reader:
                 )
         if as_of is not None:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
-            hits = recall_in(memory_as_of(table, as_of, dimension, present))
+            hits = ranking.recall(memory_as_of(table, as_of, dimension, present), embedded)
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
     def forget_candidates(self, name: str, query: str) -> list[RecallHit]:
@@ -181,12 +184,15 @@ class Reader:
         vector = self._embed(text)
         with self._spaces.reading(name) as space:
             assert space is not None
-            hits = space.memory.recall(
-                vector,
-                FORGET_CANDIDATES,
-                query_text=text,
-                where=RecallFilter(kind="leaf"),
-                min_relevance=DEFAULT_MIN_RELEVANCE,
+            hits = ranking.recall(
+                space.memory,
+                RecallRequest(
+                    query=vector,
+                    k=FORGET_CANDIDATES,
+                    query_text=text,
+                    where=RecallFilter(kind="leaf"),
+                    min_relevance=DEFAULT_MIN_RELEVANCE,
+                ),
             )
         found = [hit for hit in hits if hit.relevance >= DEFAULT_MIN_RELEVANCE]
         found.sort(key=lambda hit: -hit.relevance)
@@ -237,12 +243,25 @@ class Reader:
                 start = period_nodes(memory, low, high)
             elif vector is not None:
                 assert text is not None
-                leaves = memory.recall(
-                    vector, UPDATES_RANKED, query_text=text, where=RecallFilter(kind="leaf")
+                leaves = ranking.recall(
+                    memory,
+                    RecallRequest(
+                        query=vector,
+                        k=DEFAULT_WEIGHTS.updates_ranked,
+                        query_text=text,
+                        where=RecallFilter(kind="leaf"),
+                    ),
                 )
                 related = [h.id for h in leaves]
-                picked = memory.recall(
-                    vector, 5, query_text=text, strategy="collapsed", where=RecallFilter(kind="summary")
+                picked = ranking.recall(
+                    memory,
+                    RecallRequest(
+                        query=vector,
+                        k=5,
+                        query_text=text,
+                        strategy="collapsed",
+                        where=RecallFilter(kind="summary"),
+                    ),
                 )
                 start = [h.id for h in picked if h.tree == "semantic"] or related[:5]
             else:

@@ -13,7 +13,7 @@ included): :func:`recall_cost` prices a hit as its line will be written.
 
 from __future__ import annotations
 
-from memtree_mcp.core.memory import Hit
+from memtree_mcp.core.recall import Hit
 from memtree_mcp.core.wording import counted
 from memtree_mcp.results import (
     ForgetResult,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
+
+from memtree_mcp.core.names import HitKind, NodeKind, TreeName
 
 
 class PathStep(BaseModel):
@@ -28,7 +28,7 @@ class RecallHit(BaseModel):
 
     id: str
     text: str
-    kind: Literal["leaf", "summary"]
+    kind: HitKind
     tree: str = Field(
         description="'semantic' for summaries of the semantic tree; leaves belong to every tree."
     )
@@ -80,7 +80,7 @@ class NodePreview(BaseModel):
 
     id: str
     line: str
-    kind: Literal["root", "internal", "leaf"]
+    kind: NodeKind
     leaf_count: int
 
 
@@ -88,8 +88,8 @@ class NodeView(BaseModel):
     """Where the cursor is: a node of one tree, its text, its children and which moves are possible."""
 
     id: str
-    tree: Literal["semantic", "temporal"]
-    kind: Literal["root", "internal", "leaf"]
+    tree: TreeName
+    kind: NodeKind
     depth: int
     text: str
     label: str

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memtree_mcp.config import Settings
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.memory import DEFAULT_STRATEGY, Memory
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.inputs import MAX_FORGET, check_flag, check_namespace
 from memtree_mcp.maintenance import Maintenance
-from memtree_mcp.reading import Reader
+from memtree_mcp.reading import Reader, recall_request
 from memtree_mcp.refine import Refinement, SummaryQuestion
 from memtree_mcp.results import (
     ForgetResult,
@@ -133,8 +134,8 @@ class MemoryService:
         (``superseded_by``). ``max_tokens`` bounds the text the model reads
         (``rendering.recall_text``). Raises InvalidInput for bad arguments.
         """
-        return self.reader.recall(
-            self.resolve_namespace(namespace),
+        name = self.resolve_namespace(namespace)
+        request = recall_request(
             query,
             k,
             max_tokens,
@@ -145,9 +146,9 @@ class MemoryService:
             tags=tags,
             session=session,
             expand=expand,
-            as_of=as_of,
             min_relevance=min_relevance,
         )
+        return self.reader.recall(name, request, as_of)
 
     def summarize(
         self,

@@ -7,11 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memtree_mcp.core.arrays import Timeline
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.extractive import gist, label_for, summarize_children
 from memtree_mcp.core.index import VectorIndex
-from memtree_mcp.core.memory import Memory, _Timeline, estimate_tokens
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallRequest, estimate_tokens, recall
 from memtree_mcp.core.temporal import is_boundary
 
 
@@ -62,9 +64,9 @@ def test_recall_respects_k_the_token_budget_and_the_minimum_score() -> None:
     memory.add_leaf(Leaf(id="a", text="x" * 400, vector=vectors[0], seq=0, timestamp=0.0))
     memory.add_leaf(Leaf(id="b", text="short", vector=vectors[1], seq=1, timestamp=0.0))
     query = (vectors[0] * 0.8 + vectors[1] * 0.6).astype(np.float32)
-    assert [h.id for h in memory.recall(query, 2)] == ["a", "b"]
-    assert [h.id for h in memory.recall(query, 2, max_tokens=50)] == ["b"]
-    assert memory.recall(vectors[2], 5) == []
+    assert [h.id for h in recall(memory, RecallRequest(query=query, k=2))] == ["a", "b"]
+    assert [h.id for h in recall(memory, RecallRequest(query=query, k=2, max_tokens=50))] == ["b"]
+    assert recall(memory, RecallRequest(query=vectors[2], k=5)) == []
     assert estimate_tokens("abcd" * 10) == 10
 
 
@@ -75,8 +77,7 @@ def test_recall_respects_k_the_token_budget_and_the_minimum_score() -> None:
     )
 )
 def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, float]]) -> None:
-    from memtree_mcp.core.memory import NEIGHBOUR_DECAY, NEIGHBOUR_RADIUS
-
+    decay, radius = DEFAULT_WEIGHTS.neighbour_decay, DEFAULT_WEIGHTS.neighbour_radius
     memory = Memory(4)
     memory.timeline()  # built empty, then grown leaf by leaf as they arrive
     sessions = []
@@ -97,19 +98,21 @@ def test_propagation_along_time_matches_a_brute_force_sum(rows: list[tuple[int, 
         )
     ids, _ = memory.leaf_index.scores(np.ones(4, dtype=np.float32))
     scores = np.asarray([rows[int(i[1:])][1] for i in ids], dtype=np.float32)
-    got = dict(zip(ids, memory.timeline().propagate(scores), strict=True))
+    got = dict(zip(ids, memory.timeline().propagate(scores, decay, radius), strict=True))
     rebuilt = Memory(4)
     rebuilt.load(
         memory.leaves.values(), [*memory.semantic.branches.values(), *memory.temporal.branches.values()]
     )
-    again = dict(zip(rebuilt.leaf_index.ids(), rebuilt.timeline().propagate(scores), strict=True))
+    again = dict(
+        zip(rebuilt.leaf_index.ids(), rebuilt.timeline().propagate(scores, decay, radius), strict=True)
+    )
     assert again == pytest.approx(got)
     for i in range(len(rows)):
         expected = rows[i][1]
         for j in range(len(rows)):
             distance = abs(i - j)
-            if 0 < distance <= NEIGHBOUR_RADIUS and sessions[i] == sessions[j]:
-                expected += NEIGHBOUR_DECAY**distance * rows[j][1]
+            if 0 < distance <= radius and sessions[i] == sessions[j]:
+                expected += decay**distance * rows[j][1]
         assert got[f"m{i:03d}"] == pytest.approx(expected, abs=1e-4)
 
 
@@ -176,7 +179,7 @@ def test_the_timeline_s_segments_break_exactly_where_is_boundary_says(
         index.extend(
             [leaf.id for leaf in reversed(leaves)], np.stack([leaf.vector for leaf in reversed(leaves)])
         )
-    timeline = _Timeline.of(leaves, GAP, index)
+    timeline = Timeline.of(leaves, GAP, index)
     expected, segment = [], 0
     for previous, leaf in zip([None, *leaves], leaves, strict=False):
         segment += int(is_boundary(previous, leaf, GAP))

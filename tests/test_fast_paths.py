@@ -18,10 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memtree_mcp.core.arrays import Timeline, TreeArrays, TreeStructure
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem, tokenize
-from memtree_mcp.core.memory import STRATEGIES, Memory, RecallFilter, _Timeline, _TreeArrays, _TreeStructure
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.names import STRATEGIES
+from memtree_mcp.core.recall import Ranker, RecallFilter, RecallRequest, recall
 from tests import tree_checks
 
 DIM = 16
@@ -60,8 +63,8 @@ def grown_memory(seed: int, inserts: int, removals: int, *, check_every_step: bo
 
 def assert_arrays_match_a_fresh_build(memory: Memory) -> None:
     for tree in (memory.semantic, memory.temporal):
-        kept = memory._arrays[tree.tree_name]
-        fresh = _TreeArrays.build(tree, memory.leaf_index)
+        kept = memory.arrays[tree.tree_name]
+        fresh = TreeArrays.build(tree, memory.leaf_index)
         assert kept.picture(memory.leaf_index) == fresh.picture(memory.leaf_index)
         assert kept.picture(memory.leaf_index)["__levels_consistent__"] == (True,)
 
@@ -79,7 +82,7 @@ def structure_by_id(ids: list[str | None], parent: np.ndarray, fan_out: np.ndarr
 def test_tree_arrays_kept_node_by_node_equal_a_fresh_build(seed: int, inserts: int, removals: int) -> None:
     memory = grown_memory(seed, inserts, removals, check_every_step=True)
     kept = memory.temporal_structure()
-    fresh = _TreeStructure.build(memory.temporal, memory.leaf_index)
+    fresh = TreeStructure.build(memory.temporal, memory.leaf_index)
     assert structure_by_id(kept.ids, kept.parent, kept.fan_out) == structure_by_id(
         fresh.ids, fresh.parent, fresh.fan_out
     )
@@ -106,8 +109,8 @@ def queries(seed: int, count: int) -> list[tuple[np.ndarray, str]]:
 
 
 def same_hits(a: Memory, b: Memory, vector: np.ndarray, text: str, **options: object) -> None:
-    left = a.recall(vector, 12, query_text=text, **options)  # type: ignore[arg-type]
-    right = b.recall(vector, 12, query_text=text, **options)  # type: ignore[arg-type]
+    left = recall(a, RecallRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
+    right = recall(b, RecallRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
     assert [(h.id, h.kind, h.tree, h.depth) for h in left] == [(h.id, h.kind, h.tree, h.depth) for h in right]
     assert [h.score for h in left] == pytest.approx([h.score for h in right], abs=1e-5)
 
@@ -177,7 +180,7 @@ def test_a_load_given_the_leaves_vectors_as_one_matrix_equals_one_from_each_leaf
 def test_bm25_mapped_to_leaf_rows_equals_the_lexical_scores_by_id() -> None:
     memory = grown_memory(5, inserts=80, removals=30)
     for text in ["coffee beans", "jazz", "hiking alps trail python", "nothing matches zzz"]:
-        found = memory._lexical_rows(text)
+        found = Ranker(memory).lexical_rows(text)
         expected = memory.lexical.scores(text)
         if found is None:
             assert expected == {}
@@ -318,7 +321,7 @@ def test_the_timeline_grown_leaf_by_leaf_equals_one_built_at_once(seed: int) -> 
     for i in range(90):
         memory.add_leaf(random_leaf(rng, i, centres))
     grown = memory.timeline()
-    built = _Timeline.build(memory.leaves, memory.temporal.gap_seconds, memory.leaf_index)
+    built = Timeline.build(memory.leaves, memory.temporal.gap_seconds, memory.leaf_index)
     np.testing.assert_array_equal(grown.rows, built.rows)
     np.testing.assert_array_equal(grown.segment, built.segment)
     assert built.segment[-1] > 0  # sessions and silences did cut it

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.memory import STRATEGIES, Memory
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
 from memtree_mcp.spaces import Space, Spaces

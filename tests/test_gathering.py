@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memtree_mcp.core.memory as core_memory
 from memtree_mcp.core.gathering import STAND_IN, dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.lexical import LexicalIndex
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS as WEIGHTS
+from memtree_mcp.core.recall import RecallFilter, RecallRequest, recall
 from memtree_mcp.core.temporal import is_boundary
 from tests import tree_checks
 
@@ -80,7 +81,7 @@ def gather_by_brute_force(
     leaves = sorted(memory.leaves.values(), key=lambda leaf: leaf.seq)
     names = named_authors(text, {leaf.role for leaf in leaves})
     words = without_names(text, names, stand_in=" ") if names else text
-    share = core_memory.CONTENT_SHARE if content is not None else 0.0
+    share = WEIGHTS.content_share if content is not None else 0.0
     second = content if content is not None else query
     dense = [float((1 - share) * (leaf.vector @ query) + share * (leaf.vector @ second)) for leaf in leaves]
     fused = z(dense)
@@ -90,23 +91,23 @@ def gather_by_brute_force(
     bm25 = plain.scores(words)
     if bm25:
         lexical = z([bm25.get(leaf.id, 0.0) for leaf in leaves])
-        fused = [f + core_memory.LEXICAL_WEIGHT * b for f, b in zip(fused, lexical, strict=True)]
+        fused = [f + WEIGHTS.lexical_weight * b for f, b in zip(fused, lexical, strict=True)]
     spans = dated_spans(text)
     dated = [any(start <= leaf.timestamp < end for start, end in spans) for leaf in leaves]
     if any(dated) and not all(dated):
-        fused = [f + core_memory.DATE_WEIGHT * d for f, d in zip(fused, dated, strict=True)]
+        fused = [f + WEIGHTS.date_weight * d for f, d in zip(fused, dated, strict=True)]
     lowered = {name.lower() for name in names}
     fused = [
-        f + core_memory.AUTHOR_WEIGHT * (leaf.role.lower() in lowered)
+        f + WEIGHTS.author_weight * (leaf.role.lower() in lowered)
         for f, leaf in zip(fused, leaves, strict=True)
     ]
     segment = segments_by_loop(leaves, memory.temporal.gap_seconds)
     spread = list(fused)
     for i in range(len(leaves)):
-        for r in range(1, core_memory.NEIGHBOUR_RADIUS + 1):
+        for r in range(1, WEIGHTS.neighbour_radius + 1):
             for j in (i - r, i + r):
                 if 0 <= j < len(leaves) and segment[j] == segment[i]:
-                    spread[i] += core_memory.NEIGHBOUR_DECAY**r * fused[j]
+                    spread[i] += WEIGHTS.neighbour_decay**r * fused[j]
     if bm25:
         joined = LexicalIndex()
         for s in sorted(set(segment)):
@@ -116,7 +117,7 @@ def gather_by_brute_force(
         by_segment = joined.scores(words)
         numbers = sorted(set(segment))
         lift = dict(zip(numbers, z([by_segment.get(f"g{s}", 0.0) for s in numbers]), strict=True))
-        spread = [v + core_memory.SEGMENT_WEIGHT * lift[t] for v, t in zip(spread, segment, strict=True)]
+        spread = [v + WEIGHTS.segment_weight * lift[t] for v, t in zip(spread, segment, strict=True)]
     return {leaf.id: value for leaf, value in zip(leaves, spread, strict=True)}
 
 
@@ -136,13 +137,16 @@ def test_gather_scores_every_memory_as_the_brute_force_computation(
     ):
         query = unit(rng)
         content = unit(rng) if with_content else None
-        hits = memory.recall(
-            query,
-            len(memory.leaves),
-            query_text=text,
-            strategy="gather",
-            where=RecallFilter(kind="leaf"),
-            content_query=content,
+        hits = recall(
+            memory,
+            RecallRequest(
+                query=query,
+                k=len(memory.leaves),
+                query_text=text,
+                strategy="gather",
+                where=RecallFilter(kind="leaf"),
+                content_query=content,
+            ),
         )
         expected = gather_by_brute_force(memory, query, text, content)
         assert {h.id for h in hits} == set(expected)
@@ -160,8 +164,8 @@ def test_a_memory_reloaded_gathers_as_the_one_grown_leaf_by_leaf() -> None:
     rng = np.random.default_rng(8)
     for text in ("Ana hiking", "user typing python", "Annabel's cello"):
         query = unit(rng)
-        a = grown.recall(query, 20, query_text=text, where=RecallFilter(kind="leaf"))
-        b = fresh.recall(query, 20, query_text=text, where=RecallFilter(kind="leaf"))
+        a = recall(grown, RecallRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
+        b = recall(fresh, RecallRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
         assert [(h.id, round(h.score, 4)) for h in a] == [(h.id, round(h.score, 4)) for h in b]
 
 
@@ -256,7 +260,9 @@ def test_a_query_naming_a_day_ranks_what_was_said_that_day_first() -> None:
                 timestamp=stamp,
             )
         )
-    hits = memory.recall(vector, 3, query_text="What about the garden on 2 March, 2024?")
+    hits = recall(
+        memory, RecallRequest(query=vector, k=3, query_text="What about the garden on 2 March, 2024?")
+    )
     assert hits[0].id == "m1"
 
 
@@ -276,8 +282,11 @@ def test_relevance_shown_does_not_depend_on_the_strategy_that_ranked() -> None:
     by_strategy = {
         strategy: {
             h.id: h.relevance
-            for h in memory.recall(
-                query, 50, query_text=text, strategy=strategy, where=RecallFilter(kind="leaf")
+            for h in recall(
+                memory,
+                RecallRequest(
+                    query=query, k=50, query_text=text, strategy=strategy, where=RecallFilter(kind="leaf")
+                ),
             )
         }
         for strategy in ("gather", "hybrid")
@@ -303,5 +312,7 @@ def test_a_query_naming_an_author_ranks_their_memories_higher_than_the_same_word
                 role=author,
             )
         )
-    hits = memory.recall(shared, 2, query_text="Where did Ana go hiking?", strategy="gather")
+    hits = recall(
+        memory, RecallRequest(query=shared, k=2, query_text="Where did Ana go hiking?", strategy="gather")
+    )
     assert [h.id for h in hits] == ["m1", "m0"]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from memtree_mcp import spaces as spaces_module
 from memtree_mcp.config import Settings
-from memtree_mcp.core.memory import STRATEGIES, Memory
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store import lance
 from memtree_mcp.store import snapshot as snapshots

@@ -1,9 +1,9 @@
 """Which memory updates which, as recall looks for it, against a brute-force search on small memories.
 
 Recall gathers, once per call, the candidates its hits share, each parent's semantic siblings and
-what the judge reads of each memory (``Memory._Updates``, ``relevance.UpdateJudge``). Here the
+what the judge reads of each memory (``relevance.Updates``, ``relevance.UpdateJudge``). Here the
 same answer is recomputed with plain loops: every later candidate or sibling, those close enough
-in meaning, the latest ``UPDATES_JUDGED`` of them judged with a fresh tokenization and idf.
+in meaning, the latest ``Weights.updates_judged`` of them judged with a fresh tokenization and idf.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memtree_mcp.core.memory as core_memory
 from memtree_mcp.core.lexical import LexicalIndex, tokenize
-from memtree_mcp.core.memory import Memory, RecallFilter
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallFilter, RecallRequest, newest_update, recall
 from memtree_mcp.core.relevance import (
     UPDATE_CUES,
     UPDATE_MEANING,
@@ -82,7 +82,7 @@ def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
 
 def brute_newest_update(memory: Memory, older: Leaf, candidates: list[str]) -> Leaf | None:
     parent = memory.semantic.parent_of.get(older.id)
-    siblings = memory.semantic.branches[parent].children[: core_memory.SIBLINGS_CHECKED] if parent else []
+    siblings = memory.semantic.branches[parent].children[: DEFAULT_WEIGHTS.siblings_checked] if parent else []
     pool = {c for c in [*candidates, *siblings] if c in memory.leaves}
     later = [
         memory.leaves[c]
@@ -92,7 +92,7 @@ def brute_newest_update(memory: Memory, older: Leaf, candidates: list[str]) -> L
     close = [leaf for leaf in later if float(leaf.vector @ older.vector) >= UPDATE_MEANING]
     close.sort(key=lambda leaf: (leaf.timestamp, leaf.seq), reverse=True)
     texts = {leaf_id: leaf.text for leaf_id, leaf in memory.leaves.items()}
-    for newer in close[: core_memory.UPDATES_JUDGED]:
+    for newer in close[: DEFAULT_WEIGHTS.updates_judged]:
         if brute_supersedes(newer, older, texts):
             return newer
     return None
@@ -112,7 +112,7 @@ def test_the_newest_update_of_every_memory_is_the_brute_force_one(
     found = 0
     for older in memory.leaves.values():
         expected = brute_newest_update(memory, older, candidates)
-        got = memory.newest_update(older, candidates)
+        got = newest_update(memory, older, candidates)
         assert (got.id if got else None) == (expected.id if expected else None)
         found += expected is not None
     if inserts >= 30 and not removals:
@@ -135,8 +135,11 @@ def test_one_judge_asked_many_pairs_answers_as_a_fresh_judge_for_each() -> None:
 def test_recall_marks_the_same_updates_as_a_brute_force_search_over_its_hits() -> None:
     memory = tree_checks.grown_memory(11, 40, 3, update_leaf, centres=len(SUBJECTS), dimension=DIM)
     query = memory.leaves[sorted(memory.leaves)[5]]
-    hits = memory.recall(
-        query.vector, 10, query_text="standup", where=RecallFilter(kind="leaf"), supersede=True
+    hits = recall(
+        memory,
+        RecallRequest(
+            query=query.vector, k=10, query_text="standup", where=RecallFilter(kind="leaf"), supersede=True
+        ),
     )
     candidates = [h.id for h in hits]  # every text differs: the hits are the ranking's first ten
     for hit in hits:

@@ -10,9 +10,10 @@ get in the way of plain dense + BM25 scoring, measured on the LoCoMo dev split
   in the question pulls the question's embedding towards whatever that person said, on any
   subject, and as a BM25 term it matches half the memories. ``gather`` matches the name against
   the memories' *author* (their ``role``) instead: memories by an author the query names get a
-  fixed lift (``AUTHOR_WEIGHT`` standard deviations), the BM25 query leaves the name out, and the
-  dense score is the mean of the query's cosine and that of the query with the names replaced by
-  "they" (:func:`without_names`), which the service embeds in the same batch as the query.
+  fixed lift (``author_weight`` standard deviations, a field of ``core/recall.py``'s ``Weights``),
+  the BM25 query leaves the name out, and the dense score is the mean of the query's cosine and
+  that of the query with the names replaced by "they" (:func:`without_names`), which the service
+  embeds in the same batch as the query.
 - one turn rarely holds all the words of the answer; the stretch of conversation around it does.
   ``gather`` scores each segment of the timeline (a session, or a run without a long silence) as
   one document with BM25 (:meth:`LexicalIndex.group_score_array`, the same formula as over single
@@ -21,7 +22,7 @@ get in the way of plain dense + BM25 scoring, measured on the LoCoMo dev split
   instead of leaving the memories of a weak segment out.
 - a date. "What did Tim say about his injury on 16 November, 2023?" asks about what was said that
   day; the words "16 November" are rarely in the memory, its timestamp is. Memories dated within
-  a day or month the query names with its year (:func:`dated_spans`) get ``DATE_WEIGHT`` more.
+  a day or month the query names with its year (:func:`dated_spans`) get ``date_weight`` more.
 
 The weights are in standard deviations of scores standardised over the memory, so they mean the
 same in any memory and with any embedder.

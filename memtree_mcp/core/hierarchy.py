@@ -18,7 +18,7 @@ Linkage = Literal["average", "centroid"]
 @dataclass(frozen=True, slots=True)
 class Shape:
     """One tree's shape as a store's columns give it, for a load of that tree's branches in a
-    given order: what :meth:`Hierarchy._adopt` and the recall arrays (``core/memory.py``) would
+    given order: what :meth:`Hierarchy._adopt` and the recall arrays (``core/arrays.py``) would
     otherwise work out node by node (0.7 s of a 100k load).
 
     - ``parent_of``: each leaf's parent, in the order the branches list them; ``height``: the

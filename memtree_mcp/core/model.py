@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memtree_mcp.core.embedding import Vector
+from memtree_mcp.core.names import TreeName
 
 BranchKind = Literal["root", "internal"]
-TreeName = Literal["semantic", "temporal"]
 
 
 @dataclass(slots=True)

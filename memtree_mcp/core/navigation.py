@@ -39,12 +39,9 @@ from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.names import MOVES, NodeKind
 
-NodeKind = Literal["root", "internal", "leaf"]
 Outcome = Literal["sufficient", "insufficient", "max_steps"]
-MOVES: tuple[str, ...] = ("stay", "reset", "up", "down", "left", "right", "switch")
-ACTIONS: tuple[str, ...] = ("up", "down", "left", "right", "reset", "sufficient", "insufficient")
-TREES: tuple[str, ...] = ("semantic", "temporal")
 PREVIEW_CHARS = 100
 LEAF_LABEL_CHARS = 60
 CONTEXT_LEAVES = 5

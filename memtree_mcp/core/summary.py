@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from memtree_mcp.core import recall as ranking
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.memory import Memory, estimate_tokens
+from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.recall import estimate_tokens
 from memtree_mcp.core.wording import counted
 
 # How many memories under a summarised branch are looked at for updates of what its text quotes.
@@ -121,7 +123,7 @@ def _current(memory: Memory, frontier: list[str], candidates: Sequence[str]) -> 
     out: list[str] = []
     for node_id in frontier:
         leaf = memory.leaves.get(node_id)
-        newest = memory.newest_update(leaf, candidates) if leaf is not None else None
+        newest = ranking.newest_update(memory, leaf, candidates) if leaf is not None else None
         chosen = node_id if newest is None else newest.id
         if chosen not in out:
             out.append(chosen)
@@ -143,7 +145,7 @@ def _current_text(memory: Memory, tree: Hierarchy, node_id: str, candidates: Seq
     for leaf in _leaves_below(memory, tree, node_id, CURRENT_SCAN):
         if gist(leaf.text) not in quoted:
             continue
-        newest = memory.newest_update(leaf, candidates)
+        newest = ranking.newest_update(memory, leaf, candidates)
         if newest is None or gist(leaf.text) not in parts:
             continue
         at = parts.index(gist(leaf.text))

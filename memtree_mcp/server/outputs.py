@@ -14,10 +14,9 @@ memory's words reads that hit's line, or the ``memtree://{namespace}/node/{id}``
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel
 
+from memtree_mcp.core.names import HitKind, NodeKind, TreeName
 from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
 
 
@@ -37,7 +36,7 @@ class HitRef(BaseModel):
     """One line of recall's text: which node, what kind, how relevant (0-1), when."""
 
     id: str
-    kind: Literal["leaf", "summary"]
+    kind: HitKind
     relevance: float
     time_from: str
     time_to: str
@@ -62,8 +61,8 @@ class NavigateOutput(BaseModel):
     """Where the cursor is and where it can go: ids only."""
 
     node_id: str
-    tree: Literal["semantic", "temporal"]
-    kind: Literal["root", "internal", "leaf"]
+    tree: TreeName
+    kind: NodeKind
     children: list[str]
     parent: str | None = None
     left: str | None = None

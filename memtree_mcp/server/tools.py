@@ -13,7 +13,7 @@ its service as the lifespan context of the server that received it.
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,6 +21,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from memtree_mcp import rendering
+from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy, TreeName
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
@@ -117,13 +118,8 @@ async def recall(
     min_relevance: Annotated[
         Share, Field(description="Hide hits below this; 0 shows all.")
     ] = DEFAULT_MIN_RELEVANCE,
-    strategy: Annotated[
-        Literal["gather", "hybrid", "collapsed", "propagate-down", "propagate-up", "refine"],
-        Field(description="Ranking; 'gather' is best."),
-    ] = "gather",
-    kind: Annotated[
-        Literal["any", "leaf", "summary"], Field(description="Memories, summaries or both.")
-    ] = "any",
+    strategy: Annotated[Strategy, Field(description="Ranking; 'gather' is best.")] = DEFAULT_STRATEGY,
+    kind: Annotated[KindFilter, Field(description="Memories, summaries or both.")] = "any",
     time_from: Annotated[Timestamp, Field(description="From (ISO 8601).")] = None,
     time_to: Annotated[Timestamp, Field(description="Until (ISO 8601).")] = None,
     tags: Annotated[Tags, Field(description="Any of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
@@ -165,13 +161,10 @@ async def recall(
 async def navigate(
     ctx: MemoryContext,
     node_id: Annotated[NodeId, Field(description="Where the cursor is; the root if left out.")] = None,
-    move: Annotated[
-        Literal["stay", "reset", "up", "down", "left", "right", "switch"],
-        Field(description="'down': to child `index`; 'switch': the other tree."),
-    ] = "stay",
+    move: Annotated[Move, Field(description="'down': to child `index`; 'switch': the other tree.")] = "stay",
     index: Annotated[ChildIndex, Field(description="Child for 'down', from 0.")] = None,
     tree: Annotated[
-        Literal["semantic", "temporal"], Field(description="'semantic' (by subject) or 'temporal' (by time).")
+        TreeName, Field(description="'semantic' (by subject) or 'temporal' (by time).")
     ] = "semantic",
     query: Annotated[OptionalQuery, Field(description="What you are looking for.")] = None,
     agent: Annotated[Flag, Field(description="Let the server walk the tree for `query`.")] = False,

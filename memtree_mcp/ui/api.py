@@ -42,9 +42,10 @@ from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.names import TREES, TreeName
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
 from memtree_mcp.http_guards import BearerTokenMiddleware
-from memtree_mcp.inputs import TREES, TreeName, check_tree, format_timestamp
+from memtree_mcp.inputs import check_tree, format_timestamp
 from memtree_mcp.service import MemoryService
 
 __all__ = ["ui_app"]

@@ -1,0 +1,26 @@
+"""The names that callers pass and core reads, each set declared once: recall's strategies and
+the kinds of node it returns, the two trees, the kinds of node and the cursor's moves.
+
+Each is a ``Literal`` type (what the tools' schemas and mypy read) and the tuple of its values
+(what the checks, the CLI's choices and the error messages read), the tuple taken from the type.
+"""
+
+from typing import Literal, get_args
+
+Strategy = Literal["gather", "hybrid", "collapsed", "propagate-down", "propagate-up", "refine"]
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
+DEFAULT_STRATEGY: Strategy = "gather"
+
+# What recall returns (a memory or a summary), and what it may be asked for.
+HitKind = Literal["leaf", "summary"]
+KindFilter = Literal["any", HitKind]
+KINDS: tuple[KindFilter, ...] = get_args(KindFilter)
+
+TreeName = Literal["semantic", "temporal"]
+TREES: tuple[TreeName, ...] = get_args(TreeName)
+
+# A node as the cursor shows it: a tree's root, a branch below it, or a memory.
+NodeKind = Literal["root", "internal", "leaf"]
+
+Move = Literal["stay", "reset", "up", "down", "left", "right", "switch"]
+MOVES: tuple[Move, ...] = get_args(Move)
