@@ -24,7 +24,7 @@ from memtree_mcp.spaces import Spaces
 from memtree_mcp.writing import Writer
 
 if TYPE_CHECKING:
-    from memtree_mcp.store.lance import NamespaceTable
+    from memtree_mcp.store.table import NamespaceTable
 
 log = logging.getLogger("memtree_mcp")
 

@@ -55,7 +55,8 @@ from memtree_mcp.heap import collector_paused, give_back_freed_memory
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from memtree_mcp.store.lance import LanceStore, NamespaceTable, Position
+    from memtree_mcp.store.lance import LanceStore
+    from memtree_mcp.store.table import NamespaceTable, Position
 
 log = logging.getLogger("memtree_mcp")
 

@@ -18,7 +18,7 @@ whole snapshot or none. It is never trusted on its own:
   dimension or format is ignored (logged), and the namespace is read whole, which writes a new one;
 - the terms are kept only if ``core/lexical.py`` is the same file that tokenized them (its hash);
 - the table itself says whether the snapshot still describes it: the snapshot records where its
-  whole read stood (:class:`~memtree_mcp.store.lance.Position`: the generation, row count, last
+  whole read stood (:class:`~memtree_mcp.store.table.Position`: the generation, row count, last
   revision and last row), and :meth:`NamespaceTable.changes` takes the rows appended since, checking
   that the last row seen is still at its offset and every new row is newer; anything else (a
   squash, a purge, a re-index, an upgrade: another generation) means a whole read.
@@ -55,7 +55,9 @@ from memtree_mcp.core import lexical as lexical_module
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
-from memtree_mcp.store.lance import DELETED, Position, one_array
+from memtree_mcp.store.arrow import one_array
+from memtree_mcp.store.rows import DELETED
+from memtree_mcp.store.table import Position
 
 log = logging.getLogger("memtree_mcp")
 
@@ -127,7 +129,7 @@ def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedd
 
     The rows are kept leaves first, in seq order, then branches, then deletions: a reader takes
     the leaves' and the branches' rows, and the leaves' vectors end to end, without gathering them
-    row by row (``store/lance.py``).
+    row by row (``store/arrow.py``).
     """
     try:
         _write(path, rows, position, memory, embedder)
