@@ -41,7 +41,7 @@ def reopen(home: Path) -> dict[str, Any]:
 import json, time
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
-import memtree_mcp.store.lance, memtree_mcp.store.snapshot
+import memtree_mcp.store.lance, memtree_mcp.store.opening
 service = MemoryService(Settings(home={str(home)!r}, namespace={NAMESPACE!r}, llm="none"))
 service.embedder.embed_batch(["warm up"])
 space = service.spaces.get({NAMESPACE!r}, create=False)

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from memtree_mcp import spaces as spaces_module
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import STRATEGIES, Memory
 from memtree_mcp.service import MemoryService
+from memtree_mcp.store import opening
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.lance import LanceStore
@@ -190,7 +190,7 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
 def test_a_server_that_stops_saves_its_snapshot_anew_when_it_is_far_behind(
     settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spaces_module, "REFRESH_BEHIND", 1)
+    monkeypatch.setattr(opening, "REFRESH_BEHIND", 1)
     command = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     for note in NOTES:
         command.remember(note, session="s1")
