@@ -65,7 +65,7 @@ from memtree_mcp.core.embedding import Embedder, Matrix
 from memtree_mcp.core.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
-from memtree_mcp.store.lance import COMPACT_EVERY
+from memtree_mcp.store.table import COMPACT_EVERY
 
 NAMESPACE = "bench"
 # A user's first question arrives seconds after the client has listed the tools.
@@ -234,9 +234,9 @@ PROFILE_PARTS = (
     ("remember (total)", "memtree_mcp/service.py", "remember"),
     ("embedding (embed_batch)", "memtree_mcp/providers/local.py", "embed_batch"),
     ("tree insertion (Memory.add_leaf)", "memtree_mcp/core/memory.py", "add_leaf"),
-    ("row building (_node_rows)", "memtree_mcp/store/lance.py", "_node_rows"),
-    ("LanceDB commit (append + maintenance)", "memtree_mcp/store/lance.py", "commit"),
-    ("  of which maintenance (_maintain)", "memtree_mcp/store/lance.py", "_maintain"),
+    ("row building (node_rows)", "memtree_mcp/store/rows.py", "node_rows"),
+    ("LanceDB commit (append + maintenance)", "memtree_mcp/store/table.py", "commit"),
+    ("  of which maintenance (_maintain)", "memtree_mcp/store/table.py", "_maintain"),
     ("version check (Spaces.follow)", "memtree_mcp/spaces.py", "follow"),
     ("file lock (FileLock.acquire)", "filelock/_api.py", "acquire"),
     ("path for the result (ancestors)", "memtree_mcp/core/semantic.py", "ancestors"),

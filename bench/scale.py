@@ -93,8 +93,8 @@ from memtree_mcp.core.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.spaces import Spaces
-from memtree_mcp.store import lance
-from memtree_mcp.store.lance import NamespaceTable
+from memtree_mcp.store import rows as store_rows
+from memtree_mcp.store.table import NamespaceTable
 
 NAMESPACE = "scale"
 RECALL_K = 10
@@ -282,7 +282,7 @@ def write_probe() -> Probe:
     return Probe(
         {
             "tree insertion (Memory.add_leaf)": (Memory, "add_leaf"),
-            "row building (lance._node_rows)": (lance, "_node_rows"),
+            "row building (rows.node_rows)": (store_rows, "node_rows"),
             "LanceDB commit (NamespaceTable.commit)": (NamespaceTable, "commit"),
             "version check (Spaces.follow)": (Spaces, "follow"),
         }

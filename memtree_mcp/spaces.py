@@ -3,13 +3,13 @@
 A :class:`Space` holds one namespace's :class:`~memtree_mcp.core.memory.Memory`, its table and the
 table version the memory reflects. :class:`Spaces` owns them all and is the only place that
 
-- opens the store (lazily: lancedb loads on the first call, never before the MCP handshake);
+- opens the store (lazily: lancedb loads on the first call, never before the MCP handshake), and
+  each namespace's memory through it (``store/opening.py``: from its snapshot, or by a whole read);
 - follows other processes: before every read or write it looks at the table's latest version and,
   when someone else committed, applies what they wrote (the revisions appended since, read with
-  :meth:`NamespaceTable.changes` and applied with :meth:`Memory.apply`); it reads the table whole
-  only when it was rewritten (a purge, a squash, a re-index). Measured with two stdio servers on
-  one store of 10k memories (``bench/multiclient.py``): reading the table whole after every
-  foreign ``remember`` made the next recall cost 1.5 s, 45x a quiet one; following, 66 ms, 1.7x.
+  :meth:`NamespaceTable.changes` and applied with :meth:`Memory.apply`), in time proportional to
+  what was written rather than to the store (``bench/multiclient.py``); it reads the table whole
+  only when it was rewritten (a purge, a squash, a re-index).
   A server also follows in the background (:meth:`Spaces.watch`), so that its next call seldom has
   to, and when it stops it saves a snapshot that has fallen far behind (:meth:`Spaces.close`);
 - serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
@@ -53,9 +53,9 @@ from memtree_mcp.errors import LockTimeout, StoreError
 from memtree_mcp.heap import collector_paused, give_back_freed_memory
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from memtree_mcp.store.lance import LanceStore, NamespaceTable, Position
+    from memtree_mcp.store.lance import LanceStore
+    from memtree_mcp.store.opening import Opener
+    from memtree_mcp.store.table import NamespaceTable
 
 log = logging.getLogger("memtree_mcp")
 
@@ -63,9 +63,6 @@ log = logging.getLogger("memtree_mcp")
 READERS_TURN_SECONDS = 1.0
 # How often a server looks, in the background, whether another process committed (Spaces.watch).
 WATCH_SECONDS = 0.2
-# A server that stops saves a namespace's snapshot anew when it is this many rows (or a tenth of
-# the table) behind (Spaces.refresh_snapshot).
-REFRESH_BEHIND = 2_000
 
 
 @dataclass
@@ -108,6 +105,7 @@ class Spaces:
         self.settings = settings
         self._embedder = embedder
         self._store: LanceStore | None = None
+        self._opener: Opener | None = None
         self._spaces: dict[str, Space] = {}
         self._lock = threading.RLock()
         self.on_load: Callable[[Space], None] | None = None
@@ -126,11 +124,14 @@ class Spaces:
 
     @property
     def store(self) -> LanceStore:
-        """The LanceDB store of MEMTREE_HOME, opened on first use."""
+        """The LanceDB store of MEMTREE_HOME, opened on first use with what opens its namespaces
+        (:attr:`opener`): the one place the store's modules are imported, and lancedb and pyarrow
+        with them."""
         embedder = self._embedder()
         with self._lock:
             if self._store is None:
                 from memtree_mcp.store.lance import LanceStore, home_error, object_store_options
+                from memtree_mcp.store.opening import Opener
 
                 home = self.settings.home
                 options = object_store_options(
@@ -145,7 +146,17 @@ class Spaces:
                     )
                 except OSError as exc:  # the directory could not be created
                     raise home_error(home, exc, "create") from exc
+                self._opener = Opener(home, embedder.dimension)
             return self._store
+
+    @property
+    def opener(self) -> Opener:
+        """What opens each namespace's memory from its table (from its snapshot or whole) and keeps
+        its snapshot (``store/opening.py``); made with the store, and kept when it closes."""
+        if self._opener is None:
+            _ = self.store  # opening the store makes the opener
+        assert self._opener is not None
+        return self._opener
 
     def get(self, name: str, *, create: bool) -> Space | None:
         """The space of namespace ``name``, opening its table; None when it has none and not ``create``.
@@ -245,8 +256,8 @@ class Spaces:
         on leaving, what is due is done once (for a bulk import).
 
         Every compaction and squash rewrites the whole table, and the history keeps each copy for
-        MEMTREE_RETENTION: an import of 100k memories in batches of 256 made 391 commits, so four
-        or five rewrites of a growing table, most of the store's 1.3 GB on disk.
+        MEMTREE_RETENTION: a big import makes hundreds of commits, so several rewrites of a growing
+        table, which would take most of the store's room on disk.
         """
         space = self.get(name, create=True)
         assert space is not None
@@ -307,9 +318,7 @@ class Spaces:
         floor = space.table.purge()
         space.version = space.table.latest_version()
         # The snapshot may hold what the purge took away; the next whole read saves a new one.
-        from memtree_mcp.store import snapshot as snapshots
-
-        snapshots.remove(self.settings.home, space.name)
+        self.opener.remove_snapshot(space.name)
         log.info(
             "purged namespace %s (history from version %d) in %.0f ms",
             space.name,
@@ -349,17 +358,15 @@ class Spaces:
     def reload(self, space: Space) -> None:
         """Read ``space``'s memory afresh from the latest version of its table.
 
-        From the namespace's snapshot and the rows appended since, when it has a usable one
-        (``store/snapshot.py``); otherwise from the whole table, and a new snapshot is saved.
+        From the namespace's snapshot and the rows appended since, when it has a usable one;
+        otherwise from the whole table, and a new snapshot is saved (``store/opening.py``).
         """
         started = time.perf_counter()
         with collector_paused():
-            resumed = self._resumed(space)
-            how = "from its snapshot"
-            if resumed is None:
-                resumed = self._read_whole(space)
-                how = "whole"
-        space.memory, space.version, space.snapshot_rows = resumed
+            opened = self.opener.open(space.name, space.table)
+        space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
+        how = opened.how
+        del opened
         give_back_freed_memory()
         if self.on_load is not None:
             self.on_load(space)
@@ -371,86 +378,6 @@ class Spaces:
             len(space.memory.leaves),
             (time.perf_counter() - started) * 1000,
         )
-
-    def _read_whole(self, space: Space) -> tuple[Memory, int, int]:
-        """``space``'s memory read from its whole table, its version, and the rows of the table its
-        snapshot stands at (-1: none); saves a snapshot when the table is big enough for one to pay
-        (a failure to save is logged: the memory is read all the same)."""
-        from memtree_mcp.store import snapshot as snapshots
-
-        read, rows, position = space.table.read_latest()
-        memory = Memory(self._embedder().dimension)
-        memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
-        path = snapshots.path_of(self.settings.home, space.name)
-        saved_at = -1
-        if path is not None and position.rows >= snapshots.SMALLEST:
-            try:
-                if self._save_snapshot(space, path, rows, position, memory):
-                    saved_at = position.rows
-            except OSError as exc:  # a read-only home: the snapshot only saves time
-                log.warning("could not save a snapshot of namespace %s: %s", space.name, exc)
-            except Exception:  # a bug: the memory read is what counts
-                log.exception("could not save a snapshot of namespace %s", space.name)
-        return memory, read.version, saved_at
-
-    def _save_snapshot(
-        self, space: Space, path: Path, rows: pa.Table, position: Position, memory: Memory
-    ) -> bool:
-        """Save ``memory`` (``space``'s, as of ``rows`` at ``position``) as the namespace's snapshot;
-        False when the table was rewritten meanwhile, and the snapshot is then removed: a purge may
-        have taken away what it holds, and removed the snapshot before this one was saved. Raises
-        OSError when it cannot be written."""
-        from memtree_mcp.store import snapshot as snapshots
-
-        snapshots.write(path, rows, position, memory, space.table.embedder)
-        if space.table.latest_generation() != position.generation:
-            snapshots.remove(self.settings.home, space.name)
-            return False
-        return True
-
-    def _resumed(self, space: Space) -> tuple[Memory, int, int] | None:
-        """``space``'s memory from its snapshot, brought up to the table's latest version by the
-        rows appended since, with that version and the rows the snapshot stands at; None when there
-        is no snapshot, it cannot be used, or the table does not continue it (``store/snapshot.py``)."""
-        from memtree_mcp.store import snapshot as snapshots
-
-        path = snapshots.path_of(self.settings.home, space.name)
-        if path is None:
-            return None
-        saved = snapshots.read(path, space.table.embedder, space.table.dimension)
-        if saved is None:
-            return None
-        table = space.table
-        table.latest_version()
-        behind = table.row_count() - saved.position.rows
-        if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
-            # Rewritten, or so far behind that following it would cost more than a whole read
-            # (which saves a new snapshot).
-            return None
-        saved_at = saved.position.rows
-        try:
-            read = table.resume(saved.rows, saved.position)
-            saved.give_vectors(read.branches)
-            memory = Memory(self._embedder().dimension)
-            memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
-            del read
-            if saved.lexical is None:
-                # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;
-                # saved again so that the next process need not tokenize.
-                snapshots.write(path, saved.rows, saved.position, memory, table.embedder)
-            del saved
-            changes = table.changes()
-            if changes is None:
-                log.info(
-                    "the snapshot of namespace %s no longer fits its table; reading it whole", space.name
-                )
-                return None
-            memory.apply(changes.leaves, changes.branches, changes.removed)
-        except Exception:
-            # Rows that do not hold together (a bug, or a file changed by hand): the table is exact.
-            log.exception("could not open namespace %s from its snapshot; reading it whole", space.name)
-            return None
-        return memory, changes.version, saved_at
 
     def restore(self, space: Space, version: int) -> int:
         """Make commit ``version``'s memory the latest content of ``space``'s table (a new commit,
@@ -499,7 +426,7 @@ class Spaces:
         stat of its folder of versions, :meth:`NamespaceTable.commit_marker`) and, when it did and
         no one here holds the space, follows it (:meth:`follow`). So the recall an agent makes
         after another client's remember finds the memory already caught up instead of paying for
-        it (about 12 ms at 100k memories, ``bench/multiclient.py``). Only a hastener: every read
+        it (``bench/multiclient.py``). Only a hastener: every read
         and write still follows first, so nothing depends on the thread having looked. Object-store
         homes have no marker and follow at the next call. Stopped by :meth:`close`.
         """
@@ -538,52 +465,18 @@ class Spaces:
         """Whether ``space``'s snapshot is far enough behind its table to be saved anew."""
         if space.version < 0:
             return False
-        from memtree_mcp.store import snapshot as snapshots
-
-        rows = space.table.row_count_seen
-        if rows < snapshots.SMALLEST:
-            return False
-        return rows - max(space.snapshot_rows, 0) >= max(REFRESH_BEHIND, rows // 10)
+        return self.opener.snapshot_due(space.table.row_count_seen, space.snapshot_rows)
 
     def refresh_snapshot(self, space: Space) -> bool:
         """Save ``space``'s snapshot anew as the memory held now; True when it was saved.
 
-        Call it holding ``space``'s lock, the space followed. A new process then resumes from
-        here instead of following every row appended since the last whole read (``bench/
-        snapshot_age.py``, 10k memories: 0.50–0.57 s 900 remembers later, 0.29–0.32 s after this).
-        It costs a server about 0.4 s at 10k and 3 s at 100k, and raises its resident size by what
-        it builds and drops (50 MB at 10k, 250 MB at 100k): hence only when a server stops
-        (:meth:`close`). Built from the snapshot's rows and the rows appended since
-        (:meth:`NamespaceTable.rows_now`), not from a whole read; skipped (False) when the home
-        keeps none, there is no usable snapshot to build on, the table does not continue it (the
-        next whole read saves one), or it was rewritten meanwhile.
+        Call it holding ``space``'s lock, the space followed. Only when a server stops
+        (:meth:`close`): it costs time and memory while it runs (:meth:`Opener.refresh_snapshot`).
         """
-        from memtree_mcp.store import snapshot as snapshots
-
-        path = snapshots.path_of(self.settings.home, space.name)
-        if path is None:
-            return False
-        started = time.perf_counter()
-        table = space.table
-        saved = snapshots.read(path, table.embedder, table.dimension, rows_only=True)
-        now = None if saved is None else table.rows_now(saved.rows, saved.position, space.version)
-        del saved
-        if now is None:
-            space.snapshot_rows = table.row_count_seen  # nothing to build on: not tried again soon
-            return False
-        rows, position = now
-        if not self._save_snapshot(space, path, rows, position, space.memory):
-            return False
-        space.snapshot_rows = position.rows
-        give_back_freed_memory()
-        log.debug(
-            "saved the snapshot of namespace %s anew at version %d (%d rows) in %.0f ms",
-            space.name,
-            position.version,
-            position.rows,
-            (time.perf_counter() - started) * 1000,
-        )
-        return True
+        refreshed = self.opener.refresh_snapshot(space.name, space.table, space.memory, space.version)
+        if refreshed.snapshot_rows is not None:
+            space.snapshot_rows = refreshed.snapshot_rows
+        return refreshed.saved
 
     def file_lock(self, name: str, *, timeout: float | None = None) -> WriteLock:
         """The lock writers of namespace ``name`` take, across the processes and threads of this

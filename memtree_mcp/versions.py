@@ -16,7 +16,7 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.inputs import check_version, parse_timestamp
 
 if TYPE_CHECKING:
-    from memtree_mcp.store.lance import NamespaceTable
+    from memtree_mcp.store.table import NamespaceTable
 
 
 def resolve_version(table: NamespaceTable, when: str) -> int:

@@ -152,14 +152,14 @@ def test_a_purge_leaves_no_byte_of_a_forgotten_memory_and_a_valid_store(
 def test_the_deletion_rows_outlive_a_squash_so_retention_still_purges(
     service: MemoryService, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memtree_mcp.store import lance
+    from memtree_mcp.store import table as tables
 
     home = Path(settings.home)
     remember_then_forget_the_secret(service)
     table = service.spaces["default"].table
     forgotten_at = table.oldest_forget
     assert forgotten_at is not None
-    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    monkeypatch.setattr(tables, "SQUASH_SLACK", -10_000)  # every commit squashes the table
     table.history = 0.0  # keeping no earlier commit
     for i in range(12):
         service.remember(f"Filler note {i} about the weather in Lyon.")

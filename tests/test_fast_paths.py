@@ -414,7 +414,7 @@ def test_labels_from_the_word_cache_equal_the_plain_count(
 
 def reference_read(arrow: object) -> tuple[dict[str, object], dict[str, object]]:
     """Live nodes straight from the rows: each id's highest rev, deletions dropped, row by row."""
-    from memtree_mcp.store.lance import DELETED, _branch_from_row, _leaf_from_row
+    from memtree_mcp.store.rows import DELETED, branch_from_row, leaf_from_row
 
     latest: dict[str, dict[str, object]] = {}
     for row in arrow.to_pylist():  # type: ignore[attr-defined]
@@ -428,9 +428,9 @@ def reference_read(arrow: object) -> tuple[dict[str, object], dict[str, object]]
             continue
         if row["kind"] == "leaf":
             row["vector"] = np.frombuffer(row["embedding"], dtype=np.float32)  # type: ignore[arg-type]
-            leaves[node_id] = _leaf_from_row(row)
+            leaves[node_id] = leaf_from_row(row)
         else:
-            branches[node_id] = _branch_from_row(row)
+            branches[node_id] = branch_from_row(row)
     return leaves, branches
 
 
@@ -446,10 +446,10 @@ def test_the_column_wise_read_equals_the_rows_read_one_by_one(
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     from memtree_mcp.service import MemoryService
-    from memtree_mcp.store import lance
+    from memtree_mcp.store import table as tables
 
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 4)
-    monkeypatch.setattr(lance, "SQUASH_SLACK", 10)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 4)
+    monkeypatch.setattr(tables, "SQUASH_SLACK", 10)
     service = MemoryService(settings, embedder=embedder)
     notes = [f"Note {i} about {WORDS[i % len(WORDS)]} and {WORDS[(3 * i) % len(WORDS)]}." for i in range(24)]
     for i, note in enumerate(notes):

@@ -28,7 +28,8 @@ from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
 from memtree_mcp.spaces import Space, Spaces
-from memtree_mcp.store import lance
+from memtree_mcp.store import table as tables
+from memtree_mcp.store.rows import generation_of
 from tests.test_fast_paths import (
     DIM,
     WORDS,
@@ -350,7 +351,7 @@ def test_a_follower_follows_across_compactions_without_reading_the_table_whole(
     embedder: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 2)
     writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
     for note in NOTES[1:]:
         writer.remember(note)
@@ -369,7 +370,7 @@ def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     writer, follower, reads = loaded_after(pair, NOTES[:1], monkeypatch)
-    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit squashes the table
+    monkeypatch.setattr(tables, "SQUASH_SLACK", -10_000)  # every commit squashes the table
     table = writer.spaces["default"].table
     table.history = 0.0  # and keeps no history: only the latest rows stay
     writer.remember(NOTES[1])
@@ -387,7 +388,7 @@ def test_a_follower_whose_version_s_files_a_compaction_deleted_reads_the_latest_
     writer.remember(NOTES[0])
     follower.memory()
     seen = follower.spaces["default"].table
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 2)
     for note in NOTES[1:4]:
         writer.remember(note)  # two compactions; the files of the follower's version are gone
     with pytest.raises(Exception, match="Not found"):
@@ -453,7 +454,7 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
         writer.remember(f"Note {i}: {WORDS[i % len(WORDS)]} and {WORDS[(7 * i) % len(WORDS)]}.")
     assert table.count_rows() > mine._rows
     mine.latest_version()
-    assert lance.generation_of(mine._table.schema) != mine._generation
+    assert generation_of(mine._table.schema) != mine._generation
     assert mine.changes() is None
     memory = assert_reads_whole_once(follower, reads, settings, embedder)
     assert target not in memory.leaves

@@ -16,13 +16,15 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from memtree_mcp import spaces as spaces_module
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.service import MemoryService
-from memtree_mcp.store import lance
+from memtree_mcp.store import opening
 from memtree_mcp.store import snapshot as snapshots
+from memtree_mcp.store import table as tables
+from memtree_mcp.store.lance import LanceStore
+from memtree_mcp.store.table import NamespaceTable, Position
 from tests.test_fast_paths import assert_arrays_match_a_fresh_build, same_hits
 from tests.test_follow import NOTES, timeline_by_id
 from tests.test_follow import fresh_memory as reopened
@@ -48,13 +50,13 @@ class WholeReads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        original = lance.NamespaceTable.read_latest
+        original = NamespaceTable.read_latest
 
-        def counted(table: lance.NamespaceTable) -> object:
+        def counted(table: NamespaceTable) -> object:
             self.count += 1
             return original(table)
 
-        monkeypatch.setattr(lance.NamespaceTable, "read_latest", counted)
+        monkeypatch.setattr(NamespaceTable, "read_latest", counted)
 
 
 @pytest.fixture
@@ -94,7 +96,7 @@ def snapshot_path(settings: Settings) -> Path:
 
 def whole_read(settings: Settings, embedder: object) -> Memory:
     """What reading the table whole gives, without any snapshot."""
-    store = lance.LanceStore(settings.home, embedder.identity, embedder.dimension)  # type: ignore[attr-defined]
+    store = LanceStore(settings.home, embedder.identity, embedder.dimension)  # type: ignore[attr-defined]
     table = store.open("default", create=False)
     assert table is not None
     read = table.read()
@@ -189,7 +191,7 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
 def test_a_server_that_stops_saves_its_snapshot_anew_when_it_is_far_behind(
     settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spaces_module, "REFRESH_BEHIND", 1)
+    monkeypatch.setattr(opening, "REFRESH_BEHIND", 1)
     command = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     for note in NOTES:
         command.remember(note, session="s1")
@@ -262,7 +264,7 @@ def test_a_snapshot_of_a_table_since_rewritten_is_ignored(
 ) -> None:
     writer.remember(NOTES[0])
     stale = snapshot_path(settings).read_bytes()
-    monkeypatch.setattr(lance, "SQUASH_SLACK", -10_000)  # every commit rewrites the table
+    monkeypatch.setattr(tables, "SQUASH_SLACK", -10_000)  # every commit rewrites the table
     writer.remember(NOTES[1])
     writer.remember(NOTES[2])
     snapshot_path(settings).write_bytes(stale)
@@ -280,7 +282,7 @@ def test_a_snapshot_that_does_not_continue_the_table_is_ignored(
     _, rows, position = table.read_latest()
     memory = writer.memory()
     assert memory is not None and position.last is not None
-    moved = lance.Position(
+    moved = Position(
         position.generation, position.version, position.rows, position.rev, ("x", position.last[1])
     )
     snapshots.write(snapshot_path(settings), rows, moved, memory, table.embedder)

@@ -8,7 +8,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import EmbedderMismatch, InvalidInput, StoreError
 from memtree_mcp.service import MemoryService
-from memtree_mcp.store import lance
+from memtree_mcp.store import table as tables
 from memtree_mcp.store.lance import LanceStore
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
 
@@ -118,8 +118,8 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     embedder,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
-    monkeypatch.setattr(lance, "SQUASH_SLACK", 5)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 3)
+    monkeypatch.setattr(tables, "SQUASH_SLACK", 5)
     service = MemoryService(settings, embedder=embedder)
     facts = FACTS + [f"Extra note number {i} about the garden." for i in range(10)]
     for fact in facts[:4]:
@@ -233,7 +233,7 @@ def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_
     embedder,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 3)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 3)
     service = MemoryService(settings, embedder=embedder)
     states = []
     for fact in FACTS:
@@ -396,6 +396,19 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts
     assert restored is not None and memory_state(restored) == expected
 
 
+def test_each_schema_version_after_the_first_has_one_numbered_migration_step_up_to_the_one_written() -> None:
+    from memtree_mcp.store import migrations
+    from memtree_mcp.store.rows import SCHEMA_VERSION
+
+    assert list(migrations.MIGRATIONS) == list(range(2, int(SCHEMA_VERSION) + 1))
+    assert tuple(str(v) for v in range(1, int(SCHEMA_VERSION) + 1)) == migrations.READABLE_VERSIONS
+    for version, step in migrations.MIGRATIONS.items():
+        assert step.__name__.startswith(f"m{version:03d}_") and step.__doc__, step
+    with pytest.raises(ValueError, match="version 9"):
+        migrations.migration(9)(lambda rows: rows)  # out of order: not registered
+    assert 9 not in migrations.MIGRATIONS
+
+
 def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundred_commits(
     settings: Settings,
     embedder,  # type: ignore[no-untyped-def]
@@ -403,7 +416,7 @@ def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundre
 ) -> None:
     from lancedb.table import LanceTable
 
-    monkeypatch.setattr(lance, "COMPACT_EVERY", 2)
+    monkeypatch.setattr(tables, "COMPACT_EVERY", 2)
     compactions: list[int] = []
     optimize = LanceTable.optimize
 

@@ -3,9 +3,9 @@
 lancedb imports ``lance_namespace``, which imports models from ``lance_namespace_urllib3_client``,
 a generated REST client. That package's ``__init__`` imports every API module and every model
 (hundreds of pydantic classes), though a local store uses none of its APIs and only the models
-``lance_namespace`` names. Measured on the development machine (``python -X importtime -c 'import
-lancedb'``): 1.7 s for lancedb, 1.1 s of it in that package; with its initialiser deferred,
-0.83 s. Every process pays it once: the server before its first call, and each CLI command.
+``lance_namespace`` names. That initialiser is a large part of lancedb's import time (see it with
+``python -X importtime -c 'import lancedb'``), which every process pays once: the server before
+its first call, and each CLI command.
 
 :func:`defer_init` puts the package in ``sys.modules`` as it would be, minus what its ``__init__``
 runs: its submodules import as usual (``from lance_namespace_urllib3_client.models import X``),

@@ -1,10 +1,9 @@
 """Snapshots of a namespace as loaded, so that a new process opens it without reading it whole.
 
-Opening a namespace read its whole table (every superseded revision too: 463k rows for 100k
-memories), kept each id's latest row, then tokenized every text for BM25 and derived every
-branch's vector from its leaves. Measured on the 100k store (CPU time, ``docs/benchmarks.md``):
-7.7 s for the read, of which 2.3 s the scan of superseded rows, then 7.5 s of BM25 and 3.4 s of
-derived vectors in ``Memory.load``. A snapshot keeps the result of that work next to the table:
+A whole read of a namespace reads its whole table (every superseded revision too, several rows
+for each live one), keeps each id's latest row, then ``Memory.load`` tokenizes every text for BM25
+and derives every branch's vector from its leaves: the costliest steps of opening a namespace
+(``docs/benchmarks.md``). A snapshot keeps the result of that work next to the table:
 
 - each id's latest row (deletions included), in the table's own layout, at a table version;
 - each branch's derived vector and cohesion;
@@ -18,7 +17,7 @@ whole snapshot or none. It is never trusted on its own:
   dimension or format is ignored (logged), and the namespace is read whole, which writes a new one;
 - the terms are kept only if ``core/lexical.py`` is the same file that tokenized them (its hash);
 - the table itself says whether the snapshot still describes it: the snapshot records where its
-  whole read stood (:class:`~memtree_mcp.store.lance.Position`: the generation, row count, last
+  whole read stood (:class:`~memtree_mcp.store.table.Position`: the generation, row count, last
   revision and last row), and :meth:`NamespaceTable.changes` takes the rows appended since, checking
   that the last row seen is still at its offset and every new row is newer; anything else (a
   squash, a purge, a re-index, an upgrade: another generation) means a whole read.
@@ -27,6 +26,8 @@ The table stays the source of truth: a snapshot is only ever a faster way to the
 read gives, and the tests compare the two. Forgotten text: a snapshot holds each id's latest row,
 so once written after a forget it holds none of the forgotten text; one written before it is
 deleted by the purge that deletes the table's old versions (``Spaces.purge``).
+
+This module reads and writes the file; opening a namespace from it is ``store/opening.py``.
 
 Object-store homes (``s3://``) keep no snapshot: it would be one more object to fetch whole.
 """
@@ -55,14 +56,16 @@ from memtree_mcp.core import lexical as lexical_module
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
-from memtree_mcp.store.lance import DELETED, Position, one_array
+from memtree_mcp.store.arrow import one_array
+from memtree_mcp.store.rows import DELETED
+from memtree_mcp.store.table import Position
 
 log = logging.getLogger("memtree_mcp")
 
 FORMAT = "1"
 # A snapshot's temporary file untouched this long (seconds) belongs to a write that was killed.
 ABANDONED_AFTER = 600.0
-# Tables of fewer rows are read whole (in well under 0.1 s) and keep no snapshot.
+# Tables of fewer rows are read whole, which is quick at that size, and keep no snapshot.
 SMALLEST = 2_000
 # A snapshot further behind its table than this many rows, or a quarter of its own, is read whole
 # instead of followed (and saved anew): following applies each row's node one by one.
@@ -127,13 +130,13 @@ def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedd
 
     The rows are kept leaves first, in seq order, then branches, then deletions: a reader takes
     the leaves' and the branches' rows, and the leaves' vectors end to end, without gathering them
-    row by row (``store/lance.py``).
+    row by row (``store/arrow.py``).
     """
     try:
         _write(path, rows, position, memory, embedder)
     finally:
         # The rows put in that order are a copy in Arrow's pool, which keeps freed pages: given
-        # back, or a server that read its table whole held 26 MiB more at 100k memories.
+        # back, or a server that read its table whole would keep them resident.
         pa.default_memory_pool().release_unused()
 
 
@@ -213,8 +216,8 @@ def _write(path: Path, rows: pa.Table, position: Position, memory: Memory, embed
     _remove_abandoned(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        # Streamed to the file, summed on the way, not built in memory first (440 MB at 100k
-        # memories). Not synced: a file cut short by a crash fails its checksum and is ignored.
+        # Streamed to the file, summed on the way, not built in memory first (it is about as big
+        # as the file). Not synced: a file cut short by a crash fails its checksum and is ignored.
         with os.fdopen(fd, "wb") as out:
             summed = _Summed(out)
             with pa.PythonFile(summed, mode="w") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -229,8 +232,8 @@ def _write(path: Path, rows: pa.Table, position: Position, memory: Memory, embed
 def _remove_abandoned(path: Path) -> None:
     """Delete the temporary files of earlier writes of ``path`` that were cut short and left
     behind (a process killed while writing: a server's client may kill it while it saves at
-    stop), once they are old enough that no write can still be under way (a 100k snapshot takes
-    seconds; one untouched for ABANDONED_AFTER seconds is dead)."""
+    stop), once they are old enough that no write can still be under way (one untouched for
+    ABANDONED_AFTER seconds is dead)."""
     now = time.time()
     for stray in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):  # gone already, or not ours to delete
@@ -273,7 +276,7 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
     ``Spaces.refresh_snapshot`` in a process that already holds the memory.
 
     The file is memory-mapped, not read into memory: its pages stay the page cache's, and what
-    is kept is copied out of them (reading 442 MiB at 100k memories into a buffer took 0.5–0.7 s).
+    is kept is copied out of them, rather than the whole file copied into a buffer first.
     A snapshot is never changed in place, only replaced (:func:`write`), so a mapping always sees
     one whole file.
     """
@@ -364,7 +367,7 @@ def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
 
 def checksum(data: memoryview) -> int:
     """``zlib.crc32(data)``, its second half summed on another core when ``data`` is large
-    (zlib lets go of the interpreter while it sums): 60 ms instead of 125 ms for 442 MiB."""
+    (zlib lets go of the interpreter while it sums, so the two halves are summed at once)."""
     if len(data) < SPLIT_ABOVE:
         return zlib.crc32(data)
     half = len(data) // 2

@@ -1,0 +1,164 @@
+"""Schema versions of a namespace table, as numbered migration steps.
+
+Each version after the first has one step, registered with :func:`migration` under the version it
+brings rows to, in order: a function that takes rows of the version before and returns them in
+its own layout, every row kept, and whose docstring says what changed. A table of an older
+version is read as it is, its rows converted by the steps since its version as they are read
+(:func:`as_current`), and rewritten in the current version before its first write
+(:func:`upgraded`, called by ``NamespaceTable.upgrade`` under the write lock).
+
+A new version: raise ``SCHEMA_VERSION`` in ``store/rows.py``, where the current layout is written,
+and register its step here; :func:`layout_version` must then tell its rows from the ones before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memtree_mcp.errors import EmbedderMismatch, StoreError
+from memtree_mcp.store.arrow import latest_positions
+from memtree_mcp.store.rows import (
+    META_DIMENSION,
+    META_EMBEDDER,
+    META_FLOOR,
+    META_SCHEMA,
+    SCHEMA_VERSION,
+    node_schema,
+)
+
+Step = Callable[[pa.Table], pa.Table]
+
+# The steps by the version they bring rows to: 2, 3, ... up to SCHEMA_VERSION.
+MIGRATIONS: dict[int, Step] = {}
+
+
+def migration(version: int) -> Callable[[Step], Step]:
+    """Register the decorated function as the step that brings rows to ``version``; steps are
+    registered in order, one per version."""
+
+    def register(step: Step) -> Step:
+        if version != len(MIGRATIONS) + 2:
+            raise ValueError(f"migration {step.__name__} is for version {version}, not {len(MIGRATIONS) + 2}")
+        MIGRATIONS[version] = step
+        return step
+
+    return register
+
+
+@migration(2)
+def m002_only_what_cannot_be_derived(rows: pa.Table) -> pa.Table:
+    """Version 2 stores only what cannot be derived.
+
+    Version 1 stored a vector on every row (a fixed-size list ``vector``, zeros for deletions), a
+    cohesion, and each node's parents in both trees (``semantic_parent``, ``temporal_parent``).
+    Version 2 keeps a leaf's vector alone, as float32 bytes (``embedding``); a branch's vector and
+    cohesion are derived on load, and a node's one ``parent`` is its parent in its own tree (none
+    for a leaf: its parents' ``children`` say where it is). The rest is dropped.
+    """
+    is_leaf = pc.equal(rows.column("kind"), "leaf")
+    vectors = rows.column("vector").combine_chunks()
+    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    dimension = vectors.type.list_size
+    leaf_mask = is_leaf.to_numpy(zero_copy_only=False)
+    blobs = [
+        flat[i * dimension : (i + 1) * dimension].tobytes() if leaf else None
+        for i, leaf in enumerate(leaf_mask.tolist())
+    ]
+    parent = pc.if_else(
+        pc.equal(rows.column("tree"), "semantic"),
+        rows.column("semantic_parent"),
+        rows.column("temporal_parent"),
+    )
+    parent = pc.if_else(is_leaf, pa.scalar(None, pa.string()), parent)
+    columns = {name: rows.column(name) for name in rows.column_names}
+    columns["parent"] = parent
+    columns["embedding"] = pa.array(blobs, pa.binary())
+    # Version 2's columns are still today's: version 3 changed none.
+    schema = node_schema("", 0).with_metadata(rows.schema.metadata or {})
+    return pa.table([columns[f.name] for f in schema], schema=schema)
+
+
+@migration(3)
+def m003_history_in_the_rows(rows: pa.Table) -> pa.Table:
+    """Version 3 keeps the history in the rows; no column changed.
+
+    Every commit has its own ``rev``, so the memory as it was at any commit is the latest row of
+    each id among the rows up to it, and the oldest commit the rows still hold whole is recorded
+    in the schema metadata (``META_FLOOR``). Until version 2 the history was in LanceDB's
+    versions, which a rewrite does not carry over: a table upgraded from one keeps each id's latest
+    row and its history starts at its latest commit (:func:`upgraded`).
+    """
+    return rows
+
+
+READABLE_VERSIONS = ("1", *(str(version) for version in MIGRATIONS))
+if READABLE_VERSIONS[-1] != SCHEMA_VERSION:
+    raise RuntimeError(
+        f"store/rows.py writes schema version {SCHEMA_VERSION}; "
+        f"the last migration step is to version {READABLE_VERSIONS[-1]}"
+    )
+
+
+def layout_version(rows: pa.Table) -> int:
+    """The schema version whose layout ``rows`` have: 1 without an ``embedding`` column, else the
+    current one (versions 2 and 3 share a layout)."""
+    return 1 if "embedding" not in rows.column_names else int(SCHEMA_VERSION)
+
+
+def as_current(rows: pa.Table) -> pa.Table:
+    """Rows read from a table of any readable schema version, in the current layout: rows already
+    in it as they are, others through each step after their version in turn, with the table's
+    own metadata (embedder, dimension, generation) as the current version's."""
+    version = layout_version(rows)
+    if version == int(SCHEMA_VERSION):
+        return rows
+    for step in range(version + 1, int(SCHEMA_VERSION) + 1):
+        rows = MIGRATIONS[step](rows)
+    return rows.replace_schema_metadata(
+        {**(rows.schema.metadata or {}), META_SCHEMA: SCHEMA_VERSION.encode()}
+    )
+
+
+def outdated(schema: pa.Schema) -> bool:
+    """Whether a table of this schema was written in an older schema version (readable, but it must
+    be upgraded before anything is written to it)."""
+    return (schema.metadata or {}).get(META_SCHEMA) != SCHEMA_VERSION.encode()
+
+
+def upgraded(arrow: pa.Table, embedder: str, dimension: int) -> tuple[pa.Table, pa.Schema]:
+    """The rows and the schema (to cast them to) that rewrite a table of an older version (its
+    every row, ``arrow``) in the current one: each id's latest row (deletions too), converted, under
+    a new generation. Its
+    history was in LanceDB's versions (:func:`m003_history_in_the_rows`), which are not carried
+    over: the history starts at its latest commit."""
+    arrow = as_current(arrow)
+    latest, _ = latest_positions(arrow)
+    rows = arrow.take(pa.array(latest))
+    floor = int(pc.max(rows.column("rev")).as_py()) if rows.num_rows else 0
+    schema = node_schema(embedder, dimension)
+    schema = schema.with_metadata({**(schema.metadata or {}), META_FLOOR: str(floor).encode()})
+    return rows, schema
+
+
+def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: int) -> None:
+    """Raise StoreError for a table of another schema version, EmbedderMismatch for one whose
+    vectors come from another embedder or dimension than ``embedder`` and ``dimension``."""
+    meta = schema.metadata or {}
+    version = meta.get(META_SCHEMA, b"?").decode()
+    if version not in READABLE_VERSIONS:
+        raise StoreError(
+            f"namespace '{namespace}' has schema version {version}; this memtree-mcp reads version "
+            f"{SCHEMA_VERSION}. Upgrade memtree-mcp, or point MEMTREE_HOME at another directory."
+        )
+    built_by = meta.get(META_EMBEDDER, b"?").decode()
+    built_dimension = int(meta.get(META_DIMENSION, b"0").decode() or 0)
+    if built_by != embedder or built_dimension != dimension:
+        raise EmbedderMismatch(
+            f"namespace '{namespace}' was built with the embedder {built_by} ({built_dimension} "
+            f"dimensions), but the configured embedder is {embedder} ({dimension} dimensions). "
+            f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
+        )

@@ -1,0 +1,190 @@
+"""Opening a namespace: its memory built from its table, from the snapshot when it has a usable one.
+
+:meth:`Opener.open` first tries the namespace's snapshot (``store/snapshot.py``): its rows, the
+branches' vectors and the BM25 index it saved, then the rows appended to the table since, applied
+as a follower applies them (:meth:`NamespaceTable.changes`). When there is none, it cannot be
+used, or the table does not continue it, the table is read whole (:meth:`NamespaceTable.read_latest`)
+and, when the table is big enough for one to pay, a new snapshot saved. Either way the memory is
+what a whole read gives: the snapshot only saves the work.
+
+A server that stops saves the snapshot anew when it has fallen far behind the table
+(:meth:`Opener.snapshot_due`, :meth:`Opener.refresh_snapshot`), built from the snapshot's rows and
+the rows appended since rather than from a whole read. A purge removes the snapshot
+(:meth:`Opener.remove_snapshot`): it may hold what the purge took away.
+
+``Spaces`` (``spaces.py``) holds what is opened here, and follows the table from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.heap import give_back_freed_memory
+from memtree_mcp.store import snapshot as snapshots
+from memtree_mcp.store.table import NamespaceTable, Position
+
+log = logging.getLogger("memtree_mcp")
+
+# A server that stops saves a namespace's snapshot anew when it is this many rows (or a tenth of
+# the table) behind (Opener.snapshot_due).
+REFRESH_BEHIND = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A namespace's memory as opened, the table version it reflects, the rows of the table its
+    snapshot stands at (-1: none known) and how it was opened ("from its snapshot", "whole")."""
+
+    memory: Memory
+    version: int
+    snapshot_rows: int
+    how: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refreshed:
+    """What :meth:`Opener.refresh_snapshot` did: whether it saved the snapshot, and the rows of the
+    table to count the next refresh from (None: as before)."""
+
+    saved: bool
+    snapshot_rows: int | None
+
+
+class Opener:
+    """Opens the namespaces of the store at ``home``, whose vectors have ``dimension`` values."""
+
+    def __init__(self, home: str, dimension: int) -> None:
+        self.home = home
+        self.dimension = dimension
+
+    def open(self, name: str, table: NamespaceTable) -> Opened:
+        """Namespace ``name``'s memory at the latest version of ``table``: from its snapshot and the
+        rows appended since when it has a usable one, otherwise from the whole table (saving a
+        snapshot)."""
+        resumed = self.resume(name, table)
+        if resumed is not None:
+            return resumed
+        return self.read_whole(name, table)
+
+    def read_whole(self, name: str, table: NamespaceTable) -> Opened:
+        """Namespace ``name``'s memory read from its whole table; saves a snapshot when the table is
+        big enough for one to pay (a failure to save is logged: the memory is read all the same)."""
+        read, rows, position = table.read_latest()
+        memory = Memory(self.dimension)
+        memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
+        path = snapshots.path_of(self.home, name)
+        saved_at = -1
+        if path is not None and position.rows >= snapshots.SMALLEST:
+            try:
+                if self._save(name, table, path, rows, position, memory):
+                    saved_at = position.rows
+            except OSError as exc:  # a read-only home: the snapshot only saves time
+                log.warning("could not save a snapshot of namespace %s: %s", name, exc)
+            except Exception:  # a bug: the memory read is what counts
+                log.exception("could not save a snapshot of namespace %s", name)
+        return Opened(memory, read.version, saved_at, "whole")
+
+    def resume(self, name: str, table: NamespaceTable) -> Opened | None:
+        """Namespace ``name``'s memory from its snapshot, brought up to the table's latest version by
+        the rows appended since; None when there is no snapshot, it cannot be used, or the table
+        does not continue it (``store/snapshot.py``)."""
+        path = snapshots.path_of(self.home, name)
+        if path is None:
+            return None
+        saved = snapshots.read(path, table.embedder, table.dimension)
+        if saved is None:
+            return None
+        table.latest_version()
+        behind = table.row_count() - saved.position.rows
+        if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
+            # Rewritten, or so far behind that following it would cost more than a whole read
+            # (which saves a new snapshot).
+            return None
+        saved_at = saved.position.rows
+        try:
+            read = table.resume(saved.rows, saved.position)
+            saved.give_vectors(read.branches)
+            memory = Memory(self.dimension)
+            memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
+            del read
+            if saved.lexical is None:
+                # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;
+                # saved again so that the next process need not tokenize.
+                snapshots.write(path, saved.rows, saved.position, memory, table.embedder)
+            del saved
+            changes = table.changes()
+            if changes is None:
+                log.info("the snapshot of namespace %s no longer fits its table; reading it whole", name)
+                return None
+            memory.apply(changes.leaves, changes.branches, changes.removed)
+        except Exception:
+            # Rows that do not hold together (a bug, or a file changed by hand): the table is exact.
+            log.exception("could not open namespace %s from its snapshot; reading it whole", name)
+            return None
+        return Opened(memory, changes.version, saved_at, "from its snapshot")
+
+    def snapshot_due(self, rows: int, snapshot_rows: int) -> bool:
+        """Whether a snapshot standing at ``snapshot_rows`` of a table (-1: none known) is far
+        enough behind its ``rows`` to be saved anew."""
+        if rows < snapshots.SMALLEST:
+            return False
+        return rows - max(snapshot_rows, 0) >= max(REFRESH_BEHIND, rows // 10)
+
+    def refresh_snapshot(self, name: str, table: NamespaceTable, memory: Memory, version: int) -> Refreshed:
+        """Save namespace ``name``'s snapshot anew as ``memory``, which holds ``table`` followed to
+        ``version``; call it with no write under way.
+
+        A new process then resumes from here instead of following every row appended since the
+        last whole read. It costs a server time and, while it runs, resident memory for what it
+        builds and drops (``bench/snapshot_age.py``): hence only when a server stops. Built from
+        the snapshot's rows and the rows appended since (:meth:`NamespaceTable.rows_now`), not from
+        a whole read; skipped (not saved) when the home keeps none, there is no usable snapshot to
+        build on, the table does not continue it (the next whole read saves one), or it was
+        rewritten meanwhile.
+        """
+        path = snapshots.path_of(self.home, name)
+        if path is None:
+            return Refreshed(saved=False, snapshot_rows=None)
+        started = time.perf_counter()
+        saved = snapshots.read(path, table.embedder, table.dimension, rows_only=True)
+        now = None if saved is None else table.rows_now(saved.rows, saved.position, version)
+        del saved
+        if now is None:
+            # Nothing to build on: not tried again soon.
+            return Refreshed(saved=False, snapshot_rows=table.row_count_seen)
+        rows, position = now
+        if not self._save(name, table, path, rows, position, memory):
+            return Refreshed(saved=False, snapshot_rows=None)
+        give_back_freed_memory()
+        log.debug(
+            "saved the snapshot of namespace %s anew at version %d (%d rows) in %.0f ms",
+            name,
+            position.version,
+            position.rows,
+            (time.perf_counter() - started) * 1000,
+        )
+        return Refreshed(saved=True, snapshot_rows=position.rows)
+
+    def remove_snapshot(self, name: str) -> None:
+        """Delete namespace ``name``'s snapshot, if there is one (after a purge: it may hold what
+        the purge took away; the next whole read saves a new one)."""
+        snapshots.remove(self.home, name)
+
+    def _save(
+        self, name: str, table: NamespaceTable, path: Path, rows: pa.Table, position: Position, memory: Memory
+    ) -> bool:
+        """Save ``memory`` (namespace ``name``'s, as of ``rows`` at ``position``) as its snapshot;
+        False when the table was rewritten meanwhile, and the snapshot is then removed: a purge may
+        have taken away what it holds, and removed the snapshot before this one was saved. Raises
+        OSError when it cannot be written."""
+        snapshots.write(path, rows, position, memory, table.embedder)
+        if table.latest_generation() != position.generation:
+            snapshots.remove(self.home, name)
+            return False
+        return True

@@ -1,0 +1,682 @@
+"""The table of one namespace (:class:`NamespaceTable`): rows appended as revisions, one commit per
+change; reading the live rows of any kept commit; following other writers; squash, compaction
+and purge.
+
+A node's row is never updated in place. Every ``remember`` appends the new revision of each row it
+changed, all with the same ``rev`` number, in a single ``add``; Lance commits it atomically, so a
+crash leaves the table at the previous version or the next, never between. Reading keeps the
+highest revision of each id. Appending was chosen over updating rows with ``merge_insert``, whose
+commits cost several times an append and grow slower with every commit after a compaction
+(``docs/benchmarks.md``).
+
+History lives in the rows (schema version 3, ``store/migrations.py``). Every commit has its own
+``rev``, so the memory as it was at any commit is the latest row of each id among the rows with a
+``rev`` up to it; that is what ``history``, ``as_of`` and ``restore`` read, and LanceDB's own
+versions go at the next compaction (:data:`READER_GRACE`): every compaction copies the whole table
+into new files, and keeping LanceDB's versions for the history would keep every copy.
+Superseded revisions are dropped by rewriting the table once they outnumber the live ones, but
+only those older than the history kept (MEMTREE_RETENTION); the oldest commit that can still be
+read, the *history floor*, is recorded in the schema metadata. Small files from many appends are
+compacted with ``optimize()`` on a schedule. The table's schema metadata also records the schema
+version and the embedder's identity and dimension, so a store is never read with vectors from
+another model (``store/rows.py``).
+
+Following other writers. Between rewrites the table only grows by appends (``restore`` too appends
+the revisions that bring an earlier version back), so a process that has read it can catch up by
+reading only the rows with a higher ``rev`` than any it has seen (:meth:`NamespaceTable.changes`),
+instead of the whole table. A rewrite (squash, ``replace``, ``purge``) writes a new *generation*
+into the schema metadata in the same commit; a reader that finds another generation, or a row
+count that is not the rows it saw plus the new ones, reads the table whole.
+
+Forgetting appends deletion rows: the forgotten text stays in the files of earlier revisions
+(so ``restore`` can undo a forget) until :meth:`NamespaceTable.purge` rewrites the table with its
+live rows alone and deletes every earlier version and unreferenced file. The
+deletion rows survive the squash and go only with a purge, so the time of the oldest of them
+(:attr:`NamespaceTable.oldest_forget`) says how long forgotten text has stayed on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memtree_mcp.core.hierarchy import Shape
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.errors import StoreError
+from memtree_mcp.store.arrow import (
+    branches_at,
+    kind_masks,
+    last_row,
+    latest_positions,
+    leaf_vectors,
+    leaves_at,
+    live_positions,
+    release_arrow_pages,
+    tree_shapes,
+    up_to,
+)
+from memtree_mcp.store.migrations import as_current, check_schema, outdated, upgraded
+from memtree_mcp.store.rows import (
+    DELETED,
+    META_FLOOR,
+    META_GENERATION,
+    SCHEMA_VERSION,
+    deletion_row,
+    generation_of,
+    new_generation,
+    node_rows,
+)
+
+log = logging.getLogger("memtree_mcp")
+
+T = TypeVar("T")
+
+# How long LanceDB keeps the files of a version once a newer one exists. None: compaction's copies
+# must not pile up on disk, and a grace of seconds keeps every copy when writes come quickly (a
+# burst of remembers compacts several times within seconds). A reader in another process that was
+# reading a version whose files went meanwhile gets an error and reads again from the latest
+# version (_again_if_gone); the only writer is the one holding the namespace's lock, which is the
+# one compacting.
+READER_GRACE = timedelta(0)
+
+# Each append makes a small file; past a few hundred of them appends and reloads slow down, and
+# optimize() merges them back into few.
+COMPACT_EVERY = 100
+# Rewrite the table with its live rows once superseded revisions outnumber them (plus some slack,
+# so that small stores are not rewritten every few calls).
+SQUASH_SLACK = 2_000
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """The live nodes of a namespace table and the table version they were read at."""
+
+    version: int
+    leaves: list[Leaf]
+    branches: list[Branch]
+    # The leaves' vectors as one matrix, row i being leaves[i]'s (leaves in seq order), for
+    # Memory.load to take in one copy; each leaf's vector is a view of its row.
+    vectors: np.ndarray | None = None
+    # Each tree's shape, from the columns, for Memory.load (its branches in the order above).
+    shapes: dict[str, Shape] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a whole read of a table left its reader: what :meth:`NamespaceTable.changes` compares
+    the table with to find the rows appended since (the generation, the row count, the highest
+    revision and the (id, rev) of the last row), and the version read."""
+
+    generation: bytes
+    version: int
+    rows: int
+    rev: int
+    last: tuple[str, int] | None
+
+
+@dataclass(slots=True)
+class Changes:
+    """What was committed to a table since a reader last saw it, at table version ``version``: the
+    latest revision of each node written since (``leaves``, ``branches``) and the ids deleted."""
+
+    version: int
+    leaves: list[Leaf]
+    branches: list[Branch]
+    removed: set[str]
+
+
+class NamespaceTable:
+    """The table of one namespace."""
+
+    def __init__(
+        self,
+        table: Any,
+        embedder: str,
+        dimension: int,
+        db: Any = None,
+        name: str = "",
+        history: float = 7 * 86_400.0,
+    ) -> None:
+        """``history``: seconds of versions that compaction keeps (MEMTREE_RETENTION)."""
+        self._table = table
+        self._db = db
+        self.name = name
+        self.embedder = embedder
+        self.dimension = dimension
+        self.history = history
+        self._rev = -1
+        self._rows = 0
+        self._ids: set[str] = set()
+        self._deleted: set[str] = set()  # ids whose latest row deletes them
+        self._appends_since_compaction = 0
+        self._squash_after = 0.0  # no squash can drop enough before then (see _squash)
+        # Set during a bulk import: commits leave compaction and squashing to maintain().
+        self.maintenance_deferred = False
+        # The folder of the table's version manifests, on a local home (see commit_marker).
+        self.versions_folder: Path | None = None
+        self._schema: pa.Schema | None = None  # asking Lance for it costs a call into its runtime
+        self._generation: bytes | None = None  # of the rows last read; None: never read
+        self._checked_out = -1  # the version latest_version() last found
+        self._last: tuple[str, int] | None = None  # (id, rev) of the last row, at offset _rows - 1
+        # When the oldest deletion row still in the table was written: forgotten text has been on
+        # disk since then. None when nothing was forgotten since the last purge.
+        self.oldest_forget: float | None = None
+
+    def latest_version(self) -> int:
+        """The newest committed version, after looking for commits by other processes."""
+        self._table.checkout_latest()
+        self._checked_out = int(self._table.version)
+        return self._checked_out
+
+    def commit_marker(self) -> int | None:
+        """A number that changes when anyone commits to this table, read without calling LanceDB:
+        the modification time of the folder each commit adds its manifest to (a stat, microseconds,
+        where :meth:`latest_version` costs two calls into LanceDB's runtime). None for an
+        object-store home, or when the folder is not there (then only :meth:`latest_version` tells).
+        It only says when to look: an unchanged marker may still hide a commit on a file system
+        with coarse times, so readers never rely on it, only the background follower does.
+        """
+        if self.versions_folder is None:
+            return None
+        try:
+            return os.stat(self.versions_folder).st_mtime_ns
+        except OSError:
+            return None
+
+    def latest_generation(self) -> bytes:
+        """The generation of the latest version: another than a reader's when the table was
+        rewritten (squash, purge, re-index) since it read."""
+        self.latest_version()
+        return generation_of(self._table.schema)
+
+    @property
+    def row_count_seen(self) -> int:
+        """How many rows (every revision) the table held when this reader last read, followed or
+        wrote it (no call into LanceDB)."""
+        return self._rows
+
+    def row_count(self) -> int:
+        """How many rows (every revision) the version last checked out holds."""
+        return int(self._table.count_rows())
+
+    def read(self, version: int | None = None) -> Snapshot:
+        """The live nodes (each id at its highest revision, unless that deletes it) of a version.
+
+        The latest version unless ``version`` names an earlier commit (a ``rev`` that
+        :meth:`versions` lists: the rows hold the history for MEMTREE_RETENTION). Raises
+        StoreError for a version that is not kept.
+        """
+        if version is None:
+            return self._read_latest(keep_rows=False)[0]
+        arrow = self._rows_at(version)
+        positions, is_leaf = live_positions(arrow)
+        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        del arrow
+        release_arrow_pages()
+        return snapshot
+
+    def _rows_at(self, version: int) -> pa.Table:
+        """Every row written up to commit ``version``, read from the latest table without noting
+        anything (this process's memory stays as it was). Raises StoreError for a commit that is
+        not kept."""
+        self._check_kept(version)
+        return up_to(as_current(self._again_if_gone(self._table.to_arrow).combine_chunks()), version)
+
+    def _check_kept(self, version: int) -> None:
+        """Raise StoreError unless :meth:`versions` lists commit ``version``."""
+        kept = [rev for rev, _ in self.versions()]
+        if version not in kept:
+            known = f"{kept[0]} to {kept[-1]}" if kept else "none"
+            raise StoreError(
+                f"namespace '{self.name}' has no version {version}; the versions kept are {known}"
+            )
+
+    def _again_if_gone(self, read: Callable[[], T]) -> T:
+        """``read()``; if it fails, once more from the latest version. Another process's
+        compaction deletes the files of versions older than :data:`READER_GRACE`, and a read of
+        one of those that was under way fails; the latest version holds the same rows and more."""
+        try:
+            return read()
+        except Exception:  # Lance raises RuntimeError ("Not found: …/data/….lance") among others
+            self.latest_version()
+            return read()
+
+    def read_latest(self) -> tuple[Snapshot, pa.Table, Position]:
+        """:meth:`read` of the latest version, with each id's latest row as read (deletions
+        included, in id order) and where the read left this reader, for :meth:`resume`."""
+        snapshot, rows, position = self._read_latest(keep_rows=True)
+        assert rows is not None
+        return snapshot, rows, position
+
+    def _read_latest(self, *, keep_rows: bool) -> tuple[Snapshot, pa.Table | None, Position]:
+        version, (arrow, positions, is_leaf) = self._again_if_gone(
+            lambda: (self.latest_version(), self._scan())
+        )
+        rows = arrow.take(pa.array(latest_positions(arrow)[0])) if keep_rows else None
+        assert self._generation is not None
+        position = Position(self._generation, version, self._rows, self._rev, self._last)
+        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        del arrow
+        release_arrow_pages()
+        return snapshot, rows, position
+
+    def resume(self, rows: pa.Table, position: Position) -> Snapshot:
+        """The live nodes of ``rows``, each id's latest row at ``position`` (what
+        :meth:`read_latest` gave), as if this table had been read whole there.
+
+        Nothing is trusted: :meth:`changes`, which the caller must call next, compares the table
+        with ``position`` and says None when the table does not continue it (another generation,
+        fewer rows, another last row); the caller then reads the table whole.
+        """
+        self._generation = position.generation
+        self._rows, self._rev, self._last = position.rows, position.rev, position.last
+        alive, is_leaf = kind_masks(rows.column("kind"))
+        everything = np.arange(rows.num_rows)
+        self._note_latest(rows, everything, alive)
+        return _snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
+
+    def rows_now(self, rows: pa.Table, position: Position, version: int) -> tuple[pa.Table, Position] | None:
+        """Each id's latest row as this reader last followed the table (to ``version``), from
+        ``rows``, each id's latest row at ``position`` (a snapshot's), and the rows appended since,
+        with where that leaves a reader: what :meth:`read_latest` would give now, without reading the
+        table whole. None when the table does not continue ``position`` (another generation, fewer
+        rows, or its last row moved). Call it with the table followed and no write under way.
+        """
+        if self._generation is None or position.generation != self._generation or position.rows > self._rows:
+            return None
+        added = self._again_if_gone(lambda: self._rows_after(position.rows, position.last, self._rows))
+        if added is None:
+            return None
+        merged = pa.concat_tables([rows, added.cast(rows.schema)]).combine_chunks()
+        latest = merged.take(pa.array(latest_positions(merged)[0]))
+        return latest, Position(self._generation, version, self._rows, self._rev, self._last)
+
+    def _rows_after(self, seen: int, last: tuple[str, int] | None, total: int) -> pa.Table | None:
+        """The rows at offsets ``seen`` to ``total`` (appended after the ``seen`` a reader saw, the
+        last of them ``last``), taken by offset with the last one seen, which must still be there;
+        None when it is not (a rewrite or deletion that did not say so) or rows are missing."""
+        start = seen - 1 if last is not None else seen
+        if start == total:  # nothing was ever appended
+            return as_current(self._table.schema.empty_table())
+        arrow = as_current(self._table.take_offsets(list(range(start, total))).to_arrow().combine_chunks())
+        if arrow.num_rows != total - start:
+            return None
+        if last is not None:
+            if (arrow.column("id")[0].as_py(), arrow.column("rev")[0].as_py()) != last:
+                return None
+            arrow = arrow.slice(1)
+        return arrow
+
+    def changes(self) -> Changes | None:
+        """What other processes committed since this table was last read or written through, at the
+        version :meth:`latest_version` last checked out (or a later one, when that one's files
+        went during the read, see :meth:`_again_if_gone`).
+
+        Appends put their rows after all earlier ones (compaction keeps that order), and within a
+        generation every row appended since has a higher revision than every row seen; so the new
+        rows are the last ``count - rows seen`` rows, taken by offset without scanning the table
+        (as a filter on ``rev`` would, through every fragment), and they are exactly the new ones
+        when every one of them has a higher revision than the last one seen.
+
+        The last row seen is taken again with them and must still be there, at its offset: a
+        rewrite or a deletion that did not say so (another generation) moves it.
+
+        Returns None when the table cannot be followed that way and must be read whole
+        (:meth:`read`): it was never read, it was rewritten since (another generation), or its rows
+        are not those seen plus new ones (fewer rows, the last row seen moved, or a new row that is
+        not newer: a rewrite that did not say so, or writers that did not share a lock).
+        """
+        return self._again_if_gone(self._changes)
+
+    def _changes(self) -> Changes | None:
+        version = self._checked_out
+        if self._generation is None or generation_of(self._table.schema) != self._generation:
+            return None
+        total = self._table.count_rows()
+        if total < self._rows:
+            return None
+        arrow = self._rows_after(self._rows, self._last, total)
+        if arrow is None:
+            return None
+        if not arrow.num_rows:
+            return Changes(version=version, leaves=[], branches=[], removed=set())
+        if int(pc.min(arrow.column("rev")).as_py()) <= self._rev:
+            return None
+        self._rows = total
+        self._rev = int(pc.max(arrow.column("rev")).as_py())
+        self._last = last_row(arrow)
+        positions, kinds = latest_positions(arrow)
+        alive, is_leaf = kind_masks(kinds)
+        ids = arrow.column("id").take(pa.array(positions)).to_pylist()
+        removed = {node_id for node_id, kept in zip(ids, alive.tolist(), strict=True) if not kept}
+        deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
+        self._noted(
+            (node_id for node_id in ids if node_id not in removed),
+            removed,
+            pc.min(deleted).as_py() if len(deleted) else None,
+        )
+        leaves = leaves_at(arrow, positions[is_leaf], self.dimension)
+        branches = branches_at(arrow, positions[alive & ~is_leaf])
+        return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
+
+    def commit(
+        self,
+        memory: Memory,
+        changed: Iterable[str],
+        removed: Iterable[str] = (),
+        now: float | None = None,
+    ) -> int:
+        """Write the nodes ``changed`` (as ``memory`` holds them now) and the deletion of ``removed``
+        as the next revision, in one atomic commit.
+
+        The caller must hold the namespace's write lock and have read the latest version, so that
+        revision numbers only grow. Returns the new table version. Raises StoreError when Lance
+        refuses the write; the table then still holds its previous version.
+        """
+        rows = node_rows(memory, changed, removed, time.time() if now is None else now, self._ids)
+        if not rows:
+            return self.latest_version()
+        rev = self._rev + 1
+        if self._schema is None:
+            self._schema = self._table.schema
+        data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._schema)
+        try:
+            self._table.add(data)
+        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
+            raise StoreError(f"could not write to the memory store: {exc}") from exc
+        self._rev = rev
+        self._rows += len(rows)
+        self._last = (rows[-1]["id"], rev)
+        gone = [row["id"] for row in rows if row["kind"] == DELETED]
+        self._noted(
+            (row["id"] for row in rows if row["kind"] != DELETED), gone, rows[-1]["updated"] if gone else None
+        )
+        self._appends_since_compaction += 1
+        if not self.maintenance_deferred:
+            self._maintain()
+        return int(self._table.version)
+
+    @property
+    def rev(self) -> int:
+        """The last commit this process read or wrote (-1: none)."""
+        return self._rev
+
+    def history_floor(self) -> int:
+        """The oldest commit the rows still hold whole; for a table of an older schema version,
+        whose history was in LanceDB's versions, its latest commit."""
+        schema = self._table.schema
+        if outdated(schema):
+            return self._latest_rev()
+        return int((schema.metadata or {}).get(META_FLOOR, b"0").decode() or 0)
+
+    def _latest_rev(self) -> int:
+        revs = self._table.search().select(["rev"]).limit(None).to_arrow().column("rev")
+        return int(pc.max(revs).as_py()) if len(revs) else -1
+
+    def versions(self) -> list[tuple[int, float]]:
+        """The versions of the memory that can be read and restored, oldest first: each commit
+        since the history floor, with the time it was written (the latest time of its rows)."""
+        self.latest_version()
+        rows = self._again_if_gone(
+            lambda: self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
+        )
+        if not rows.num_rows:
+            return []
+        commits = rows.group_by("rev").aggregate([("updated", "max")])
+        revs = commits.column("rev").to_numpy()
+        times = commits.column("updated_max").to_numpy(zero_copy_only=False)
+        kept = revs >= self.history_floor()
+        order = np.argsort(revs[kept], kind="stable")
+        return list(zip(revs[kept][order].tolist(), times[kept][order].tolist(), strict=True))
+
+    def restore(self, version: int) -> int:
+        """Make commit ``version``'s memory the latest again, as a new commit; returns its rev.
+
+        Written as one append, like any change: the revisions ``version`` held that are not live
+        now (written again under the new rev), and a deletion for every node live now that it did
+        not hold. So other processes follow a restore as they follow a ``remember``, and nothing
+        is destroyed: the commits in between stay in the history. The caller must hold the write
+        lock, as for :meth:`commit`. Raises StoreError for a version that is not kept.
+        """
+        self._check_kept(version)
+        now, positions, _ = self._scan()
+        past = up_to(now, version)  # one read of the table serves both
+        live = set(
+            zip(
+                now.column("id").take(pa.array(positions)).to_pylist(),
+                now.column("rev").take(pa.array(positions)).to_pylist(),
+                strict=True,
+            )
+        )
+        then, _ = live_positions(past)
+        keys = zip(
+            past.column("id").take(pa.array(then)).to_pylist(),
+            past.column("rev").take(pa.array(then)).to_pylist(),
+            strict=True,
+        )
+        back = [int(p) for p, key in zip(then.tolist(), keys, strict=True) if key not in live]
+        kept = set(past.column("id").take(pa.array(then)).to_pylist())
+        rev = self._rev + 1
+        stamp = time.time()
+        schema = self._table.schema
+        parts = []
+        if back:
+            rows = past.take(pa.array(back, type=pa.int64())).select(schema.names)
+            # Dated now, so the new commit's time is the time of the restore.
+            rows = rows.set_column(
+                rows.schema.get_field_index("rev"), "rev", pa.array([rev] * len(back), pa.int64())
+            )
+            rows = rows.set_column(
+                rows.schema.get_field_index("updated"), "updated", pa.array([stamp] * len(back), pa.float64())
+            )
+            parts.append(rows)
+        gone = sorted(self._ids - kept)
+        if gone:
+            deletions = [{**deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
+            parts.append(pa.Table.from_pylist(deletions, schema=schema))
+        if not parts:
+            return self._rev
+        data = pa.concat_tables([part.cast(schema) for part in parts])
+        try:
+            self._table.add(data)
+        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
+            raise StoreError(f"could not write to the memory store: {exc}") from exc
+        self._rev = rev
+        self._rows += data.num_rows
+        self._last = last_row(data)
+        self._noted(kept, gone, stamp if gone else None)
+        self._appends_since_compaction += 1
+        if not self.maintenance_deferred:
+            self._maintain()
+        return rev
+
+    @property
+    def outdated(self) -> bool:
+        """Whether the table was written in an older schema version (readable, but it must be
+        upgraded, :meth:`upgrade`, before anything is written to it)."""
+        return outdated(self._table.schema)
+
+    def upgrade(self) -> int:
+        """Rewrite a table of an older schema version in the current one, in one overwrite commit
+        under a new generation: each id's latest row (deletions too), converted by the migration
+        steps since its version (``store/migrations.py``). Its history was in LanceDB's versions,
+        which are not carried over: history starts at the upgrade.
+
+        The caller must hold the namespace's write lock. Raises StoreError when Lance refuses.
+        """
+        if not self.outdated:
+            return self.latest_version()
+        rows, schema = upgraded(self._table.to_arrow().combine_chunks(), self.embedder, self.dimension)
+        try:
+            self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
+            self._table = self._db.open_table(self.name)
+            compact(self._table)  # the old layout's versions are history no longer: their files go now
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
+        self._schema = None
+        self._generation = None  # read whole next time
+        log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
+        return self.latest_version()
+
+    def purge(self) -> int:
+        """Rewrite the table with its live rows alone and delete every earlier version and every
+        file the new one does not use, so nothing forgotten or superseded stays on disk.
+
+        The rewrite has a new generation, so other processes read the table whole (and drop what
+        they held of the forgotten rows) rather than follow it. The history starts again at the
+        latest commit. The caller must hold the namespace's write lock. A process reading an
+        earlier version at that moment gets an error; the next read sees the purged table. Returns
+        the commit the history now starts at. Raises StoreError when Lance refuses.
+        """
+        if self.outdated:
+            self.upgrade()  # the purged table is written in the current layout
+        try:
+            self._overwrite(self._live_rows(), floor=self._rev)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
+        self._deleted = set()
+        self.oldest_forget = None
+        self.latest_version()
+        return self._rev
+
+    def _overwrite(self, rows: pa.Table, *, floor: int) -> None:
+        """Make ``rows`` the table's whole content, in one commit under a new generation (readers
+        that saw the old rows read the table whole), with its history starting at commit ``floor``."""
+        generation = new_generation()
+        meta = {**(rows.schema.metadata or {}), META_GENERATION: generation, META_FLOOR: str(floor).encode()}
+        rows = rows.replace_schema_metadata(meta)
+        self._table.add(rows, mode="overwrite")
+        self._generation = generation
+        self._schema = None
+        self._rows = rows.num_rows
+        self._last = last_row(rows)
+        self._appends_since_compaction = 0
+
+    def _noted(self, alive: Iterable[str], gone: Iterable[str], gone_at: float | None) -> None:
+        """Note the ids that rows just written or read make live and those they delete, and
+        ``gone_at``, the time of the oldest of those deletions (None: there is none)."""
+        for node_id in alive:
+            self._ids.add(node_id)
+            self._deleted.discard(node_id)
+        for node_id in gone:
+            self._ids.discard(node_id)
+            self._deleted.add(node_id)
+        if gone_at is not None and (self.oldest_forget is None or gone_at < self.oldest_forget):
+            self.oldest_forget = gone_at
+
+    def _scan(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The whole table (every revision) and ``live_positions`` of it; notes its size, last
+        revision, live ids and oldest deletion."""
+        # One chunk per column: taking rows from hundreds of fragments' chunks is several times slower.
+        schema = self._table.schema
+        check_schema(self.name, schema, self.embedder, self.dimension)
+        self._generation = generation_of(schema)
+        arrow = as_current(self._table.to_arrow().combine_chunks())
+        self._rows = arrow.num_rows
+        self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
+        self._last = last_row(arrow)
+        latest, kinds = latest_positions(arrow)
+        alive, is_leaf = kind_masks(kinds)
+        self._note_latest(arrow, latest, alive)
+        return arrow, latest[alive], is_leaf[alive]
+
+    def _note_latest(self, arrow: pa.Table, latest: np.ndarray, alive: np.ndarray) -> None:
+        """Note the live and deleted ids and the oldest deletion, from each id's latest row (at
+        ``latest`` in ``arrow``; ``alive``: which of them are not deletions)."""
+        self._ids = set(arrow.column("id").take(pa.array(latest[alive])).to_pylist())
+        self._deleted = set(arrow.column("id").take(pa.array(latest[~alive])).to_pylist())
+        deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
+        self.oldest_forget = pc.min(deleted).as_py() if len(deleted) else None
+
+    def _live_rows(self) -> pa.Table:
+        arrow, positions, _ = self._scan()
+        return arrow.take(pa.array(positions))
+
+    def maintain(self, *, fresh: bool = False) -> None:
+        """Compact or squash the table if it is due (commits do it themselves unless
+        ``maintenance_deferred``). ``fresh``: everything in the table was written by one bulk
+        import into an empty namespace, whose intermediate commits nobody needs back, so its
+        superseded rows go now and the history starts at its end. The caller must hold the
+        namespace's write lock."""
+        if fresh:
+            arrow, _, _ = self._scan()
+            latest, _ = latest_positions(arrow)
+            self._overwrite(arrow.take(pa.array(latest)), floor=self._rev)
+            compact(self._table)
+            return
+        self._maintain()
+
+    def _maintain(self) -> None:
+        dominated = self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK
+        if dominated and time.time() >= self._squash_after and self._squash():
+            return
+        if self._appends_since_compaction >= COMPACT_EVERY:
+            compact(self._table)
+            self._appends_since_compaction = 0
+
+    def _squash(self) -> bool:
+        """Rewrite the table without the revisions that neither the latest memory nor any commit
+        of the last MEMTREE_RETENTION needs, if they outnumber the live rows (plus
+        :data:`SQUASH_SLACK`); whether it did.
+
+        The commits kept are those written since the cutoff (now minus the history kept) and the
+        last one before it, the new history floor: every row written after that one stays, and of
+        the rows up to it each id's latest. A deletion row stays (it is tiny) until a purge: it
+        dates the forgotten text that earlier commits still hold.
+        """
+        arrow, _, _ = self._scan()
+        revs = arrow.column("rev")
+        before = pc.less_equal(arrow.column("updated"), time.time() - self.history)
+        old = pc.filter(revs, before)
+        floor = max(int(pc.max(old).as_py()) if len(old) else -1, self.history_floor())
+        recent = pc.greater(revs, floor).to_numpy(zero_copy_only=False)
+        upto = np.flatnonzero(~recent)
+        latest, _ = latest_positions(arrow.take(pa.array(upto)))
+        keep = np.sort(np.concatenate([np.flatnonzero(recent), upto[latest]]))
+        if arrow.num_rows - len(keep) <= len(self._ids) + SQUASH_SLACK:
+            # Nothing more can go before the oldest commit kept whole leaves the history.
+            times = pc.filter(arrow.column("updated"), pa.array(recent))
+            self._squash_after = (pc.min(times).as_py() if len(times) else time.time()) + self.history
+            return False
+        self._overwrite(arrow.take(pa.array(keep)), floor=floor)
+        compact(self._table)
+        return True
+
+
+def compact(table: Any) -> None:
+    """Compact ``table``'s small files and delete the files of its LanceDB versions older than
+    :data:`READER_GRACE`: the history is in the rows, so only readers in flight used them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
+        table.optimize(cleanup_older_than=READER_GRACE)
+
+
+def _snapshot_of(
+    arrow: pa.Table, positions: np.ndarray, is_leaf: np.ndarray, version: int, dimension: int
+) -> Snapshot:
+    """The nodes in the rows at ``positions`` of ``arrow`` (``is_leaf`` says which are leaves)."""
+    at = positions[is_leaf]
+    # In seq order, so that the leaves' vectors are the rows of one matrix in their order.
+    at = at[np.argsort(arrow.column("first_seq").take(pa.array(at)).to_numpy(), kind="stable")]
+    vectors = leaf_vectors(arrow, at, dimension, copy=False)
+    leaves = leaves_at(arrow, at, dimension, vectors)
+    branches = branches_at(arrow, positions[~is_leaf])
+    shapes = tree_shapes(
+        arrow, at, positions[~is_leaf], [leaf.id for leaf in leaves], [b.id for b in branches]
+    )
+    return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors, shapes=shapes)
