@@ -375,6 +375,11 @@ class MemoryService:
     # -- life cycle ------------------------------------------------------------------------------
 
     @property
+    def embedder_loaded(self) -> bool:
+        """Whether the embedder is loaded (by the warm-up after the handshake, or a first call)."""
+        return self._embedder is not None
+
+    @property
     def embedder(self) -> Embedder:
         """The configured embedder, loaded on first use.
 

@@ -163,7 +163,7 @@ def test_the_deletion_rows_outlive_a_squash_so_retention_still_purges(
     table.history = 0.0  # keeping no earlier commit
     for i in range(12):
         service.remember(f"Filler note {i} about the weather in Lyon.")
-    assert table._rows < 60  # squashed
+    assert table.row_count() < 60  # squashed
     assert table.oldest_forget == forgotten_at
     # Keeping no history, the squash already dropped the forgotten revision and compaction its files.
     assert files_holding(home, MARKER) == []

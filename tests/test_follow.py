@@ -29,7 +29,6 @@ from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
 from memtree_mcp.spaces import Space, Spaces
 from memtree_mcp.store import table as tables
-from memtree_mcp.store.rows import generation_of
 from tests.test_fast_paths import (
     DIM,
     WORDS,
@@ -86,7 +85,8 @@ def assert_same_memory(follower: Memory, fresh: Memory) -> None:
     assert memory_state(follower) == memory_state(fresh)
     assert follower.temporal.last_leaf == fresh.temporal.last_leaf
     assert follower.next_seq == fresh.next_seq
-    assert follower._by_hash == fresh._by_hash
+    for leaf in fresh.leaves.values():  # an exact copy is found as the same memory
+        assert follower.duplicate_of(leaf.content_hash) == fresh.duplicate_of(leaf.content_hash) == leaf.id
     assert sorted(follower.leaf_index.ids()) == sorted(fresh.leaf_index.ids())
     for leaf_id in follower.leaves:
         np.testing.assert_array_equal(
@@ -374,7 +374,8 @@ def test_a_rewritten_table_is_read_whole_and_still_equals_a_fresh_load(
     table = writer.spaces["default"].table
     table.history = 0.0  # and keeps no history: only the latest rows stay
     writer.remember(NOTES[1])
-    assert table._table.count_rows() == len(table._ids)
+    snapshot = table.read()
+    assert table.row_count() == len(snapshot.leaves) + len(snapshot.branches)  # one row a node
     assert_reads_whole_once(follower, reads, settings, embedder)
 
 
@@ -449,12 +450,11 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
     mine = follower.spaces["default"].table
     table = writer.spaces["default"].table._table
     for i in range(100):
-        if table.count_rows() > mine._rows:
+        if table.count_rows() > mine.row_count_seen:
             break
         writer.remember(f"Note {i}: {WORDS[i % len(WORDS)]} and {WORDS[(7 * i) % len(WORDS)]}.")
-    assert table.count_rows() > mine._rows
-    mine.latest_version()
-    assert generation_of(mine._table.schema) != mine._generation
+    assert table.count_rows() > mine.row_count_seen
+    assert mine.latest_generation() != mine.generation_seen
     assert mine.changes() is None
     memory = assert_reads_whole_once(follower, reads, settings, embedder)
     assert target not in memory.leaves

@@ -202,7 +202,7 @@ def test_segment_bm25_equals_bm25_over_each_segments_joined_text(
     expected = joined.scores(query)
     if scores is None:
         # No query term in the index at all.
-        assert not any(term in index._postings for term in query.split())
+        assert index.scores(query) == {}
         return
     for group in range(groups):
         assert scores[group] == pytest.approx(expected.get(f"g{group}", 0.0), rel=1e-9, abs=1e-12)

@@ -100,7 +100,7 @@ async def test_the_store_and_model_load_in_the_background_once_tools_are_listed(
         await anyio.to_thread.run_sync(warm_up.join, 60)
         assert not warm_up.is_alive()
         # Nothing was called, yet the namespace is loaded and the model ready.
-        assert "default" in fresh.spaces and fresh._embedder is not None
+        assert "default" in fresh.spaces and fresh.embedder_loaded
     fresh.close()
 
 

@@ -78,7 +78,8 @@ def assert_same_memory(opened: Memory, whole: Memory, embedder: object) -> None:
     """``opened`` holds what ``whole`` (a whole read) holds: nodes, indexes, timeline and recall."""
     assert memory_state(opened) == memory_state(whole)
     assert opened.next_seq == whole.next_seq
-    assert opened._by_hash == whole._by_hash
+    for leaf in whole.leaves.values():
+        assert opened.duplicate_of(leaf.content_hash) == whole.duplicate_of(leaf.content_hash) == leaf.id
     assert timeline_by_id(opened) == timeline_by_id(whole)
     assert_arrays_match_a_fresh_build(opened)
     vectors = embedder.embed_batch(QUESTIONS)  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import lancedb
 import numpy as np
 import pytest
 
@@ -134,7 +135,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     table = service.spaces["default"].table
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
     # Within the history kept (a week by default) no commit is squashed away: every one can be read.
-    assert table._table.count_rows() > 2 * live + 5
+    assert table.row_count() > 2 * live + 5
     assert len(service.history()) == len(facts)
     assert sorted(leaf.text for leaf in table.read(early).leaves) == early_texts
     then = service.recall("garden", k=20, kind="leaf", as_of=str(early)).hits
@@ -149,7 +150,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     assert memory is not None
     table = short.spaces["default"].table
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
-    assert table._table.count_rows() <= 2 * live + 5
+    assert table.row_count() <= 2 * live + 5
     assert [version for version, _ in short.history()] == [table.rev]
     with pytest.raises(InvalidInput, match=f"no version {early}"):
         short.recall("garden", as_of=str(early))
@@ -241,9 +242,8 @@ def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_
         states.append(memory_state(service.memory()))  # type: ignore[arg-type]
     biscuit = service.recall("golden retriever Biscuit adopted", k=1, kind="leaf").hits[0]
     service.forget(node_id=biscuit.id)
-    table = service.spaces["default"].table
     # Three compactions, each a copy of the table; LanceDB keeps only the latest versions' files.
-    assert len(table._table.list_versions()) <= 3
+    assert len(lancedb.connect(settings.home).open_table("default").list_versions()) <= 3
     history = [version for version, _ in service.history()]
     assert len(history) == len(FACTS) + 1  # every commit, the forget included
     for version, state in zip(history, states, strict=False):
@@ -362,7 +362,6 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts
     settings: Settings,
     embedder,  # type: ignore[no-untyped-def]
 ) -> None:
-    import lancedb
     import pyarrow as pa
 
     source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)
@@ -382,8 +381,9 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts
     assert service.spaces["default"].table.outdated
     service.remember(FACTS[6])  # upgraded first, then written
     table = service.spaces["default"].table
-    assert not table.outdated and "embedding" in table._table.schema.names
-    assert len(table._table.list_versions()) <= 2  # the old layout's versions went: the upgrade, the write
+    on_disk = lancedb.connect(settings.home).open_table("default")
+    assert not table.outdated and "embedding" in on_disk.schema.names
+    assert len(on_disk.list_versions()) <= 2  # the old layout's versions went: the upgrade, the write
     again = MemoryService(settings, embedder=embedder).memory()
     assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
     assert FACTS[6] in {leaf.text for leaf in again.leaves.values()}
@@ -428,11 +428,11 @@ def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundre
     service = MemoryService(settings, embedder=embedder)
     records = [{"content": fact} for fact in FACTS]
     service.writer.import_records("default", records, batch=2)  # 5 commits
-    table = service.spaces["default"].table
     assert len(compactions) == 1  # not one every second commit: once, at the end
-    assert table._appends_since_compaction == 0
     memory = service.memory()
     reopened = MemoryService(settings, embedder=embedder).memory()
     assert memory is not None and reopened is not None and memory_state(reopened) == memory_state(memory)
     service.remember("A remember after the import compacts on its schedule again.")
-    assert table._appends_since_compaction == 1
+    assert len(compactions) == 1  # one commit since the import's compaction: not due yet
+    service.remember("The second one since the import is due.")
+    assert len(compactions) == 2

@@ -202,6 +202,12 @@ class NamespaceTable:
         return generation_of(self._table.schema)
 
     @property
+    def generation_seen(self) -> bytes | None:
+        """The generation of the table as this reader last read, followed or wrote it (None before
+        the first read): when :meth:`latest_generation` differs, the table was rewritten since."""
+        return self._generation
+
+    @property
     def row_count_seen(self) -> int:
         """How many rows (every revision) the table held when this reader last read, followed or
         wrote it (no call into LanceDB)."""
