@@ -156,3 +156,22 @@ def test_the_read_path_depends_on_nothing_of_the_write_path() -> None:
             reached.add(target)
             todo.append(target)
     assert not reached & {"memtree_mcp.writing", "memtree_mcp.maintenance"}, sorted(reached)
+
+
+MODULE_LINES = 700
+FUNCTION_LINES = 150
+
+
+def test_every_module_and_function_stays_small_enough_to_read_whole() -> None:
+    root = Path(memtree_mcp.__file__).parent
+    too_long = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > MODULE_LINES:
+            too_long.append(f"{path.relative_to(root)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(root)}: {node.name} is {length} lines")
+    assert not too_long, "split these by job: " + "; ".join(too_long)
