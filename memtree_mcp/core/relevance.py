@@ -206,8 +206,8 @@ class Updates:
     (the latest ``judged`` of those close in meaning are judged word by word): the candidates they
     share and their semantic siblings are gathered once, ordered latest first once, compared in
     meaning with every hit in one matrix product, and what the judge reads of each memory is read
-    once. Done hit by hit, with each pair's words read afresh, this
-    took about 2 ms of the 6 to 9 ms of CPU of a recall at 10k memories (``bench/recall_ab.py``)."""
+    once. Done hit by hit, with each pair's words read afresh, this took about 2 ms of the 6 to
+    9 ms of CPU of a recall at 10k memories (``bench/recall_ab.py``, retired; in git at 4868398)."""
 
     def __init__(self, memory: Memory, candidates: Iterable[str], siblings: int, judged: int) -> None:
         self._memory = memory

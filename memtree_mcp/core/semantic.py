@@ -16,11 +16,11 @@ ever loses a child to a leaf's expansion (one for one) or a removal, so no split
 split of the root would move every node one level down and rewrite every row. The look-ahead
 matters because a big child's mean says little about a subject it holds few of: by the nearest
 mean alone, the leaves of a new subject would scatter over the root's children. Measured with
-``bench/fanout.py`` (``docs/benchmarks.md``).
+``bench/fanout.py``, since retired (``git show 4868398:bench/fanout.py``; ``docs/benchmarks.md``).
 
 Internal-node vectors and similarity, measured on the LoCoMo dev split (5 conversations, 2,760
-turns, 997 questions; ``python bench/routing.py ../shared/bench/locomo/locomo-dev.json``; figures in
-``docs/benchmarks.md``). A branch's vector is the centroid of its leaves (the direction of their
+turns, 997 questions; ``bench/routing.py``, since retired: ``git show 4868398:bench/routing.py``;
+figures in ``docs/benchmarks.md``). A branch's vector is the centroid of its leaves (the direction of their
 mean vector), and a branch is compared by *average linkage*: the mean cosine to its leaves, which is
 the dot product with the unnormalised mean (centroid × cohesion). Against the two alternatives:
 

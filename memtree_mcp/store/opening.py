@@ -142,11 +142,11 @@ class Opener:
 
         A new process then resumes from here instead of following every row appended since the
         last whole read. It costs a server time and, while it runs, resident memory for what it
-        builds and drops (``bench/snapshot_age.py``): hence only when a server stops. Built from
-        the snapshot's rows and the rows appended since (:meth:`NamespaceTable.rows_now`), not from
-        a whole read; skipped (not saved) when the home keeps none, there is no usable snapshot to
-        build on, the table does not continue it (the next whole read saves one), or it was
-        rewritten meanwhile.
+        builds and drops (``bench/snapshot_age.py``, retired; in git at 4868398): hence only when a
+        server stops. Built from the snapshot's rows and the rows appended since
+        (:meth:`NamespaceTable.rows_now`), not from a whole read; skipped (not saved) when the home
+        keeps none, there is no usable snapshot to build on, the table does not continue it (the
+        next whole read saves one), or it was rewritten meanwhile.
         """
         path = snapshots.path_of(self.home, name)
         if path is None:
