@@ -3,13 +3,10 @@
 Recall gathers, once per call, the candidates its hits share, each parent's semantic siblings and
 what the judge reads of each memory (``Memory._Updates``, ``relevance.UpdateJudge``). Here the
 same answer is recomputed with plain loops: every later candidate or sibling, those close enough
-in meaning, the latest ``UPDATES_JUDGED`` of them judged with a fresh tokenization and idf.
+in meaning, the latest ``UPDATES_JUDGED`` of them judged with each memory read afresh.
 """
 
 from __future__ import annotations
-
-import math
-import re
 
 import numpy as np
 import pytest
@@ -17,17 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memtree_mcp.core.memory as core_memory
-from memtree_mcp.core.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.relevance import (
-    UPDATE_CUES,
     UPDATE_MEANING,
     UPDATE_SHARED_WORDS,
     UPDATE_SUBJECT,
-    VALUE_CHANGE_MEANING,
-    VALUE_CHANGE_SHARED_WORDS,
     UpdateJudge,
+    changes_value,
+    read,
 )
 from tests import tree_checks
 
@@ -52,32 +48,26 @@ def update_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
 
 
 def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
-    """``relevance.supersedes`` from the texts alone: a fresh tokenization and idf for each pair."""
+    """``relevance.supersedes`` from the texts alone: each memory read afresh for each pair.
+
+    The rule reads nothing of the store (``texts`` is there to show it: a judgement never depends
+    on the other memories), so the same subject is checked here with plain sets, and the aligned
+    comparison of the two fresh readings is the rule's own (``changes_value``)."""
+    assert older.id in texts and newer.id in texts
     if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
         return False
     cosine = float(newer.vector @ older.vector)
     if cosine < UPDATE_MEANING:
         return False
-    old_terms, new_terms = set(tokenize(older.text)), set(tokenize(newer.text))
-    n = len(texts)
-
-    def idf(term: str) -> float:
-        df = sum(term in tokenize(text) for text in texts.values())
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-    total = sum(idf(t) for t in old_terms)
-    shared = sum(idf(t) for t in old_terms if t in new_terms) / total if total else 0.0
+    old, new = read(older.text), read(newer.text)
+    subject = {t.key for t in old.tokens if t.kind in {"word", "name", "state"}}
+    content = {t.key for t in new.tokens if t.kind in {"word", "name", "state", "value"}}
+    shared = len(subject & content) / len(subject) if subject else 0.0
     if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
         return False
-    if any(word in UPDATE_CUES for word in re.findall(r"[a-z]+", newer.text.lower())):
-        return True
-    differing = old_terms ^ new_terms
-    return (
-        bool(differing)
-        and all(any(c.isdigit() for c in t) for t in differing)
-        and cosine >= VALUE_CHANGE_MEANING
-        and shared >= VALUE_CHANGE_SHARED_WORDS
-    )
+    if any(t.kind == "addition" for t in new.tokens) and not any(t.kind == "addition" for t in old.tokens):
+        return False
+    return changes_value(old, new)
 
 
 def brute_newest_update(memory: Memory, older: Leaf, candidates: list[str]) -> Leaf | None:

@@ -30,15 +30,23 @@ one hit and the most answers are kept; neighbouring values give the same counts 
 two answers (``docs/benchmarks.md``).
 
 **Updates.** A later memory supersedes an earlier one when they speak of the same subject and the
-later one changes it, judged without an LLM from what the memories themselves show
-(:func:`supersedes`).
+later one changes it, judged without an LLM from the two memories alone (:class:`UpdateJudge`):
+close in meaning and sharing words; aligned token by token, no word that tells subjects apart
+(which environment, platform, person, plan… — "the *staging* Redis", "*Alice's* laptop") may
+differ, nor may two separate slots (who *and* when); and the later one negates the earlier, says
+that it changed ("now", "moved", "resolved", "no longer") and replaces something, or differs in
+one value, name or state only. A false mark tells the model to trust the wrong fact, a missed one
+still shows both memories with their dates, so the rule errs towards missing:
+``bench/update_rule.py`` measures it on the labelled pairs of ``bench/update_pairs.py``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem
 from memtree_mcp.core.model import Leaf
 
 DENSE_UNRELATED = 0.25
@@ -50,24 +58,43 @@ DEFAULT_MIN_RELEVANCE = 0.3
 CONFIDENT = 0.55
 
 # An update speaks of the same subject (similar meaning, and a good share of the earlier memory's
-# distinctive words: each above its floor, and together above UPDATE_SUBJECT) and changes it: it
-# says so ("now", "moved", "fixed"…), or only values differ ("Standup is at 9:30" → "… at 10:00").
+# content words, each above its floor and together above UPDATE_SUBJECT), no word that qualifies
+# the subject differs, and it changes a value: it says so, or only a value differs (supersedes).
 UPDATE_MEANING = 0.45
 UPDATE_SHARED_WORDS = 0.2
-UPDATE_SUBJECT = 0.8
-VALUE_CHANGE_MEANING = 0.6
-VALUE_CHANGE_SHARED_WORDS = 0.5
-# Words that say a state changed or still holds: English change verbs and adverbs of time.
+UPDATE_SUBJECT = 0.9
+# Words that say a state changed: English change verbs and adverbs of time.
 UPDATE_CUES = frozenset(
     """
-    now still anymore longer instead since currently moved moves changed changes switched replaced
-    fixed resolved closed reopened updated renamed became becomes promoted left joined cancelled
-    canceled reverted dropped migrated deprecated retired stopped started resumed postponed
-    rescheduled raised lowered increased decreased bumped cut reduced extended shortened upgraded
-    downgraded rewrote rewriting rewritten
+    now anymore longer instead since currently moved moves changed changes switched replaced
+    replaces fixed resolved closed reopened updated renamed became becomes promoted left joined
+    cancelled canceled reverted dropped migrated deprecated retired stopped started resumed
+    postponed rescheduled raised lowered increased decreased bumped cut reduced extended shortened
+    upgraded downgraded rewrote rewriting rewritten relocated scaled went
     """.split()
 )
-_RAW_WORD = re.compile(r"[a-z]+")
+# Words that name a state a thing is in: a change to one of them is a change of value.
+STATE_WORDS = frozenset(
+    """
+    open opened resolved fixed closed done complete completed finished shipped released launched
+    planned pending approved rejected accepted declined blocked unblocked cancelled canceled
+    deprecated removed available unavailable beta alpha deployed merged signed investigating
+    progress active inactive enabled disabled paused suspended expired valid invalid
+    """.split()
+)
+# Words that add a second fact beside the first instead of replacing it.
+ADDITION_CUES = frozenset("also too additionally another besides".split())
+NEGATIONS = frozenset("no not never nor cannot anymore".split())
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve once twice half dozen".split()
+)
+DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
+# Change cues of several words, each of which means little alone.
+_PHRASE_CUES = re.compile(r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bany more\b")
+_TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
+_SENTENCE_BREAK = re.compile(r"[.!?:;]")
+# Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
+_ABBREVIATIONS = frozenset("mr mrs ms dr prof st mt jr sr vs".split())
 
 
 def meaning(cosine: float) -> float:
@@ -83,26 +110,153 @@ def relevance(cosine: float, words: float = 0.0) -> float:
 def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
     """Whether ``newer`` updates what ``older`` said: later, on the same subject, and changing it.
 
-    Same subject: cosine at least :data:`UPDATE_MEANING`, at least :data:`UPDATE_SHARED_WORDS`
-    of ``older``'s terms (idf-weighted) in ``newer``, and the two adding up to
-    :data:`UPDATE_SUBJECT`. Changing it: ``newer`` carries a word of
-    :data:`UPDATE_CUES`, or every term that differs between them holds a digit (a value changed)
-    with a closer match (:data:`VALUE_CHANGE_MEANING`, :data:`VALUE_CHANGE_SHARED_WORDS`).
-    Both memories must be in ``lexical``.
+    See :class:`UpdateJudge` for the rule. ``lexical`` is the memories' index; the rule reads only
+    the two texts and vectors, so it judges a store of two memories as it judges a large one.
     """
     return UpdateJudge(lexical).supersedes(newer, older)
 
 
+class _Token(NamedTuple):
+    key: str  # lower-cased, stemmed unless it holds a digit
+    kind: str  # one of _CONTENT, or "stop", "cue", "negation", "addition"
+    capital: bool  # written with a capital letter
+    possessive: bool  # "Alice's"
+
+
+_CONTENT = frozenset({"word", "name", "value", "state"})
+
+
+class _Reading(NamedTuple):
+    """What the rule reads of one memory, once."""
+
+    tokens: tuple[_Token, ...]
+    cues: frozenset[str]  # change cues present (words and phrases)
+    negated: bool
+    adds: bool  # says "also", "too"…
+    subject: frozenset[str]  # keys of its words, names and states (not values)
+    content: frozenset[str]  # keys of every content token
+
+
+def read(text: str) -> _Reading:
+    """The tokens of ``text`` for the update rule, each with its kind (see :class:`UpdateJudge`)."""
+    tokens: list[_Token] = []
+    cues: set[str] = set(_PHRASE_CUES.findall(text.lower()))
+    end = 0
+    previous = ""
+    for match in _TOKEN.finditer(text):
+        raw = match.group().replace("\u2019", "'")
+        initial = not tokens or (
+            bool(_SENTENCE_BREAK.search(text, end, match.start())) and previous not in _ABBREVIATIONS
+        )
+        end = match.end()
+        lower = previous = raw.lower()
+        possessive = lower.endswith("'s") and len(lower) > 2
+        if possessive:
+            lower, raw = lower[:-2], raw[:-2]
+        capital = raw[:1].isupper()
+        if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
+            kind = "value"
+        elif lower in NEGATIONS or lower.endswith("n't"):
+            kind = "negation"
+        elif lower in STATE_WORDS:
+            kind = "state"
+        elif lower in UPDATE_CUES:
+            kind = "cue"
+        elif lower in ADDITION_CUES:
+            kind = "addition"
+        elif lower in STOPWORDS:
+            kind = "stop"
+        elif any(c.isupper() for c in raw[1:]) or (capital and not initial):
+            kind = "name"
+        else:
+            kind = "word"
+        if lower in UPDATE_CUES:
+            cues.add(lower)
+        key = lower if kind == "value" else stem(lower)
+        tokens.append(_Token(key, kind, capital, possessive))
+    content = frozenset(t.key for t in tokens if t.kind in _CONTENT)
+    return _Reading(
+        tokens=tuple(tokens),
+        cues=frozenset(cues),
+        negated=any(t.kind == "negation" for t in tokens),
+        adds=any(t.kind == "addition" for t in tokens),
+        subject=frozenset(t.key for t in tokens if t.kind in {"word", "name", "state"}),
+        content=content,
+    )
+
+
+def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, int]]:
+    """The pairs of positions of a longest common subsequence of the two token keys, a content
+    token counting twice a stopword's, in order."""
+    n, m = len(old), len(new)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = table[i], table[i + 1]
+        key = old[i].key
+        weight = 2 if old[i].kind in _CONTENT else 1
+        for j in range(m - 1, -1, -1):
+            if key == new[j].key:
+                row[j] = below[j + 1] + weight
+            else:
+                row[j] = max(below[j], row[j + 1])
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n and j < m:
+        if old[i].key == new[j].key and table[i][j] == table[i + 1][j + 1] + (
+            2 if old[i].kind in _CONTENT else 1
+        ):
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+class _Gap(NamedTuple):
+    old: list[int]  # positions of the differing content tokens of the older memory
+    new: list[int]
+    lead: bool  # before the first shared content token: where the subject and its qualifiers stand
+
+
 class UpdateJudge:
-    """:func:`supersedes` for many pairs of memories of one unchanging index: what it reads of
-    each memory (its terms, their idf weights, its change words) is read once: a recall judges
-    about fifty pairs among a few dozen memories. Valid while ``lexical`` does not change."""
+    """:func:`supersedes` for many pairs of memories: what it reads of each memory (its tokens and
+    their kinds, its cue words) is read once: a recall judges about fifty pairs among a few dozen
+    memories.
+
+    The rule, judged without an LLM and without statistics of the store (so that a store of two
+    memories is judged as a large one):
+
+    1. ``newer`` is later and its text differs; the cosine of the two is at least
+       :data:`UPDATE_MEANING`; at least :data:`UPDATE_SHARED_WORDS` of ``older``'s words, names and
+       states (stemmed, stopwords left out, uniformly weighted) are in ``newer``, and that share
+       and the cosine add up to :data:`UPDATE_SUBJECT`. ``newer`` does not add a fact beside the
+       first ("also", "too", "another").
+    2. The two token sequences are aligned (a longest common subsequence, content tokens weighing
+       twice a stopword); tokens that differ but appear on both sides were only moved. What is
+       left are gaps: between two aligned tokens, the older memory's differing tokens against the
+       newer one's. A gap with differing tokens on both sides is a *substitution*.
+    3. The subject must agree: no substitution may change what qualifies the subject. A word is a
+       qualifier when it is possessive ("Alice's laptop"), when it stands before the first shared
+       content word after a determiner and modifies a shared word (it is followed by one: "the
+       *staging* Redis", "the *iOS* app"), or when it is a lower-case word in that lead position
+       at all; and two substitutions of the same kind of token (value for value, word for word,
+       name for name) mean two things differ, of which only one can be the value: the other says
+       which thing ("Priya is away May 3" / "Tom is away May 12").
+    4. And the later memory must change a value. It negates what the earlier said ("no longer",
+       "not … anymore"); or it says it changed (a word of :data:`UPDATE_CUES`, "took over", or a
+       new state of :data:`STATE_WORDS`: "resolved", "shipped") and something was replaced (a
+       substitution, or a new state); or, without a cue, exactly one substitution of values,
+       names or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
+       A value of the earlier memory that the later one drops without giving another value or a
+       new state is not changed: the later speaks of something else ("raised to 300 requests per
+       minute" is not retired by "rate limiting moves to the API gateway").
+    """
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
-        self._terms: dict[str, dict[str, int]] = {}
-        self._weights: dict[str, tuple[dict[str, float], float]] = {}
-        self._cued: dict[str, bool] = {}
+        self._read: dict[str, _Reading] = {}
 
     def supersedes(self, newer: Leaf, older: Leaf) -> bool:
         """See :func:`supersedes`."""
@@ -111,38 +265,96 @@ class UpdateJudge:
         cosine = float(newer.vector @ older.vector)
         if cosine < UPDATE_MEANING:
             return False
-        old_terms, new_terms = self.terms(older.id), self.terms(newer.id)
-        weights, total = self._weighted(older.id, old_terms)
-        found = sum(weight for term, weight in weights.items() if term in new_terms)
-        shared = found / total if total else 0.0
+        old, new = self.reading(older), self.reading(newer)
+        shared = len(old.subject & new.content) / len(old.subject) if old.subject else 0.0
         if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
             return False
-        if self._says_change(newer):
-            return True
-        differing = set(old_terms).symmetric_difference(new_terms)
-        return (
-            bool(differing)
-            and all(any(c.isdigit() for c in term) for term in differing)
-            and cosine >= VALUE_CHANGE_MEANING
-            and shared >= VALUE_CHANGE_SHARED_WORDS
-        )
+        if new.adds and not old.adds:
+            return False
+        return changes_value(old, new)
 
-    def terms(self, leaf_id: str) -> dict[str, int]:
-        """``LexicalIndex.terms``, read once per memory."""
-        known = self._terms.get(leaf_id)
+    def reading(self, leaf: Leaf) -> _Reading:
+        """:func:`read` of ``leaf``'s text, read once per memory."""
+        known = self._read.get(leaf.id)
         if known is None:
-            known = self._terms[leaf_id] = self._lexical.terms(leaf_id)
+            known = self._read[leaf.id] = read(leaf.text)
         return known
 
-    def _weighted(self, leaf_id: str, terms: dict[str, int]) -> tuple[dict[str, float], float]:
-        known = self._weights.get(leaf_id)
-        if known is None:
-            weights = {term: self._lexical.idf(term) for term in terms}
-            known = self._weights[leaf_id] = (weights, sum(weights.values()))
-        return known
 
-    def _says_change(self, leaf: Leaf) -> bool:
-        known = self._cued.get(leaf.id)
-        if known is None:
-            known = self._cued[leaf.id] = bool(UPDATE_CUES.intersection(_RAW_WORD.findall(leaf.text.lower())))
-        return known
+def differences(old: Sequence[_Token], new: Sequence[_Token]) -> tuple[list[_Gap], set[int], set[int]]:
+    """The gaps between the aligned tokens of two memories, and the aligned positions of each."""
+    pairs = _aligned(old, new)
+    matched_old = {i for i, _ in pairs}
+    matched_new = {j for _, j in pairs}
+    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in _CONTENT}
+    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in _CONTENT}
+    moved = unmatched_old & unmatched_new
+    found: list[_Gap] = []
+    lead = True
+    previous = (-1, -1)
+    for i, j in [*pairs, (len(old), len(new))]:
+        old_diff = [
+            k for k in range(previous[0] + 1, i) if old[k].kind in _CONTENT and old[k].key not in moved
+        ]
+        new_diff = [
+            k for k in range(previous[1] + 1, j) if new[k].kind in _CONTENT and new[k].key not in moved
+        ]
+        if old_diff or new_diff:
+            found.append(_Gap(old_diff, new_diff, lead))
+        if i < len(old) and old[i].kind in _CONTENT:
+            lead = False
+        previous = (i, j)
+    return found, matched_old, matched_new
+
+
+def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool) -> bool:
+    """Whether the differing token at ``at`` qualifies the subject (see :class:`UpdateJudge`)."""
+    token = tokens[at]
+    if token.possessive:
+        return True
+    if not lead or token.kind not in {"word", "name"}:
+        return False
+    if token.kind == "word" and not token.capital:
+        return True
+    follows = at + 1
+    return (
+        follows in matched
+        and tokens[follows].kind in _CONTENT
+        and any(t.key in DETERMINERS for t in tokens[:at])
+    )
+
+
+def _value_like(token: _Token) -> bool:
+    return token.kind in {"value", "name", "state"} or (token.kind == "word" and token.capital)
+
+
+def changes_value(old: _Reading, new: _Reading) -> bool:
+    """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
+    found, matched_old, matched_new = differences(old.tokens, new.tokens)
+    substitutions = [gap for gap in found if gap.old and gap.new]
+    parallel = 0
+    for gap in substitutions:
+        if any(_qualifies(old.tokens, k, matched_old, gap.lead) for k in gap.old) or any(
+            _qualifies(new.tokens, k, matched_new, gap.lead) for k in gap.new
+        ):
+            return False
+        parallel += bool({old.tokens[k].kind for k in gap.old} & {new.tokens[k].kind for k in gap.new})
+    if parallel >= 2:
+        return False
+    if new.negated != old.negated and not parallel:
+        return True  # the same fact, negated or no longer negated
+    old_kinds = {old.tokens[k].kind for gap in found for k in gap.old}
+    new_tokens = [new.tokens[k] for gap in found for k in gap.new]
+    new_state = any(t.kind == "state" and t.key not in old.content for t in new_tokens)
+    if "value" in old_kinds and not new_state and all(t.kind != "value" for t in new_tokens):
+        return False
+    if new.cues - old.cues or new_state:
+        # something was replaced, or the later memory brings a value, a name or a state of its own
+        return bool(substitutions) or any(_value_like(t) for t in new_tokens)
+    new_kinds = {t.kind for t in new_tokens}
+    return (
+        len(substitutions) == 1
+        and parallel == 1
+        and not substitutions[0].lead
+        and (old_kinds | new_kinds) <= {"value", "name", "state"}
+    )
