@@ -84,3 +84,72 @@ def test_a_parallel_fact_or_an_earlier_memory_supersedes_nothing(
     assert not supersedes(leaves["b"], leaves["a"], lexical)  # production is not staging
     assert not supersedes(leaves["a"], leaves["c"], lexical)  # older never supersedes newer
     assert not supersedes(leaves["f"], leaves["d"], lexical)  # another subject
+
+
+def updates(embedder: MiniLMEmbedder, older: str, newer: str) -> bool:
+    """Whether ``newer``, said a day after ``older``, supersedes it in a store of those two memories."""
+    old_vector, new_vector = embedder.embed_batch([older, newer])
+    old = Leaf(id="old", text=older, vector=old_vector, seq=0, timestamp=1_000.0)
+    new = Leaf(id="new", text=newer, vector=new_vector, seq=1, timestamp=1_000.0 + 86_400)
+    index = LexicalIndex()
+    index.add("old", older)
+    index.add("new", newer)
+    return supersedes(new, old, index)
+
+
+def test_a_fact_about_another_environment_is_not_an_update_even_when_it_says_now(
+    embedder: MiniLMEmbedder,
+) -> None:
+    assert not updates(
+        embedder, "The staging Redis runs on port 6379.", "The production Redis now runs on port 6380."
+    )
+    assert not updates(
+        embedder, "The iOS app requires iOS 16 or later.", "The Android app now requires Android 12 or later."
+    )
+    assert not updates(embedder, "Alice's laptop is a MacBook Pro.", "Bob's laptop is a ThinkPad.")
+    # the same update does supersede the fact about its own environment
+    assert updates(
+        embedder, "The production Redis runs on port 6379.", "The production Redis now runs on port 6380."
+    )
+
+
+def test_the_readme_example_is_an_update_in_a_store_of_two_memories(embedder: MiniLMEmbedder) -> None:
+    assert updates(
+        embedder,
+        "The staging database is Postgres 16 on port 5432.",
+        "Staging Postgres now listens on 5433 after the migration.",
+    )
+
+
+def test_a_changed_status_or_person_is_an_update(embedder: MiniLMEmbedder) -> None:
+    assert updates(
+        embedder, "ORION-160, the JPY rounding bug, is open.", "ORION-160, the JPY rounding bug, is resolved."
+    )
+    assert updates(
+        embedder, "The on-call engineer this week is Priya.", "The on-call engineer this week is now Tom."
+    )
+    assert updates(
+        embedder, "Maya Okafor leads the backend team.", "Tomasz Wrobel now leads the backend team."
+    )
+
+
+def test_a_change_of_mechanism_does_not_retire_an_unrelated_value(embedder: MiniLMEmbedder) -> None:
+    assert not updates(
+        embedder,
+        "The API rate limit was raised to 300 requests per minute.",
+        "Rate limiting moves to the API gateway.",
+    )
+    # while a new value for the limit does retire it
+    assert updates(
+        embedder,
+        "The API rate limit was raised to 300 requests per minute.",
+        "The API rate limit is now 500 requests per minute.",
+    )
+
+
+def test_no_longer_is_an_update_and_also_is_not(embedder: MiniLMEmbedder) -> None:
+    assert updates(
+        embedder, "GraphQL is used for the public API.", "GraphQL is no longer used for the public API."
+    )
+    assert updates(embedder, "I am vegetarian.", "I'm not vegetarian anymore.")
+    assert not updates(embedder, "The team chat runs on Slack.", "The team also uses Zoom for calls.")
