@@ -8,16 +8,20 @@ in meaning, the latest ``UPDATES_JUDGED`` of them judged with each memory read a
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memtree_mcp.core.memory as core_memory
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.lexical import LexicalIndex, tokenize
 from memtree_mcp.core.memory import Memory, RecallFilter
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.relevance import (
+    IDF_MIN_MEMORIES,
     UPDATE_MEANING,
     UPDATE_SHARED_WORDS,
     UPDATE_SUBJECT,
@@ -50,9 +54,10 @@ def update_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
 def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
     """``relevance.supersedes`` from the texts alone: each memory read afresh for each pair.
 
-    The rule reads nothing of the store (``texts`` is there to show it: a judgement never depends
-    on the other memories), so the same subject is checked here with plain sets, and the aligned
-    comparison of the two fresh readings is the rule's own (``changes_value``)."""
+    ``texts`` are all the memories: from :data:`IDF_MIN_MEMORIES` of them on, the share of shared
+    words may be weighted by idf, computed here by counting the memories that have each word.
+    The same subject is checked with plain sets, and the aligned comparison of the two fresh
+    readings is the rule's own (``changes_value``)."""
     assert older.id in texts and newer.id in texts
     if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
         return False
@@ -60,13 +65,30 @@ def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
     if cosine < UPDATE_MEANING:
         return False
     old, new = read(older.text), read(newer.text)
-    subject = {t.key for t in old.tokens if t.kind in {"word", "name", "state"}}
-    content = {t.key for t in new.tokens if t.kind in {"word", "name", "state", "value"}}
-    shared = len(subject & content) / len(subject) if subject else 0.0
-    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
-        return False
     if any(t.kind == "addition" for t in new.tokens) and not any(t.kind == "addition" for t in old.tokens):
         return False
+    old_content = {t.key for t in old.tokens if t.kind in {"word", "name", "state", "value", "unit"}}
+    ids = {t.key for t in old.tokens[:3]} & {t.key for t in new.tokens[:3]}
+    if any(re.fullmatch(r"[a-z][a-z0-9]*-\d+|#\d+", key) for key in ids) and new.terminal - old_content:
+        return True
+    subject = {t.key for t in old.tokens if t.kind in {"word", "name", "state", "unit"}}
+    content = {t.key for t in new.tokens if t.kind in {"word", "name", "state", "value", "unit"}}
+    shared = len(subject & content) / len(subject) if subject else 0.0
+    if len(texts) >= IDF_MIN_MEMORIES and subject:
+        n = len(texts)
+        documents = [set(tokenize(text)) for text in texts.values()]
+        idf = {
+            key: math.log(
+                1.0 + (n - sum(key in d for d in documents) + 0.5) / (sum(key in d for d in documents) + 0.5)
+            )
+            for key in subject
+        }
+        shared = max(shared, sum(idf[key] for key in subject & content) / sum(idf.values()))
+    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+        named = {t.key for t in old.tokens if t.kind in {"value", "name"}}
+        own = {t.key for t in new.tokens if t.kind in {"value", "name"}} - old_content
+        if not (named & content and own and new.cues - old.cues):
+            return False
     return changes_value(old, new)
 
 

@@ -63,6 +63,8 @@ CONFIDENT = 0.55
 UPDATE_MEANING = 0.45
 UPDATE_SHARED_WORDS = 0.2
 UPDATE_SUBJECT = 0.9
+# From this many memories in the store on, the idf-weighted share of shared words counts too.
+IDF_MIN_MEMORIES = 20
 # Words that say a state changed: English change verbs and adverbs of time.
 UPDATE_CUES = frozenset(
     """
@@ -82,6 +84,38 @@ STATE_WORDS = frozenset(
     progress active inactive enabled disabled paused suspended expired valid invalid
     """.split()
 )
+# States that end what an issue, a task or a plan was: an identified item ("ORION-172",
+# "#412") that reaches one of them is updated whatever its earlier memory said about it.
+TERMINAL_STATES = frozenset(
+    """
+    resolved fixed closed done complete completed finished shipped released merged cancelled
+    canceled rejected declined removed
+    """.split()
+)
+# Units: a number and its unit are one value ("30 minutes" -> "2 hours" changes one slot).
+UNITS = frozenset(
+    """
+    ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour
+    hours day days week weeks month months year years kb mb gb tb pb kib mib gib tib km m cm mm mi
+    kg g lb lbs mph kmh rpm rps qps percent euro euros eur usd dollar dollars gbp pound pounds chf
+    """.split()
+)
+# Verbs of a role one person holds at a time: "Tomasz now leads the team" hands the role over,
+# "Bob now works on the team" does not say Alice left it.
+ROLE_VERBS = frozenset(
+    """
+    lead leads led head heads headed own owns owned manage manages managed run runs chair chairs
+    chaired coordinate coordinates coordinated
+    """.split()
+)
+# Cues that say someone or something took another's place.
+HANDOVER_CUES = frozenset(
+    "took taken takes taking replaced replaces instead left succeeded succeeds new".split()
+)
+# Words that open a clause giving the reason or time of a change ("v5.0 after the rewrite").
+REASON_WORDS = frozenset("after since because following due".split())
+# Prepositions that attach a qualifier to the head noun ("the Redis for staging").
+QUALIFYING_PREPOSITIONS = frozenset("for in on at of from".split())
 # Words that add a second fact beside the first instead of replacing it.
 ADDITION_CUES = frozenset("also too additionally another besides".split())
 NEGATIONS = frozenset("no not never nor cannot anymore".split())
@@ -91,6 +125,7 @@ NUMBER_WORDS = frozenset(
 DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
 # Change cues of several words, each of which means little alone.
 _PHRASE_CUES = re.compile(r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bany more\b")
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*-\d+|#\d+")
 _TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
 _SENTENCE_BREAK = re.compile(r"[.!?:;]")
 # Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
@@ -123,7 +158,12 @@ class _Token(NamedTuple):
     possessive: bool  # "Alice's"
 
 
-_CONTENT = frozenset({"word", "name", "value", "state"})
+_CONTENT = frozenset({"word", "name", "value", "state", "unit"})
+# Kinds of the tokens that say what a memory is about (its values change, the subject stays).
+_SUBJECT = frozenset({"word", "name", "state", "unit"})
+_TERMINAL_KEYS = frozenset(stem(word) for word in TERMINAL_STATES)
+_ROLE_KEYS = frozenset(stem(word) for word in ROLE_VERBS)
+_HANDOVER_KEYS = frozenset(stem(word) for word in HANDOVER_CUES)
 
 
 class _Reading(NamedTuple):
@@ -133,8 +173,10 @@ class _Reading(NamedTuple):
     cues: frozenset[str]  # change cues present (words and phrases)
     negated: bool
     adds: bool  # says "also", "too"…
-    subject: frozenset[str]  # keys of its words, names and states (not values)
+    subject: frozenset[str]  # keys of its words, names, states and units (not values)
     content: frozenset[str]  # keys of every content token
+    identifiers: frozenset[str]  # issue or ticket ids among its first words ("orion-172", "#412")
+    terminal: frozenset[str]  # keys of the TERMINAL_STATES it reaches (not negated)
 
 
 def read(text: str) -> _Reading:
@@ -156,6 +198,8 @@ def read(text: str) -> _Reading:
         capital = raw[:1].isupper()
         if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
             kind = "value"
+        elif lower in UNITS and tokens and tokens[-1].kind == "value":
+            kind = "unit"
         elif lower in NEGATIONS or lower.endswith("n't"):
             kind = "negation"
         elif lower in STATE_WORDS:
@@ -180,8 +224,16 @@ def read(text: str) -> _Reading:
         cues=frozenset(cues),
         negated=any(t.kind == "negation" for t in tokens),
         adds=any(t.kind == "addition" for t in tokens),
-        subject=frozenset(t.key for t in tokens if t.kind in {"word", "name", "state"}),
+        subject=frozenset(t.key for t in tokens if t.kind in _SUBJECT),
         content=content,
+        identifiers=frozenset(t.key for t in tokens[:3] if _IDENTIFIER.fullmatch(t.key)),
+        terminal=frozenset(
+            t.key
+            for k, t in enumerate(tokens)
+            if t.kind == "state"
+            and t.key in _TERMINAL_KEYS
+            and all(before.kind != "negation" for before in tokens[max(k - 2, 0) : k])
+        ),
     )
 
 
@@ -257,6 +309,7 @@ class UpdateJudge:
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
         self._read: dict[str, _Reading] = {}
+        self._weights: dict[str, dict[str, float]] = {}
 
     def supersedes(self, newer: Leaf, older: Leaf) -> bool:
         """See :func:`supersedes`."""
@@ -266,12 +319,24 @@ class UpdateJudge:
         if cosine < UPDATE_MEANING:
             return False
         old, new = self.reading(older), self.reading(newer)
-        shared = len(old.subject & new.content) / len(old.subject) if old.subject else 0.0
-        if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
-            return False
         if new.adds and not old.adds:
             return False
+        if closes_item(old, new):
+            return True
+        if not same_subject(old, new, cosine, self.weighted_share(older, old, new)):
+            return False
         return changes_value(old, new)
+
+    def weighted_share(self, older: Leaf, old: _Reading, new: _Reading) -> float | None:
+        """The idf-weighted share of ``older``'s subject words that ``newer`` has, or None in a
+        store of fewer than :data:`IDF_MIN_MEMORIES` memories (where idf means nothing)."""
+        if len(self._lexical) < IDF_MIN_MEMORIES or not old.subject:
+            return None
+        weights = self._weights.get(older.id)
+        if weights is None:
+            weights = self._weights[older.id] = {key: self._lexical.idf(key) for key in old.subject}
+        total = sum(weights.values())
+        return sum(w for key, w in weights.items() if key in new.content) / total if total else 0.0
 
     def reading(self, leaf: Leaf) -> _Reading:
         """:func:`read` of ``leaf``'s text, read once per memory."""
@@ -279,6 +344,32 @@ class UpdateJudge:
         if known is None:
             known = self._read[leaf.id] = read(leaf.text)
         return known
+
+
+def closes_item(old: _Reading, new: _Reading) -> bool:
+    """Whether ``new`` says that an issue or task ``old`` named by its id among its first words
+    ("ORION-172", "#412") reached a state that ends it ("closed", "fixed", "shipped"), which
+    ``old`` did not say: whatever ``old`` said about the item, its state is no longer current."""
+    return bool(old.identifiers & new.identifiers) and bool(new.terminal - old.content)
+
+
+def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | None = None) -> bool:
+    """Step 1 of the rule of :class:`UpdateJudge`: whether two memories close in meaning share
+    enough words to speak of the same subject.
+
+    The share is that of ``old``'s words, names and states found in ``new``, uniformly weighted,
+    or idf-weighted (``weighted``) when that is higher: in a store of many memories, sharing its
+    rare words says more than sharing as many common ones. Or ``new`` names a value or name of
+    ``old`` again and, saying that it changed, gives one of its own ("moved the gateway off 8080;
+    it answers on 9443", "Taskly has been renamed to Flowboard")."""
+    shared = len(old.subject & new.content) / len(old.subject) if old.subject else 0.0
+    if weighted is not None:
+        shared = max(shared, weighted)
+    if shared >= UPDATE_SHARED_WORDS and cosine + shared >= UPDATE_SUBJECT:
+        return True
+    named = {t.key for t in old.tokens if t.kind in {"value", "name"}}
+    own = {t.key for t in new.tokens if t.kind in {"value", "name"}} - old.content
+    return bool(named & new.content) and bool(own) and bool(new.cues - old.cues)
 
 
 def differences(old: Sequence[_Token], new: Sequence[_Token]) -> tuple[list[_Gap], set[int], set[int]]:
@@ -328,9 +419,89 @@ def _value_like(token: _Token) -> bool:
     return token.kind in {"value", "name", "state"} or (token.kind == "word" and token.capital)
 
 
+def _first_content(tokens: Sequence[_Token]) -> int:
+    return next((k for k, t in enumerate(tokens) if t.kind in _CONTENT), len(tokens))
+
+
+def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
+    """Whether the word at ``at`` is attached by a preposition to the first word of the sentence,
+    a shared one: a qualifier after the head noun ("the Redis *for staging*")."""
+    k = at - 1
+    while k >= 0 and tokens[k].key in DETERMINERS:
+        k -= 1
+    return (
+        k >= 1
+        and tokens[k].key in QUALIFYING_PREPOSITIONS
+        and k - 1 in matched
+        and _first_content(tokens) == k - 1
+    )
+
+
+def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]) -> bool:
+    """Whether a capitalised differing word of ``gap`` is followed by a shared name or value that
+    it qualifies ("*Staging* Redis", "*Production* Postgres")."""
+    follows = gap[-1] + 1
+    return (
+        follows in matched
+        and tokens[follows].kind in {"name", "value"}
+        and any(tokens[k].capital or tokens[k].kind == "name" for k in gap)
+    )
+
+
+def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]) -> bool:
+    """Whether a substitution of the capitalised first words of both memories (who or what the
+    sentence is about: "*Alice* works on…" / "*Bob* now works on…") names another subject rather
+    than a new holder of the same role. It is a new holder when the later memory says so (a
+    word of :data:`HANDOVER_CUES`: "took over", "instead", "new") or the shared verb after the
+    names is that of a role held by one at a time (:data:`ROLE_VERBS`: "now *leads* the team")."""
+    if _first_content(old.tokens) not in gap.old or _first_content(new.tokens) not in gap.new:
+        return False
+    tokens = [*(old.tokens[k] for k in gap.old), *(new.tokens[k] for k in gap.new)]
+    if not all(t.capital or t.kind == "name" for t in tokens):
+        return False
+    if any(t.key in _HANDOVER_KEYS for t in new.tokens):
+        return False
+    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in _CONTENT), None)
+    return not (after is not None and after in matched_new and new.tokens[after].key in _ROLE_KEYS)
+
+
+def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[int], bool]:
+    """Positions of ``new``'s differing words that change nothing, and whether it calls its
+    subject new: "new" before a shared word ("my *new* dentist", when ``old`` has no "new"),
+    and a closing clause of reason or time after the last shared word ("at v5.0 *after the
+    rewrite*", "*since the load test*")."""
+    tokens = new.tokens
+    aside: set[int] = set()
+    renewed = False
+    if "new" not in old.content:
+        for k, t in enumerate(tokens[:-1]):
+            if t.key == "new" and k not in matched_new and k + 1 in matched_new:
+                aside.add(k)
+                renewed = True
+    last = max(matched_new, default=-1)
+    tail = next((k for k in range(last + 1, len(tokens)) if tokens[k].key in REASON_WORDS), None)
+    if tail is not None:
+        aside.update(range(tail, len(tokens)))
+    return aside, renewed
+
+
+def _own_values(new: _Reading, old: _Reading) -> bool:
+    """Whether ``new`` has a value, a name, a state or a capitalised word that ``old`` has not."""
+    return any(
+        (t.kind in {"value", "name", "state"} or t.capital) and t.key not in old.content for t in new.tokens
+    )
+
+
 def changes_value(old: _Reading, new: _Reading) -> bool:
     """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
     found, matched_old, matched_new = differences(old.tokens, new.tokens)
+    aside, renewed = _asides(new, matched_new, old)
+    if aside:
+        found = [
+            _Gap(gap.old, [k for k in gap.new if k not in aside], gap.lead)
+            for gap in found
+            if gap.old or any(k not in aside for k in gap.new)
+        ]
     substitutions = [gap for gap in found if gap.old and gap.new]
     parallel = 0
     for gap in substitutions:
@@ -338,17 +509,34 @@ def changes_value(old: _Reading, new: _Reading) -> bool:
             _qualifies(new.tokens, k, matched_new, gap.lead) for k in gap.new
         ):
             return False
+        if gap.lead and (
+            _modifies_a_name(old.tokens, gap.old, matched_old)
+            or _modifies_a_name(new.tokens, gap.new, matched_new)
+            or _other_holder(old, new, gap, matched_new)
+        ):
+            return False
+        if any(
+            old.tokens[k].kind in {"word", "name"} and _after_head(old.tokens, k, matched_old)
+            for k in gap.old
+        ) or any(
+            new.tokens[k].kind in {"word", "name"} and _after_head(new.tokens, k, matched_new)
+            for k in gap.new
+        ):
+            return False
         parallel += bool({old.tokens[k].kind for k in gap.old} & {new.tokens[k].kind for k in gap.new})
     if parallel >= 2:
         return False
     if new.negated != old.negated and not parallel:
         return True  # the same fact, negated or no longer negated
+    numbers = {t.key for t in old.tokens if t.kind == "value"}
+    if numbers and numbers <= new.content and not _own_values(new, old):
+        return False  # every value said again, and no value, name or state of its own: no change
     old_kinds = {old.tokens[k].kind for gap in found for k in gap.old}
     new_tokens = [new.tokens[k] for gap in found for k in gap.new]
     new_state = any(t.kind == "state" and t.key not in old.content for t in new_tokens)
     if "value" in old_kinds and not new_state and all(t.kind != "value" for t in new_tokens):
         return False
-    if new.cues - old.cues or new_state:
+    if new.cues - old.cues or new_state or renewed:
         # something was replaced, or the later memory brings a value, a name or a state of its own
         return bool(substitutions) or any(_value_like(t) for t in new_tokens)
     new_kinds = {t.kind for t in new_tokens}
@@ -356,5 +544,5 @@ def changes_value(old: _Reading, new: _Reading) -> bool:
         len(substitutions) == 1
         and parallel == 1
         and not substitutions[0].lead
-        and (old_kinds | new_kinds) <= {"value", "name", "state"}
+        and (old_kinds | new_kinds) <= {"value", "name", "state", "unit"}
     )
