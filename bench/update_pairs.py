@@ -630,6 +630,126 @@ PAIRS: list[Pair] = [
         "I now pay the rent by bank transfer instead of by cheque.",
     ),
     Pair("mechanism", N, "The build takes about 12 minutes.", "The build now uses Bazel instead of Make."),
+    # --- added later (issue 26, part 4), appended so that the pairs above keep their split ---
+    Pair("lookalike-env", N, "Staging Redis runs on port 6379.", "Production Redis now runs on port 6379."),
+    Pair(
+        "lookalike-env",
+        N,
+        "The Redis for staging runs on port 6379.",
+        "The Redis for production now runs on port 6379.",
+    ),
+    Pair("lookalike-person", N, "Alice works on the billing team.", "Bob now works on the billing team."),
+    Pair(
+        "value",
+        U,
+        "Password reset links expire after 15 minutes.",
+        "Password reset links expire after 1 hour.",
+    ),
+    Pair(
+        "lookalike-place",
+        N,
+        "Customer data in the EU is stored in Frankfurt.",
+        "Customer data in the US is now stored in Virginia.",
+    ),
+    Pair(
+        "value-cue",
+        U,
+        "The health check interval is 10 seconds.",
+        "We raised the health check interval to 1 minute.",
+    ),
+    Pair(
+        "lookalike-env",
+        N,
+        "Logs for the dev cluster are kept for 7 days.",
+        "Logs for the prod cluster are kept for 90 days.",
+    ),
+    Pair("status", U, "BUG-88: the CSV export drops the header row.", "BUG-88 is fixed in release 5.4."),
+    Pair(
+        "restated",
+        N,
+        "The VPN gateway listens on port 1194.",
+        "The VPN gateway still listens on port 1194 after the upgrade.",
+    ),
+    Pair("status", U, "#731 tracks the flaky login test.", "#731 was closed after the test was rewritten."),
+    Pair("restated", N, "The build cache is kept for 7 days.", "We now keep the build cache for 7 days."),
+    Pair(
+        "status",
+        U,
+        "INC-42: checkout latency spiked in the EU region.",
+        "INC-42 is resolved: a bad cache config was rolled back.",
+    ),
+    Pair("lookalike-person", N, "Priya Shah is on call this weekend.", "Tom Berg is on call next weekend."),
+    Pair("name", U, "Jonas leads the infrastructure team.", "Elena now leads the infrastructure team."),
+    Pair(
+        "lookalike-person",
+        N,
+        "Jonas reviews all database migrations.",
+        "Elena now reviews all frontend changes.",
+    ),
+    Pair(
+        "name", U, "Dana manages the support rota.", "Sam has replaced Dana as manager of the support rota."
+    ),
+    Pair("addition", N, "Our office is in Lisbon.", "We now also have an office in Porto."),
+    Pair(
+        "renamed",
+        U,
+        "The staging bucket is called orion-assets-dev.",
+        "The staging bucket was renamed to orion-static-dev.",
+    ),
+    Pair("lookalike-version", N, "ORION-201 is fixed in 3.1.", "ORION-202 is fixed in 3.2."),
+    Pair(
+        "value-cue",
+        U,
+        "We pay 49 dollars a month for the error tracker.",
+        "The error tracker now costs us 79 dollars a month.",
+    ),
+    Pair(
+        "addition",
+        N,
+        "ORION-190: exports time out for large merchants.",
+        "ORION-190 was discussed in the planning meeting.",
+    ),
+    Pair(
+        "version",
+        U,
+        "The docs site runs Docusaurus 2.",
+        "The docs site runs Docusaurus 3 since the redesign.",
+    ),
+    Pair("restated", N, "ORION-205: refunds fail for partial captures.", "ORION-205 is not fixed yet."),
+    Pair("name", U, "Our accountant is Mrs. Patel.", "Our new accountant is Mr. Osei."),
+    Pair(
+        "mechanism",
+        N,
+        "The nightly backup takes 40 minutes.",
+        "The nightly backup now runs on a dedicated replica.",
+    ),
+    Pair("moved", U, "The standup call uses Zoom.", "The standup call now uses Google Meet instead of Zoom."),
+    Pair(
+        "lookalike-day",
+        N,
+        "Monday's deploy window is 10:00 to 12:00.",
+        "Friday's deploy window is now 14:00 to 15:00.",
+    ),
+    Pair("value", U, "The cafeteria closes at 15:00.", "The cafeteria closes at 16:30 after the renovation."),
+    Pair(
+        "lookalike-team",
+        N,
+        "Design reviews for the web team happen on Tuesdays.",
+        "Design reviews for the mobile team now happen on Thursdays.",
+    ),
+    Pair("negation", U, "We send a weekly newsletter.", "We don't send the weekly newsletter anymore."),
+    Pair(
+        "lookalike-plan", N, "The Team plan includes 10 seats.", "The Enterprise plan now includes 50 seats."
+    ),
+    Pair(
+        "moved",
+        U,
+        "The metrics service listens on port 9100.",
+        "We moved the metrics service off 9100; it uses 9200 now.",
+    ),
+    Pair("lookalike-person", N, "Chen's flight lands at 18:20.", "Maria's flight now lands at 19:05."),
+    Pair("value", U, "The trial lasts 14 days.", "The trial lasts one month."),
+    Pair("addition", N, "The API returns JSON.", "The API can now also return CSV."),
 ]
 
 DEV = [pair for i, pair in enumerate(PAIRS) if i % 3 != 2]
