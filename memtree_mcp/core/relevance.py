@@ -30,13 +30,16 @@ one hit and the most answers are kept; neighbouring values give the same counts 
 two answers (``docs/benchmarks.md``).
 
 **Updates.** A later memory supersedes an earlier one when they speak of the same subject and the
-later one changes it, judged without an LLM from the two memories alone (:class:`UpdateJudge`):
-close in meaning and sharing words; aligned token by token, no word that tells subjects apart
-(which environment, platform, person, plan… — "the *staging* Redis", "*Alice's* laptop") may
-differ, nor may two separate slots (who *and* when); and the later one negates the earlier, says
-that it changed ("now", "moved", "resolved", "no longer") and replaces something, or differs in
-one value, name or state only. A false mark tells the model to trust the wrong fact, a missed one
-still shows both memories with their dates, so the rule errs towards missing:
+later one changes it, judged without an LLM from the two memories (:class:`UpdateJudge`), and,
+in a store of many memories, how rare their shared words are: close in meaning and sharing words
+(or naming the replaced value again, or the same issue id reaching a closing state); aligned
+token by token, no word that tells subjects apart (which environment, platform, person, plan… —
+"the *staging* Redis", "Staging Redis", "the Redis *for staging*", "*Alice's* laptop", "*Bob*
+now works on…") may differ, nor may two separate slots (who *and* when); and the later one
+negates the earlier, says that it changed ("now", "moved", "resolved", "no longer") and replaces
+something, or differs in one value (a number with its unit), name or state only; the same value
+said again changes nothing, even with "now". A false mark tells the model to trust the wrong
+fact, a missed one still shows both memories with their dates, so the rule errs towards missing:
 ``bench/update_rule.py`` measures it on the labelled pairs of ``bench/update_pairs.py``.
 """
 
@@ -145,8 +148,8 @@ def relevance(cosine: float, words: float = 0.0) -> float:
 def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
     """Whether ``newer`` updates what ``older`` said: later, on the same subject, and changing it.
 
-    See :class:`UpdateJudge` for the rule. ``lexical`` is the memories' index; the rule reads only
-    the two texts and vectors, so it judges a store of two memories as it judges a large one.
+    See :class:`UpdateJudge` for the rule. ``lexical`` is the memories' index; the rule reads the
+    two texts and vectors and, from :data:`IDF_MIN_MEMORIES` memories on, the idf of the words.
     """
     return UpdateJudge(lexical).supersedes(newer, older)
 
@@ -277,33 +280,51 @@ class UpdateJudge:
     their kinds, its cue words) is read once: a recall judges about fifty pairs among a few dozen
     memories.
 
-    The rule, judged without an LLM and without statistics of the store (so that a store of two
-    memories is judged as a large one):
+    The rule, judged without an LLM; the store is read only for the idf of the earlier memory's
+    words, and only from :data:`IDF_MIN_MEMORIES` memories on (a store of two memories is judged
+    from the two texts alone):
 
+    0. An issue or task named by its id among the first words of both ("ORION-172", "#412") is
+       updated when the later memory gives it a state of :data:`TERMINAL_STATES` ("closed",
+       "fixed") that is not negated and that the earlier did not say (:func:`closes_item`).
     1. ``newer`` is later and its text differs; the cosine of the two is at least
-       :data:`UPDATE_MEANING`; at least :data:`UPDATE_SHARED_WORDS` of ``older``'s words, names and
-       states (stemmed, stopwords left out, uniformly weighted) are in ``newer``, and that share
-       and the cosine add up to :data:`UPDATE_SUBJECT`. ``newer`` does not add a fact beside the
-       first ("also", "too", "another").
+       :data:`UPDATE_MEANING`; at least :data:`UPDATE_SHARED_WORDS` of ``older``'s words, names,
+       states and units (stemmed, stopwords left out; uniformly weighted, or by idf when that is
+       higher in a large store) are in ``newer``, and that share and the cosine add up to
+       :data:`UPDATE_SUBJECT`; or ``newer`` names a value or name of ``older`` again, gives one of
+       its own and says it changed ("moved the gateway off 8080; it answers on 9443"). ``newer``
+       does not add a fact beside the first ("also", "too", "another").
     2. The two token sequences are aligned (a longest common subsequence, content tokens weighing
        twice a stopword); tokens that differ but appear on both sides were only moved. What is
        left are gaps: between two aligned tokens, the older memory's differing tokens against the
-       newer one's. A gap with differing tokens on both sides is a *substitution*.
+       newer one's. A gap with differing tokens on both sides is a *substitution*. A number and
+       the unit after it are one value ("30 minutes" → "2 hours"); "new" inserted before a shared
+       word ("my *new* dentist") and a closing clause of reason or time after the last shared word
+       ("v5.0 *after the rewrite*") change nothing, and "new" says that something changed.
     3. The subject must agree: no substitution may change what qualifies the subject. A word is a
        qualifier when it is possessive ("Alice's laptop"), when it stands before the first shared
        content word after a determiner and modifies a shared word (it is followed by one: "the
-       *staging* Redis", "the *iOS* app"), or when it is a lower-case word in that lead position
-       at all; and two substitutions of the same kind of token (value for value, word for word,
-       name for name) mean two things differ, of which only one can be the value: the other says
-       which thing ("Priya is away May 3" / "Tom is away May 12").
+       *staging* Redis", "the *iOS* app"), when it is a lower-case word in that lead position at
+       all, when it is capitalised and followed by a shared name ("*Staging* Redis"), or when a
+       preposition ties it to the first word of the sentence ("the Redis *for staging*"). Another
+       capitalised first word ("*Alice* works on…" / "*Bob* now works on…") is another subject,
+       unless the later memory says the role changed hands (:data:`HANDOVER_CUES`) or its verb is
+       that of a role one holds at a time (:data:`ROLE_VERBS`: "*Elena* now leads the team").
+       Two substitutions of the same kind of token (value for value, word for word, name for
+       name) mean two things differ, of which only one can be the value: the other says which
+       thing ("Priya is away May 3" / "Tom is away May 12").
     4. And the later memory must change a value. It negates what the earlier said ("no longer",
        "not … anymore"); or it says it changed (a word of :data:`UPDATE_CUES`, "took over", or a
        new state of :data:`STATE_WORDS`: "resolved", "shipped") and something was replaced (a
        substitution, or a new state); or, without a cue, exactly one substitution of values,
        names or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
-       A value of the earlier memory that the later one drops without giving another value or a
-       new state is not changed: the later speaks of something else ("raised to 300 requests per
-       minute" is not retired by "rate limiting moves to the API gateway").
+       The earlier memory's values said again, with no value, name or state of the later one's
+       own, change nothing, even with "now" ("Production Redis now runs on port 6379"). A value of
+       the earlier memory that the later one drops without giving another value or a new state
+       is not changed: the later speaks of something else ("raised to 300 requests per minute" is
+       not retired by "rate limiting moves to the API gateway").
+
+    Valid while the index does not change (the idf weights of each memory are read once).
     """
 
     def __init__(self, lexical: LexicalIndex) -> None:
