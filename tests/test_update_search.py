@@ -1,9 +1,9 @@
 """Which memory updates which, as recall looks for it, against a brute-force search on small memories.
 
 Recall gathers, once per call, the candidates its hits share, each parent's semantic siblings and
-what the judge reads of each memory (``relevance.Updates``, ``relevance.UpdateJudge``). Here the
+what the judge reads of each memory (``updates.Updates``, ``updates.UpdateJudge``). Here the
 same answer is recomputed with plain loops: every later candidate or sibling, those close enough
-in meaning, the latest ``Weights.updates_judged`` of them judged with a fresh tokenization and idf.
+in meaning, the latest ``Weights.updates_judged`` of them judged with each memory read afresh.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from memtree_mcp.core.lexical import LexicalIndex, tokenize
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallFilter, RecallRequest, newest_update, recall
-from memtree_mcp.core.relevance import (
-    UPDATE_CUES,
+from memtree_mcp.core.updates import (
+    IDF_MIN_MEMORIES,
     UPDATE_MEANING,
     UPDATE_SHARED_WORDS,
     UPDATE_SUBJECT,
-    VALUE_CHANGE_MEANING,
-    VALUE_CHANGE_SHARED_WORDS,
     UpdateJudge,
+    changes_value,
+    read,
 )
 from tests import tree_checks
 
@@ -52,32 +52,44 @@ def update_leaf(rng: np.random.Generator, i: int, centres: np.ndarray) -> Leaf:
 
 
 def brute_supersedes(newer: Leaf, older: Leaf, texts: dict[str, str]) -> bool:
-    """``relevance.supersedes`` from the texts alone: a fresh tokenization and idf for each pair."""
+    """``updates.supersedes`` from the texts alone: each memory read afresh for each pair.
+
+    ``texts`` are all the memories: from :data:`IDF_MIN_MEMORIES` of them on, the share of shared
+    words may be weighted by idf, computed here by counting the memories that have each word.
+    The same subject is checked with plain sets, and the aligned comparison of the two fresh
+    readings is the rule's own (``changes_value``)."""
+    assert older.id in texts and newer.id in texts
     if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
         return False
     cosine = float(newer.vector @ older.vector)
     if cosine < UPDATE_MEANING:
         return False
-    old_terms, new_terms = set(tokenize(older.text)), set(tokenize(newer.text))
-    n = len(texts)
-
-    def idf(term: str) -> float:
-        df = sum(term in tokenize(text) for text in texts.values())
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-    total = sum(idf(t) for t in old_terms)
-    shared = sum(idf(t) for t in old_terms if t in new_terms) / total if total else 0.0
-    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+    old, new = read(older.text), read(newer.text)
+    if any(t.kind == "addition" for t in new.tokens) and not any(t.kind == "addition" for t in old.tokens):
         return False
-    if any(word in UPDATE_CUES for word in re.findall(r"[a-z]+", newer.text.lower())):
+    old_content = {t.key for t in old.tokens if t.kind in {"word", "name", "state", "value", "unit"}}
+    ids = {t.key for t in old.tokens[:3]} & {t.key for t in new.tokens[:3]}
+    if any(re.fullmatch(r"[a-z][a-z0-9]*-\d+|#\d+", key) for key in ids) and new.terminal - old_content:
         return True
-    differing = old_terms ^ new_terms
-    return (
-        bool(differing)
-        and all(any(c.isdigit() for c in t) for t in differing)
-        and cosine >= VALUE_CHANGE_MEANING
-        and shared >= VALUE_CHANGE_SHARED_WORDS
-    )
+    subject = {t.key for t in old.tokens if t.kind in {"word", "name", "state", "unit"}}
+    content = {t.key for t in new.tokens if t.kind in {"word", "name", "state", "value", "unit"}}
+    shared = len(subject & content) / len(subject) if subject else 0.0
+    if len(texts) >= IDF_MIN_MEMORIES and subject:
+        n = len(texts)
+        documents = [set(tokenize(text)) for text in texts.values()]
+        idf = {
+            key: math.log(
+                1.0 + (n - sum(key in d for d in documents) + 0.5) / (sum(key in d for d in documents) + 0.5)
+            )
+            for key in subject
+        }
+        shared = max(shared, sum(idf[key] for key in subject & content) / sum(idf.values()))
+    if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
+        named = {t.key for t in old.tokens if t.kind in {"value", "name"}}
+        own = {t.key for t in new.tokens if t.kind in {"value", "name"}} - old_content
+        if not (named & content and own and new.cues - old.cues):
+            return False
+    return changes_value(old, new)
 
 
 def brute_newest_update(memory: Memory, older: Leaf, candidates: list[str]) -> Leaf | None:

@@ -51,7 +51,8 @@ from memtree_mcp.core.gathering import dated_spans, standardised, without_names
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import DEFAULT_STRATEGY, HitKind, KindFilter, Strategy
-from memtree_mcp.core.relevance import CONFIDENT, QueryRelevance, Updates
+from memtree_mcp.core.relevance import CONFIDENT, QueryRelevance
+from memtree_mcp.core.updates import Updates
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +305,7 @@ class Ranker:
         return hits
 
     def newest_update(self, older: Leaf, candidates: Collection[str] = ()) -> Leaf | None:
-        """The latest memory that updates ``older`` (``core/relevance.py``), or None.
+        """The latest memory that updates ``older`` (``core/updates.py``), or None.
 
         Looked for among ``candidates`` and ``older``'s siblings in the semantic tree, where
         MemTree files what is said about the same subject. Only later memories close enough in

@@ -1,5 +1,4 @@
-"""How relevant a recalled memory is, on a scale that means the same in every call, and which
-memories a later one updates.
+"""How relevant a recalled memory is, on a scale that means the same in every call.
 
 **Relevance** is in [0, 1]: 0 means nothing ties the memory to the query, 1 that it says what
 the query asks about in the query's own words. It combines two absolute signals, never the
@@ -29,21 +28,16 @@ things never stored) from the middle of the region where every unrelated questio
 one hit and the most answers are kept; neighbouring values give the same counts within one or
 two answers (``docs/benchmarks.md``).
 
-**Updates.** A later memory supersedes an earlier one when they speak of the same subject and the
-later one changes it, judged without an LLM from what the memories themselves show
-(:func:`supersedes`).
+Which memories a later one updates is :mod:`memtree_mcp.core.updates`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Branch, Leaf
 
 if TYPE_CHECKING:
@@ -57,26 +51,6 @@ DEFAULT_MIN_RELEVANCE = 0.3
 # When the best hit is below this, it is returned alone.
 CONFIDENT = 0.55
 
-# An update speaks of the same subject (similar meaning, and a good share of the earlier memory's
-# distinctive words: each above its floor, and together above UPDATE_SUBJECT) and changes it: it
-# says so ("now", "moved", "fixed"…), or only values differ ("Standup is at 9:30" → "… at 10:00").
-UPDATE_MEANING = 0.45
-UPDATE_SHARED_WORDS = 0.2
-UPDATE_SUBJECT = 0.8
-VALUE_CHANGE_MEANING = 0.6
-VALUE_CHANGE_SHARED_WORDS = 0.5
-# Words that say a state changed or still holds: English change verbs and adverbs of time.
-UPDATE_CUES = frozenset(
-    """
-    now still anymore longer instead since currently moved moves changed changes switched replaced
-    fixed resolved closed reopened updated renamed became becomes promoted left joined cancelled
-    canceled reverted dropped migrated deprecated retired stopped started resumed postponed
-    rescheduled raised lowered increased decreased bumped cut reduced extended shortened upgraded
-    downgraded rewrote rewriting rewritten
-    """.split()
-)
-_RAW_WORD = re.compile(r"[a-z]+")
-
 
 def meaning(cosine: float) -> float:
     """The cosine of two embeddings as evidence of shared meaning, in [0, 1]."""
@@ -86,74 +60,6 @@ def meaning(cosine: float) -> float:
 def relevance(cosine: float, words: float = 0.0) -> float:
     """Relevance from a cosine and the idf-weighted share of the query's words present, in [0, 1]."""
     return 1.0 - (1.0 - meaning(cosine)) * (1.0 - WORD_WEIGHT * min(max(words, 0.0), 1.0))
-
-
-def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
-    """Whether ``newer`` updates what ``older`` said: later, on the same subject, and changing it.
-
-    Same subject: cosine at least :data:`UPDATE_MEANING`, at least :data:`UPDATE_SHARED_WORDS`
-    of ``older``'s terms (idf-weighted) in ``newer``, and the two adding up to
-    :data:`UPDATE_SUBJECT`. Changing it: ``newer`` carries a word of
-    :data:`UPDATE_CUES`, or every term that differs between them holds a digit (a value changed)
-    with a closer match (:data:`VALUE_CHANGE_MEANING`, :data:`VALUE_CHANGE_SHARED_WORDS`).
-    Both memories must be in ``lexical``.
-    """
-    return UpdateJudge(lexical).supersedes(newer, older)
-
-
-class UpdateJudge:
-    """:func:`supersedes` for many pairs of memories of one unchanging index: what it reads of
-    each memory (its terms, their idf weights, its change words) is read once: a recall judges
-    about fifty pairs among a few dozen memories. Valid while ``lexical`` does not change."""
-
-    def __init__(self, lexical: LexicalIndex) -> None:
-        self._lexical = lexical
-        self._terms: dict[str, dict[str, int]] = {}
-        self._weights: dict[str, tuple[dict[str, float], float]] = {}
-        self._cued: dict[str, bool] = {}
-
-    def supersedes(self, newer: Leaf, older: Leaf) -> bool:
-        """See :func:`supersedes`."""
-        if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
-            return False
-        cosine = float(newer.vector @ older.vector)
-        if cosine < UPDATE_MEANING:
-            return False
-        old_terms, new_terms = self.terms(older.id), self.terms(newer.id)
-        weights, total = self._weighted(older.id, old_terms)
-        found = sum(weight for term, weight in weights.items() if term in new_terms)
-        shared = found / total if total else 0.0
-        if shared < UPDATE_SHARED_WORDS or cosine + shared < UPDATE_SUBJECT:
-            return False
-        if self._says_change(newer):
-            return True
-        differing = set(old_terms).symmetric_difference(new_terms)
-        return (
-            bool(differing)
-            and all(any(c.isdigit() for c in term) for term in differing)
-            and cosine >= VALUE_CHANGE_MEANING
-            and shared >= VALUE_CHANGE_SHARED_WORDS
-        )
-
-    def terms(self, leaf_id: str) -> dict[str, int]:
-        """``LexicalIndex.terms``, read once per memory."""
-        known = self._terms.get(leaf_id)
-        if known is None:
-            known = self._terms[leaf_id] = self._lexical.terms(leaf_id)
-        return known
-
-    def _weighted(self, leaf_id: str, terms: dict[str, int]) -> tuple[dict[str, float], float]:
-        known = self._weights.get(leaf_id)
-        if known is None:
-            weights = {term: self._lexical.idf(term) for term in terms}
-            known = self._weights[leaf_id] = (weights, sum(weights.values()))
-        return known
-
-    def _says_change(self, leaf: Leaf) -> bool:
-        known = self._cued.get(leaf.id)
-        if known is None:
-            known = self._cued[leaf.id] = bool(UPDATE_CUES.intersection(_RAW_WORD.findall(leaf.text.lower())))
-        return known
 
 
 class QueryRelevance:
@@ -198,62 +104,3 @@ class QueryRelevance:
             words = self._memory.lexical.coverage(self._text, leaf.id) if self._text else 0.0
             known = self._own[leaf.id] = relevance(float(leaf.vector @ self._query), words)
         return known
-
-
-class Updates:
-    """Which memories update which (:meth:`Memory.newest_update`) for the hits of one recall, all
-    hits at once, among the ``candidates`` and the first ``siblings`` semantic siblings of each hit
-    (the latest ``judged`` of those close in meaning are judged word by word): the candidates they
-    share and their semantic siblings are gathered once, ordered latest first once, compared in
-    meaning with every hit in one matrix product, and what the judge reads of each memory is read
-    once. Done hit by hit, with each pair's words read afresh, this took about 2 ms of the 6 to
-    9 ms of CPU of a recall at 10k memories (``bench/recall_ab.py``, retired; in git at 4868398)."""
-
-    def __init__(self, memory: Memory, candidates: Iterable[str], siblings: int, judged: int) -> None:
-        self._memory = memory
-        self._candidates = list(dict.fromkeys(candidates))
-        self._siblings = siblings
-        self._judged = judged
-        self._judge = UpdateJudge(memory.lexical)
-
-    def newest(self, older: Leaf) -> Leaf | None:
-        """The latest memory among the candidates and ``older``'s semantic siblings that updates it."""
-        return self.newest_of([older])[0]
-
-    def newest_of(self, olders: Sequence[Leaf]) -> list[Leaf | None]:
-        """:meth:`newest` of each of ``olders``."""
-        memory = self._memory
-        parents = [memory.semantic.parent_of.get(older.id) for older in olders]
-        siblings = {
-            parent: memory.semantic.branches[parent].children[: self._siblings]
-            for parent in dict.fromkeys(parents)
-            if parent is not None
-        }
-        ids = dict.fromkeys(self._candidates)
-        for children in siblings.values():
-            ids.update(dict.fromkeys(children))
-        found = [leaf for leaf in map(memory.leaves.get, ids) if leaf is not None]
-        if not found or not olders:
-            return [None] * len(olders)
-        stamps = np.fromiter((leaf.timestamp for leaf in found), dtype=np.float64, count=len(found))
-        seqs = np.fromiter((leaf.seq for leaf in found), dtype=np.int64, count=len(found))
-        latest_first = np.lexsort((seqs, stamps))[::-1]
-        pool = [found[i] for i in latest_first]
-        stamps, seqs = stamps[latest_first], seqs[latest_first]
-        place = {leaf.id: i for i, leaf in enumerate(pool)}
-        shared = np.zeros(len(pool), dtype=bool)
-        shared[[place[c] for c in self._candidates if c in place]] = True
-        among: dict[str | None, np.ndarray] = {None: shared}
-        for parent, children in siblings.items():
-            among[parent] = shared.copy()
-            among[parent][[place[c] for c in children if c in place]] = True
-        row_of = memory.leaf_index.row_of
-        rows = np.fromiter((row_of[leaf.id] for leaf in pool), dtype=np.int64, count=len(pool))
-        cosines = memory.leaf_index.vectors()[rows] @ np.stack([older.vector for older in olders]).T
-        close = cosines >= UPDATE_MEANING
-        out: list[Leaf | None] = []
-        for j, older in enumerate(olders):
-            later = (stamps > older.timestamp) | ((stamps == older.timestamp) & (seqs > older.seq))
-            judged = np.flatnonzero(among[parents[j]] & later & close[:, j])[: self._judged]
-            out.append(next((pool[i] for i in judged if self._judge.supersedes(pool[i], older)), None))
-        return out

@@ -4,7 +4,7 @@ Without an LLM a summary is composed from the representatives the trees already 
 from the nodes that cover what was asked and opens the largest of them into their children for as
 long as the result stays within the token budget, so a larger budget reads the memory at a finer
 level. Every line cites the node it comes from. A memory that a later one updates
-(``core/relevance.py``) gives way to the update, in the lines and in the summaries' texts, so a
+(``core/updates.py``) gives way to the update, in the lines and in the summaries' texts, so a
 summary states how things are now.
 """
 

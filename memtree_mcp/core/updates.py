@@ -1,0 +1,587 @@
+"""Which memories a later one updates.
+
+A later memory supersedes an earlier one when they speak of the same subject and the
+later one changes it, judged without an LLM from the two memories (:class:`UpdateJudge`), and,
+in a store of many memories, how rare their shared words are: close in meaning and sharing words
+(or naming the replaced value again, or the same issue id reaching a closing state); aligned
+token by token, no word that tells subjects apart (which environment, platform, person, plan… —
+"the *staging* Redis", "Staging Redis", "the Redis *for staging*", "*Alice's* laptop", "*Bob*
+now works on…") may differ, nor may two separate slots (who *and* when); and the later one
+negates the earlier, says that it changed ("now", "moved", "resolved", "no longer") and replaces
+something, or differs in one value (a number with its unit), name or state only; the same value
+said again changes nothing, even with "now". A false mark tells the model to trust the wrong
+fact, a missed one still shows both memories with their dates, so the rule errs towards missing:
+``bench/update_rule.py`` measures it on the labelled pairs of ``bench/update_pairs.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem
+from memtree_mcp.core.model import Leaf
+
+if TYPE_CHECKING:
+    from memtree_mcp.core.memory import Memory
+
+# An update speaks of the same subject (similar meaning, and a good share of the earlier memory's
+# content words, each above its floor and together above UPDATE_SUBJECT), no word that qualifies
+# the subject differs, and it changes a value: it says so, or only a value differs (supersedes).
+UPDATE_MEANING = 0.45
+UPDATE_SHARED_WORDS = 0.2
+UPDATE_SUBJECT = 0.9
+# From this many memories in the store on, the idf-weighted share of shared words counts too.
+IDF_MIN_MEMORIES = 20
+# Words that say a state changed: English change verbs and adverbs of time.
+UPDATE_CUES = frozenset(
+    """
+    now anymore longer instead since currently moved moves changed changes switched replaced
+    replaces fixed resolved closed reopened updated renamed became becomes promoted left joined
+    cancelled canceled reverted dropped migrated deprecated retired stopped started resumed
+    postponed rescheduled raised lowered increased decreased bumped cut reduced extended shortened
+    upgraded downgraded rewrote rewriting rewritten relocated scaled went
+    """.split()
+)
+# Words that name a state a thing is in: a change to one of them is a change of value.
+STATE_WORDS = frozenset(
+    """
+    open opened resolved fixed closed done complete completed finished shipped released launched
+    planned pending approved rejected accepted declined blocked unblocked cancelled canceled
+    deprecated removed available unavailable beta alpha deployed merged signed investigating
+    progress active inactive enabled disabled paused suspended expired valid invalid
+    """.split()
+)
+# States that end what an issue, a task or a plan was: an identified item ("ORION-172",
+# "#412") that reaches one of them is updated whatever its earlier memory said about it.
+TERMINAL_STATES = frozenset(
+    """
+    resolved fixed closed done complete completed finished shipped released merged cancelled
+    canceled rejected declined removed
+    """.split()
+)
+# Units: a number and its unit are one value ("30 minutes" -> "2 hours" changes one slot).
+UNITS = frozenset(
+    """
+    ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour
+    hours day days week weeks month months year years kb mb gb tb pb kib mib gib tib km m cm mm mi
+    kg g lb lbs mph kmh rpm rps qps percent euro euros eur usd dollar dollars gbp pound pounds chf
+    """.split()
+)
+# Verbs of a role one person holds at a time: "Tomasz now leads the team" hands the role over,
+# "Bob now works on the team" does not say Alice left it.
+ROLE_VERBS = frozenset(
+    """
+    lead leads led head heads headed own owns owned manage manages managed run runs chair chairs
+    chaired coordinate coordinates coordinated
+    """.split()
+)
+# Cues that say someone or something took another's place.
+HANDOVER_CUES = frozenset(
+    "took taken takes taking replaced replaces instead left succeeded succeeds new".split()
+)
+# Words that open a clause giving the reason or time of a change ("v5.0 after the rewrite").
+REASON_WORDS = frozenset("after since because following due".split())
+# Prepositions that attach a qualifier to the head noun ("the Redis for staging").
+QUALIFYING_PREPOSITIONS = frozenset("for in on at of from".split())
+# Words that add a second fact beside the first instead of replacing it.
+ADDITION_CUES = frozenset("also too additionally another besides".split())
+NEGATIONS = frozenset("no not never nor cannot anymore".split())
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve once twice half dozen".split()
+)
+DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
+# Change cues of several words, each of which means little alone.
+_PHRASE_CUES = re.compile(r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bany more\b")
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*-\d+|#\d+")
+_TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
+_SENTENCE_BREAK = re.compile(r"[.!?:;]")
+# Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
+_ABBREVIATIONS = frozenset("mr mrs ms dr prof st mt jr sr vs".split())
+
+
+def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
+    """Whether ``newer`` updates what ``older`` said: later, on the same subject, and changing it.
+
+    See :class:`UpdateJudge` for the rule. ``lexical`` is the memories' index; the rule reads the
+    two texts and vectors and, from :data:`IDF_MIN_MEMORIES` memories on, the idf of the words.
+    """
+    return UpdateJudge(lexical).supersedes(newer, older)
+
+
+class _Token(NamedTuple):
+    key: str  # lower-cased, stemmed unless it holds a digit
+    kind: str  # one of _CONTENT, or "stop", "cue", "negation", "addition"
+    capital: bool  # written with a capital letter
+    possessive: bool  # "Alice's"
+
+
+_CONTENT = frozenset({"word", "name", "value", "state", "unit"})
+# Kinds of the tokens that say what a memory is about (its values change, the subject stays).
+_SUBJECT = frozenset({"word", "name", "state", "unit"})
+_TERMINAL_KEYS = frozenset(stem(word) for word in TERMINAL_STATES)
+_ROLE_KEYS = frozenset(stem(word) for word in ROLE_VERBS)
+_HANDOVER_KEYS = frozenset(stem(word) for word in HANDOVER_CUES)
+
+
+class _Reading(NamedTuple):
+    """What the rule reads of one memory, once."""
+
+    tokens: tuple[_Token, ...]
+    cues: frozenset[str]  # change cues present (words and phrases)
+    negated: bool
+    adds: bool  # says "also", "too"…
+    subject: frozenset[str]  # keys of its words, names, states and units (not values)
+    content: frozenset[str]  # keys of every content token
+    identifiers: frozenset[str]  # issue or ticket ids among its first words ("orion-172", "#412")
+    terminal: frozenset[str]  # keys of the TERMINAL_STATES it reaches (not negated)
+
+
+def read(text: str) -> _Reading:
+    """The tokens of ``text`` for the update rule, each with its kind (see :class:`UpdateJudge`)."""
+    tokens: list[_Token] = []
+    cues: set[str] = set(_PHRASE_CUES.findall(text.lower()))
+    end = 0
+    previous = ""
+    for match in _TOKEN.finditer(text):
+        raw = match.group().replace("\u2019", "'")
+        initial = not tokens or (
+            bool(_SENTENCE_BREAK.search(text, end, match.start())) and previous not in _ABBREVIATIONS
+        )
+        end = match.end()
+        lower = previous = raw.lower()
+        possessive = lower.endswith("'s") and len(lower) > 2
+        if possessive:
+            lower, raw = lower[:-2], raw[:-2]
+        capital = raw[:1].isupper()
+        if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
+            kind = "value"
+        elif lower in UNITS and tokens and tokens[-1].kind == "value":
+            kind = "unit"
+        elif lower in NEGATIONS or lower.endswith("n't"):
+            kind = "negation"
+        elif lower in STATE_WORDS:
+            kind = "state"
+        elif lower in UPDATE_CUES:
+            kind = "cue"
+        elif lower in ADDITION_CUES:
+            kind = "addition"
+        elif lower in STOPWORDS:
+            kind = "stop"
+        elif any(c.isupper() for c in raw[1:]) or (capital and not initial):
+            kind = "name"
+        else:
+            kind = "word"
+        if lower in UPDATE_CUES:
+            cues.add(lower)
+        key = lower if kind == "value" else stem(lower)
+        tokens.append(_Token(key, kind, capital, possessive))
+    content = frozenset(t.key for t in tokens if t.kind in _CONTENT)
+    return _Reading(
+        tokens=tuple(tokens),
+        cues=frozenset(cues),
+        negated=any(t.kind == "negation" for t in tokens),
+        adds=any(t.kind == "addition" for t in tokens),
+        subject=frozenset(t.key for t in tokens if t.kind in _SUBJECT),
+        content=content,
+        identifiers=frozenset(t.key for t in tokens[:3] if _IDENTIFIER.fullmatch(t.key)),
+        terminal=frozenset(
+            t.key
+            for k, t in enumerate(tokens)
+            if t.kind == "state"
+            and t.key in _TERMINAL_KEYS
+            and all(before.kind != "negation" for before in tokens[max(k - 2, 0) : k])
+        ),
+    )
+
+
+def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, int]]:
+    """The pairs of positions of a longest common subsequence of the two token keys, a content
+    token counting twice a stopword's, in order."""
+    n, m = len(old), len(new)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = table[i], table[i + 1]
+        key = old[i].key
+        weight = 2 if old[i].kind in _CONTENT else 1
+        for j in range(m - 1, -1, -1):
+            if key == new[j].key:
+                row[j] = below[j + 1] + weight
+            else:
+                row[j] = max(below[j], row[j + 1])
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n and j < m:
+        if old[i].key == new[j].key and table[i][j] == table[i + 1][j + 1] + (
+            2 if old[i].kind in _CONTENT else 1
+        ):
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+class _Gap(NamedTuple):
+    old: list[int]  # positions of the differing content tokens of the older memory
+    new: list[int]
+    lead: bool  # before the first shared content token: where the subject and its qualifiers stand
+
+
+class UpdateJudge:
+    """:func:`supersedes` for many pairs of memories: what it reads of each memory (its tokens and
+    their kinds, its cue words) is read once: a recall judges about fifty pairs among a few dozen
+    memories.
+
+    The rule, judged without an LLM; the store is read only for the idf of the earlier memory's
+    words, and only from :data:`IDF_MIN_MEMORIES` memories on (a store of two memories is judged
+    from the two texts alone):
+
+    0. An issue or task named by its id among the first words of both ("ORION-172", "#412") is
+       updated when the later memory gives it a state of :data:`TERMINAL_STATES` ("closed",
+       "fixed") that is not negated and that the earlier did not say (:func:`closes_item`).
+    1. ``newer`` is later and its text differs; the cosine of the two is at least
+       :data:`UPDATE_MEANING`; at least :data:`UPDATE_SHARED_WORDS` of ``older``'s words, names,
+       states and units (stemmed, stopwords left out; uniformly weighted, or by idf when that is
+       higher in a large store) are in ``newer``, and that share and the cosine add up to
+       :data:`UPDATE_SUBJECT`; or ``newer`` names a value or name of ``older`` again, gives one of
+       its own and says it changed ("moved the gateway off 8080; it answers on 9443"). ``newer``
+       does not add a fact beside the first ("also", "too", "another").
+    2. The two token sequences are aligned (a longest common subsequence, content tokens weighing
+       twice a stopword); tokens that differ but appear on both sides were only moved. What is
+       left are gaps: between two aligned tokens, the older memory's differing tokens against the
+       newer one's. A gap with differing tokens on both sides is a *substitution*. A number and
+       the unit after it are one value ("30 minutes" → "2 hours"); "new" inserted before a shared
+       word ("my *new* dentist") and a closing clause of reason or time after the last shared word
+       ("v5.0 *after the rewrite*") change nothing, and "new" says that something changed.
+    3. The subject must agree: no substitution may change what qualifies the subject. A word is a
+       qualifier when it is possessive ("Alice's laptop"), when it stands before the first shared
+       content word after a determiner and modifies a shared word (it is followed by one: "the
+       *staging* Redis", "the *iOS* app"), when it is a lower-case word in that lead position at
+       all, when it is capitalised and followed by a shared name ("*Staging* Redis"), or when a
+       preposition ties it to the first word of the sentence ("the Redis *for staging*"). Another
+       capitalised first word ("*Alice* works on…" / "*Bob* now works on…") is another subject,
+       unless the later memory says the role changed hands (:data:`HANDOVER_CUES`) or its verb is
+       that of a role one holds at a time (:data:`ROLE_VERBS`: "*Elena* now leads the team").
+       Two substitutions of the same kind of token (value for value, word for word, name for
+       name) mean two things differ, of which only one can be the value: the other says which
+       thing ("Priya is away May 3" / "Tom is away May 12").
+    4. And the later memory must change a value. It negates what the earlier said ("no longer",
+       "not … anymore"); or it says it changed (a word of :data:`UPDATE_CUES`, "took over", or a
+       new state of :data:`STATE_WORDS`: "resolved", "shipped") and something was replaced (a
+       substitution, or a new state); or, without a cue, exactly one substitution of values,
+       names or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
+       The earlier memory's values said again, with no value, name or state of the later one's
+       own, change nothing, even with "now" ("Production Redis now runs on port 6379"). A value of
+       the earlier memory that the later one drops without giving another value or a new state
+       is not changed: the later speaks of something else ("raised to 300 requests per minute" is
+       not retired by "rate limiting moves to the API gateway").
+
+    Valid while the index does not change (the idf weights of each memory are read once).
+    """
+
+    def __init__(self, lexical: LexicalIndex) -> None:
+        self._lexical = lexical
+        self._read: dict[str, _Reading] = {}
+        self._weights: dict[str, dict[str, float]] = {}
+
+    def supersedes(self, newer: Leaf, older: Leaf) -> bool:
+        """See :func:`supersedes`."""
+        if (newer.timestamp, newer.seq) <= (older.timestamp, older.seq) or newer.text == older.text:
+            return False
+        cosine = float(newer.vector @ older.vector)
+        if cosine < UPDATE_MEANING:
+            return False
+        old, new = self.reading(older), self.reading(newer)
+        if new.adds and not old.adds:
+            return False
+        if closes_item(old, new):
+            return True
+        if not same_subject(old, new, cosine, self.weighted_share(older, old, new)):
+            return False
+        return changes_value(old, new)
+
+    def weighted_share(self, older: Leaf, old: _Reading, new: _Reading) -> float | None:
+        """The idf-weighted share of ``older``'s subject words that ``newer`` has, or None in a
+        store of fewer than :data:`IDF_MIN_MEMORIES` memories (where idf means nothing)."""
+        if len(self._lexical) < IDF_MIN_MEMORIES or not old.subject:
+            return None
+        weights = self._weights.get(older.id)
+        if weights is None:
+            weights = self._weights[older.id] = {key: self._lexical.idf(key) for key in old.subject}
+        total = sum(weights.values())
+        return sum(w for key, w in weights.items() if key in new.content) / total if total else 0.0
+
+    def reading(self, leaf: Leaf) -> _Reading:
+        """:func:`read` of ``leaf``'s text, read once per memory."""
+        known = self._read.get(leaf.id)
+        if known is None:
+            known = self._read[leaf.id] = read(leaf.text)
+        return known
+
+
+def closes_item(old: _Reading, new: _Reading) -> bool:
+    """Whether ``new`` says that an issue or task ``old`` named by its id among its first words
+    ("ORION-172", "#412") reached a state that ends it ("closed", "fixed", "shipped"), which
+    ``old`` did not say: whatever ``old`` said about the item, its state is no longer current."""
+    return bool(old.identifiers & new.identifiers) and bool(new.terminal - old.content)
+
+
+def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | None = None) -> bool:
+    """Step 1 of the rule of :class:`UpdateJudge`: whether two memories close in meaning share
+    enough words to speak of the same subject.
+
+    The share is that of ``old``'s words, names and states found in ``new``, uniformly weighted,
+    or idf-weighted (``weighted``) when that is higher: in a store of many memories, sharing its
+    rare words says more than sharing as many common ones. Or ``new`` names a value or name of
+    ``old`` again and, saying that it changed, gives one of its own ("moved the gateway off 8080;
+    it answers on 9443", "Taskly has been renamed to Flowboard")."""
+    shared = len(old.subject & new.content) / len(old.subject) if old.subject else 0.0
+    if weighted is not None:
+        shared = max(shared, weighted)
+    if shared >= UPDATE_SHARED_WORDS and cosine + shared >= UPDATE_SUBJECT:
+        return True
+    named = {t.key for t in old.tokens if t.kind in {"value", "name"}}
+    own = {t.key for t in new.tokens if t.kind in {"value", "name"}} - old.content
+    return bool(named & new.content) and bool(own) and bool(new.cues - old.cues)
+
+
+def differences(old: Sequence[_Token], new: Sequence[_Token]) -> tuple[list[_Gap], set[int], set[int]]:
+    """The gaps between the aligned tokens of two memories, and the aligned positions of each."""
+    pairs = _aligned(old, new)
+    matched_old = {i for i, _ in pairs}
+    matched_new = {j for _, j in pairs}
+    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in _CONTENT}
+    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in _CONTENT}
+    moved = unmatched_old & unmatched_new
+    found: list[_Gap] = []
+    lead = True
+    previous = (-1, -1)
+    for i, j in [*pairs, (len(old), len(new))]:
+        old_diff = [
+            k for k in range(previous[0] + 1, i) if old[k].kind in _CONTENT and old[k].key not in moved
+        ]
+        new_diff = [
+            k for k in range(previous[1] + 1, j) if new[k].kind in _CONTENT and new[k].key not in moved
+        ]
+        if old_diff or new_diff:
+            found.append(_Gap(old_diff, new_diff, lead))
+        if i < len(old) and old[i].kind in _CONTENT:
+            lead = False
+        previous = (i, j)
+    return found, matched_old, matched_new
+
+
+def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool) -> bool:
+    """Whether the differing token at ``at`` qualifies the subject (see :class:`UpdateJudge`)."""
+    token = tokens[at]
+    if token.possessive:
+        return True
+    if not lead or token.kind not in {"word", "name"}:
+        return False
+    if token.kind == "word" and not token.capital:
+        return True
+    follows = at + 1
+    return (
+        follows in matched
+        and tokens[follows].kind in _CONTENT
+        and any(t.key in DETERMINERS for t in tokens[:at])
+    )
+
+
+def _value_like(token: _Token) -> bool:
+    return token.kind in {"value", "name", "state"} or (token.kind == "word" and token.capital)
+
+
+def _first_content(tokens: Sequence[_Token]) -> int:
+    return next((k for k, t in enumerate(tokens) if t.kind in _CONTENT), len(tokens))
+
+
+def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
+    """Whether the word at ``at`` is attached by a preposition to the first word of the sentence,
+    a shared one: a qualifier after the head noun ("the Redis *for staging*")."""
+    k = at - 1
+    while k >= 0 and tokens[k].key in DETERMINERS:
+        k -= 1
+    return (
+        k >= 1
+        and tokens[k].key in QUALIFYING_PREPOSITIONS
+        and k - 1 in matched
+        and _first_content(tokens) == k - 1
+    )
+
+
+def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]) -> bool:
+    """Whether a capitalised differing word of ``gap`` is followed by a shared name or value that
+    it qualifies ("*Staging* Redis", "*Production* Postgres")."""
+    follows = gap[-1] + 1
+    return (
+        follows in matched
+        and tokens[follows].kind in {"name", "value"}
+        and any(tokens[k].capital or tokens[k].kind == "name" for k in gap)
+    )
+
+
+def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]) -> bool:
+    """Whether a substitution of the capitalised first words of both memories (who or what the
+    sentence is about: "*Alice* works on…" / "*Bob* now works on…") names another subject rather
+    than a new holder of the same role. It is a new holder when the later memory says so (a
+    word of :data:`HANDOVER_CUES`: "took over", "instead", "new") or the shared verb after the
+    names is that of a role held by one at a time (:data:`ROLE_VERBS`: "now *leads* the team")."""
+    if _first_content(old.tokens) not in gap.old or _first_content(new.tokens) not in gap.new:
+        return False
+    tokens = [*(old.tokens[k] for k in gap.old), *(new.tokens[k] for k in gap.new)]
+    if not all(t.capital or t.kind == "name" for t in tokens):
+        return False
+    if any(t.key in _HANDOVER_KEYS for t in new.tokens):
+        return False
+    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in _CONTENT), None)
+    return not (after is not None and after in matched_new and new.tokens[after].key in _ROLE_KEYS)
+
+
+def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[int], bool]:
+    """Positions of ``new``'s differing words that change nothing, and whether it calls its
+    subject new: "new" before a shared word ("my *new* dentist", when ``old`` has no "new"),
+    and a closing clause of reason or time after the last shared word ("at v5.0 *after the
+    rewrite*", "*since the load test*")."""
+    tokens = new.tokens
+    aside: set[int] = set()
+    renewed = False
+    if "new" not in old.content:
+        for k, t in enumerate(tokens[:-1]):
+            if t.key == "new" and k not in matched_new and k + 1 in matched_new:
+                aside.add(k)
+                renewed = True
+    last = max(matched_new, default=-1)
+    tail = next((k for k in range(last + 1, len(tokens)) if tokens[k].key in REASON_WORDS), None)
+    if tail is not None:
+        aside.update(range(tail, len(tokens)))
+    return aside, renewed
+
+
+def _own_values(new: _Reading, old: _Reading) -> bool:
+    """Whether ``new`` has a value, a name, a state or a capitalised word that ``old`` has not."""
+    return any(
+        (t.kind in {"value", "name", "state"} or t.capital) and t.key not in old.content for t in new.tokens
+    )
+
+
+def changes_value(old: _Reading, new: _Reading) -> bool:
+    """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
+    found, matched_old, matched_new = differences(old.tokens, new.tokens)
+    aside, renewed = _asides(new, matched_new, old)
+    if aside:
+        found = [
+            _Gap(gap.old, [k for k in gap.new if k not in aside], gap.lead)
+            for gap in found
+            if gap.old or any(k not in aside for k in gap.new)
+        ]
+    substitutions = [gap for gap in found if gap.old and gap.new]
+    parallel = 0
+    for gap in substitutions:
+        if any(_qualifies(old.tokens, k, matched_old, gap.lead) for k in gap.old) or any(
+            _qualifies(new.tokens, k, matched_new, gap.lead) for k in gap.new
+        ):
+            return False
+        if gap.lead and (
+            _modifies_a_name(old.tokens, gap.old, matched_old)
+            or _modifies_a_name(new.tokens, gap.new, matched_new)
+            or _other_holder(old, new, gap, matched_new)
+        ):
+            return False
+        if any(
+            old.tokens[k].kind in {"word", "name"} and _after_head(old.tokens, k, matched_old)
+            for k in gap.old
+        ) or any(
+            new.tokens[k].kind in {"word", "name"} and _after_head(new.tokens, k, matched_new)
+            for k in gap.new
+        ):
+            return False
+        parallel += bool({old.tokens[k].kind for k in gap.old} & {new.tokens[k].kind for k in gap.new})
+    if parallel >= 2:
+        return False
+    if new.negated != old.negated and not parallel:
+        return True  # the same fact, negated or no longer negated
+    numbers = {t.key for t in old.tokens if t.kind == "value"}
+    if numbers and numbers <= new.content and not _own_values(new, old):
+        return False  # every value said again, and no value, name or state of its own: no change
+    old_kinds = {old.tokens[k].kind for gap in found for k in gap.old}
+    new_tokens = [new.tokens[k] for gap in found for k in gap.new]
+    new_state = any(t.kind == "state" and t.key not in old.content for t in new_tokens)
+    if "value" in old_kinds and not new_state and all(t.kind != "value" for t in new_tokens):
+        return False
+    if new.cues - old.cues or new_state or renewed:
+        # something was replaced, or the later memory brings a value, a name or a state of its own
+        return bool(substitutions) or any(_value_like(t) for t in new_tokens)
+    new_kinds = {t.kind for t in new_tokens}
+    return (
+        len(substitutions) == 1
+        and parallel == 1
+        and not substitutions[0].lead
+        and (old_kinds | new_kinds) <= {"value", "name", "state", "unit"}
+    )
+
+
+class Updates:
+    """Which memories update which (:func:`~memtree_mcp.core.recall.newest_update`) for the hits
+    of one recall, all hits at once, among the ``candidates`` and the first ``siblings`` semantic
+    siblings of each hit (the latest ``judged`` of those close in meaning are judged word by word):
+    the candidates they share and their semantic siblings are gathered once, ordered latest first
+    once, compared in meaning with every hit in one matrix product, and what the judge reads of
+    each memory is read once. Done hit by hit, with each pair's words read afresh, this took about
+    2 ms of the 6 to 9 ms of CPU of a recall at 10k memories (``bench/recall_ab.py``, retired; in
+    git at 4868398)."""
+
+    def __init__(self, memory: Memory, candidates: Iterable[str], siblings: int, judged: int) -> None:
+        self._memory = memory
+        self._candidates = list(dict.fromkeys(candidates))
+        self._siblings = siblings
+        self._judged = judged
+        self._judge = UpdateJudge(memory.lexical)
+
+    def newest(self, older: Leaf) -> Leaf | None:
+        """The latest memory among the candidates and ``older``'s semantic siblings that updates it."""
+        return self.newest_of([older])[0]
+
+    def newest_of(self, olders: Sequence[Leaf]) -> list[Leaf | None]:
+        """:meth:`newest` of each of ``olders``."""
+        memory = self._memory
+        parents = [memory.semantic.parent_of.get(older.id) for older in olders]
+        siblings = {
+            parent: memory.semantic.branches[parent].children[: self._siblings]
+            for parent in dict.fromkeys(parents)
+            if parent is not None
+        }
+        ids = dict.fromkeys(self._candidates)
+        for children in siblings.values():
+            ids.update(dict.fromkeys(children))
+        found = [leaf for leaf in map(memory.leaves.get, ids) if leaf is not None]
+        if not found or not olders:
+            return [None] * len(olders)
+        stamps = np.fromiter((leaf.timestamp for leaf in found), dtype=np.float64, count=len(found))
+        seqs = np.fromiter((leaf.seq for leaf in found), dtype=np.int64, count=len(found))
+        latest_first = np.lexsort((seqs, stamps))[::-1]
+        pool = [found[i] for i in latest_first]
+        stamps, seqs = stamps[latest_first], seqs[latest_first]
+        place = {leaf.id: i for i, leaf in enumerate(pool)}
+        shared = np.zeros(len(pool), dtype=bool)
+        shared[[place[c] for c in self._candidates if c in place]] = True
+        among: dict[str | None, np.ndarray] = {None: shared}
+        for parent, children in siblings.items():
+            among[parent] = shared.copy()
+            among[parent][[place[c] for c in children if c in place]] = True
+        row_of = memory.leaf_index.row_of
+        rows = np.fromiter((row_of[leaf.id] for leaf in pool), dtype=np.int64, count=len(pool))
+        cosines = memory.leaf_index.vectors()[rows] @ np.stack([older.vector for older in olders]).T
+        close = cosines >= UPDATE_MEANING
+        out: list[Leaf | None] = []
+        for j, older in enumerate(olders):
+            later = (stamps > older.timestamp) | ((stamps == older.timestamp) & (seqs > older.seq))
+            judged = np.flatnonzero(among[parents[j]] & later & close[:, j])[: self._judged]
+            out.append(next((pool[i] for i in judged if self._judge.supersedes(pool[i], older)), None))
+        return out
