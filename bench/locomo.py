@@ -94,11 +94,16 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
 
             memory = service.memory(namespace)
             assert memory is not None
-            leaf_ids = sorted(memory.leaves)
-            matrix = np.stack([memory.leaves[i].vector for i in leaf_ids])
+            # The flat baselines name leaves by their order (the service's ids are random), so that
+            # ties, broken by name, break the same way in every run.
+            by_order = sorted(memory.leaves, key=lambda leaf_id: memory.leaves[leaf_id].seq)
+            named = {f"{place:07d}": leaf_id for place, leaf_id in enumerate(by_order)}
+            leaf_ids = list(named)
+            matrix = np.stack([memory.leaves[named[i]].vector for i in leaf_ids])
             lexical = LexicalIndex()
-            for leaf_id in leaf_ids:
-                lexical.add(leaf_id, memory.leaves[leaf_id].text)
+            for name in leaf_ids:
+                lexical.add(name, memory.leaves[named[name]].text)
+            flat_turn_of = {name: turn_of.get(leaf_id, set()) for name, leaf_id in named.items()}
 
             def turns(ranking: Sequence[str], turn_of: dict[str, set[str]] = turn_of) -> list[str]:
                 out: list[str] = []
@@ -114,7 +119,7 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
                 dense = [leaf_ids[i] for i in order]
                 bm25 = [leaf_id for leaf_id, _ in lexical.search(question.text, len(leaf_ids))]
                 for name, ranking in (("dense", dense), ("bm25", bm25), ("rrf", rrf(dense, bm25))):
-                    ranked_turns = turns(ranking[:DEPTH])
+                    ranked_turns = turns(ranking[:DEPTH], flat_turn_of)
                     baselines[name].add(question, dict.fromkeys(KS, ranked_turns))
                     sessions[name].add(question, ranked_turns)
                 for strategy in strategies:
