@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.currency import restate
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, ProviderError
 from memtree_mcp.inputs import visible
@@ -432,12 +433,18 @@ class Refinement:
 
     # -- fed by the writers and the spaces ---------------------------------------------------------
 
-    def mark(self, memory: Memory, changed: Iterable[str], *, forgotten: bool) -> list[tuple[int, str]]:
+    def mark(self, memory: Memory, changed: set[str], *, forgotten: bool) -> list[tuple[int, str]]:
         """Mark changed branches as awaiting an LLM summary; returns them as (depth, id).
+
+        First the semantic branches above each memory a change superseded (or made current again,
+        when its update was forgotten) are recomputed without their stale members
+        (:func:`~memtree_mcp.core.currency.restate`) and added to ``changed``, so that they are
+        written, and summarised again, with the rest.
 
         A branch keeps showing its last LLM summary until the new one is written, unless memories
         under it were forgotten (the summary may mention them) or no LLM is configured any more.
         """
+        changed |= restate(memory, changed)
         nodes: list[tuple[int, str]] = []
         for node_id in changed:
             branch = memory.branch(node_id)
