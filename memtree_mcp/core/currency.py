@@ -16,15 +16,19 @@ chooses where it looks and what follows from the answer:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections import deque
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.updates import Updates
 
 if TYPE_CHECKING:
+    from memtree_mcp.core.hierarchy import Hierarchy
     from memtree_mcp.core.memory import Memory
 
 # The numbers recall searches with (core/recall.py's Weights.siblings_checked, updates_judged).
@@ -32,6 +36,12 @@ SIBLINGS = 64
 JUDGED = 16
 # How many of the memories closest in meaning to a memory are looked at for its update.
 NEIGHBOURS = 8
+# How many memories under a branch are looked at for updates of what its extractive text quotes.
+CURRENT_SCAN = 256
+# How much of an update a mark quotes.
+NOTE_CHARS = 90
+# What marks, in a period's text, a memory that a later one updates.
+CHANGED_LATER = "(changed later)"
 # Memories judged in one batch (one matrix product of the pool by the batch).
 BATCH = 256
 
@@ -114,12 +124,101 @@ def restate(memory: Memory, changed: Collection[str]) -> set[str]:
     verdicts = newest_updates(memory, olders.values(), [leaf.id for leaf in arrived], near=False)
     moved: list[str] = []
     for older in olders:
-        newer = verdicts.get(older)
-        if stale.get(older) == (newer.id if newer is not None else None):
+        update = verdicts.get(older)
+        now = update.id if update is not None else None
+        if stale.get(older) == now:
             continue
-        if newer is None:
+        if now is None:
             del stale[older]
         else:
-            stale[older] = newer.id
+            stale[older] = now
         moved.append(older)
     return memory.semantic.refresh_above(moved) if moved else set()
+
+
+def stale_note(update: Leaf) -> str:
+    """What a memory that ``update`` updates is marked with where it is shown: which memory updates
+    it, when, and what it says now."""
+    day = datetime.fromtimestamp(update.timestamp, tz=UTC).strftime("%Y-%m-%d")
+    return f"superseded by {update.id} ({day}): “{gist(update.text, NOTE_CHARS)}”"
+
+
+def _parts(memory: Memory, node_id: str) -> list[str] | None:
+    """The gists an extractive summary joins; None for a memory or an LLM summary."""
+    branch = memory.branch(node_id)
+    if branch is None or branch.summary or PART_SEPARATOR not in branch.text:
+        return None
+    return branch.text.split(PART_SEPARATOR)
+
+
+def quoted_leaves(memory: Memory, tree: Hierarchy, node_id: str) -> list[Leaf]:
+    """The memories below ``node_id`` whose gists its extractive text quotes (a parent quotes its
+    children's first sentences); the first ``CURRENT_SCAN`` memories below it, breadth first."""
+    parts = _parts(memory, node_id)
+    if parts is None:
+        return []
+    wanted = set(parts)
+    return [leaf for leaf in _leaves_below(tree, node_id, CURRENT_SCAN) if gist(leaf.text) in wanted]
+
+
+def current_text(
+    memory: Memory, node_id: str, quoted: Sequence[Leaf], newest: Mapping[str, Leaf]
+) -> str | None:
+    """An extractive summary's text with the gist of each memory a later one updates replaced by
+    the update's gist (or left out when the text quotes the update already); None for a memory or
+    an LLM summary (its text is shown as it is)."""
+    parts = _parts(memory, node_id)
+    if parts is None:
+        return None
+    for leaf in quoted:
+        update = newest.get(leaf.id)
+        if update is None or gist(leaf.text) not in parts:
+            continue
+        at = parts.index(gist(leaf.text))
+        if gist(update.text) in parts:
+            del parts[at]
+        else:
+            parts[at] = gist(update.text)
+    return PART_SEPARATOR.join(parts)
+
+
+def period_text(
+    memory: Memory, node_id: str, quoted: Sequence[Leaf], newest: Mapping[str, Leaf]
+) -> str | None:
+    """A period's extractive text as it was, each gist of a memory a later one updates marked
+    "(changed later)": a period tells what happened in it, never what replaced it since."""
+    parts = _parts(memory, node_id)
+    if parts is None:
+        return None
+    for leaf in quoted:
+        piece = gist(leaf.text)
+        if leaf.id in newest and piece in parts:
+            parts[parts.index(piece)] = f"{piece} {CHANGED_LATER}"
+    return PART_SEPARATOR.join(parts)
+
+
+def first_quoted(tree: Hierarchy, node_id: str) -> str | None:
+    """The memory whose gist opens ``node_id``'s text (what a preview of the branch shows), found
+    down the children whose texts open with it; None for a memory or when none does."""
+    branch = tree.branches.get(node_id)
+    opening = gist(branch.text) if branch is not None else None
+    while branch is not None and opening:
+        child = next((c for c in branch.children if gist(tree.text_of(c)) == opening), None)
+        if child is None or child in tree.leaves:
+            return child
+        branch = tree.branches.get(child)
+    return None
+
+
+def _leaves_below(tree: Hierarchy, node_id: str, limit: int) -> list[Leaf]:
+    """Up to ``limit`` memories under ``node_id``, breadth first."""
+    found: list[Leaf] = []
+    queue = deque([node_id])
+    while queue and len(found) < limit:
+        current = queue.popleft()
+        leaf = tree.leaves.get(current)
+        if leaf is not None:
+            found.append(leaf)
+        elif current in tree.branches:
+            queue.extend(tree.branches[current].children)
+    return found

@@ -17,23 +17,19 @@ and "(changed later)" in a summary's text that quotes it.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memtree_mcp.core.currency import newest_updates
-from memtree_mcp.core.extractive import PART_SEPARATOR, gist
+from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
+from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.recall import estimate_tokens
 from memtree_mcp.core.wording import counted
 
-# How many memories under a summarised branch are looked at for updates of what its text quotes.
-CURRENT_SCAN = 256
-# What a period summary adds to a memory of the period that a later one updates.
-CHANGED_LATER = "(changed later)"
+# How much of a later update a period summary quotes beside a memory it updates.
 NOTE_CHARS = 90
 
 
@@ -75,17 +71,17 @@ def summarize_nodes(
         smallest = min(frontier, key=lambda n: (_leaf_count(memory, n), n))
         frontier.remove(smallest)
     candidates = [*frontier, *related]
-    quoted = {n: _quoted(memory, tree, n) for n in frontier}
+    quoted = {n: quoted_leaves(memory, tree, n) for n in frontier}
     olders = [leaf for n in frontier for leaf in ([memory.leaves[n]] if n in memory.leaves else quoted[n])]
     newest = newest_updates(memory, olders, candidates)
     if tree is memory.temporal:
         lines = {
-            n: _line(memory.node(n), _period_text(memory, n, quoted[n], newest), newest) for n in frontier
+            n: _line(memory.node(n), period_text(memory, n, quoted[n], newest), newest) for n in frontier
         }
     else:
         frontier = _current(frontier, newest)
         lines = {
-            n: _line(memory.node(n), _current_text(memory, n, quoted.get(n, []), newest)) for n in frontier
+            n: _line(memory.node(n), current_text(memory, n, quoted.get(n, []), newest)) for n in frontier
         }
     # Notes of later changes make lines longer: past the budget, the least covering go first.
     while len(frontier) > 1 and sum(estimate_tokens(line) + 1 for line in lines.values()) > max_tokens:
@@ -153,74 +149,6 @@ def _current(frontier: list[str], newest: Mapping[str, Leaf]) -> list[str]:
         if chosen not in out:
             out.append(chosen)
     return out
-
-
-def _parts(memory: Memory, node_id: str) -> list[str] | None:
-    """The gists an extractive summary joins; None for a memory or an LLM summary."""
-    branch = memory.branch(node_id)
-    if branch is None or branch.summary or PART_SEPARATOR not in branch.text:
-        return None
-    return branch.text.split(PART_SEPARATOR)
-
-
-def _quoted(memory: Memory, tree: Hierarchy, node_id: str) -> list[Leaf]:
-    """The memories below ``node_id`` whose gists its extractive text quotes (a parent quotes its
-    children's first sentences); the first ``CURRENT_SCAN`` memories below it, breadth first."""
-    parts = _parts(memory, node_id)
-    if parts is None:
-        return []
-    wanted = set(parts)
-    return [leaf for leaf in _leaves_below(memory, tree, node_id, CURRENT_SCAN) if gist(leaf.text) in wanted]
-
-
-def _current_text(
-    memory: Memory, node_id: str, quoted: Sequence[Leaf], newest: Mapping[str, Leaf]
-) -> str | None:
-    """An extractive summary's text with the gist of each memory a later one updates replaced by
-    the update's gist (or left out when the text quotes the update already); None for a memory or
-    an LLM summary (its text is shown as it is)."""
-    parts = _parts(memory, node_id)
-    if parts is None:
-        return None
-    for leaf in quoted:
-        update = newest.get(leaf.id)
-        if update is None or gist(leaf.text) not in parts:
-            continue
-        at = parts.index(gist(leaf.text))
-        if gist(update.text) in parts:
-            del parts[at]
-        else:
-            parts[at] = gist(update.text)
-    return PART_SEPARATOR.join(parts)
-
-
-def _period_text(
-    memory: Memory, node_id: str, quoted: Sequence[Leaf], newest: Mapping[str, Leaf]
-) -> str | None:
-    """A period's extractive text as it was, each gist of a memory a later one updates marked
-    "(changed later)": a period tells what happened in it, never what replaced it since."""
-    parts = _parts(memory, node_id)
-    if parts is None:
-        return None
-    for leaf in quoted:
-        piece = gist(leaf.text)
-        if leaf.id in newest and piece in parts:
-            parts[parts.index(piece)] = f"{piece} {CHANGED_LATER}"
-    return PART_SEPARATOR.join(parts)
-
-
-def _leaves_below(memory: Memory, tree: Hierarchy, node_id: str, limit: int) -> list[Leaf]:
-    """Up to ``limit`` memories under ``node_id``, breadth first."""
-    found: list[Leaf] = []
-    queue = deque([node_id])
-    while queue and len(found) < limit:
-        current = queue.popleft()
-        leaf = memory.leaves.get(current)
-        if leaf is not None:
-            found.append(leaf)
-        elif current in tree.branches:
-            queue.extend(tree.branches[current].children)
-    return found
 
 
 def _line(node: Leaf | Branch, text: str | None = None, newest: Mapping[str, Leaf] | None = None) -> str:
