@@ -146,7 +146,7 @@ def stale_note(update: Leaf) -> str:
 def _parts(memory: Memory, node_id: str) -> list[str] | None:
     """The gists an extractive summary joins; None for a memory or an LLM summary."""
     branch = memory.branch(node_id)
-    if branch is None or branch.summary or PART_SEPARATOR not in branch.text:
+    if branch is None or branch.summary or not branch.text:
         return None
     return branch.text.split(PART_SEPARATOR)
 
