@@ -187,6 +187,10 @@ entries do not say.
 
 Each entry appears between <<<ENTRY>>> and <<<END_ENTRY>>>. {_DATA_RULE}
 
+An entry may end with a note of the memory system, "{{changed later, <date>: <what it became>}}": what \
+the entry says was true in this stretch and changed afterwards. Tell what happened in this stretch \
+(never the later value in its place); you may add briefly that it changed later.
+
 Reply with the description only: plain sentences, no preamble, no markers, no list of entries."""
 
 
@@ -359,7 +363,9 @@ stretch of time just before / after).
 
 Go down towards the child whose summary best matches the question; go sideways or up when you took \
 a wrong turn; stop as soon as the current node answers the question. The match figures are cosine \
-similarities computed by an embedding model: hints, not verdicts.
+similarities computed by an embedding model: hints, not verdicts. A memory marked "superseded by \
+<id>" was replaced by a later memory, and "(changed later)" marks a fact that changed after its \
+stretch of time: the answer is the later value, so stop where it is at hand.
 
 The question and every memory text appear between markers. {_DATA_RULE}
 
@@ -455,6 +461,15 @@ def navigation_prompt(
 # made unforgeable by :func:`neutralise`.
 
 _NEW_OPEN, _NEW_CLOSE = "<<<NEW_ENTRY>>>", "<<<END_NEW_ENTRY>>>"
+
+
+def update_note(kind: str, day: str, text: str) -> str:
+    """The note the memory system appends to an entry a later memory updates: ``kind`` is
+    "superseded" (a subject's summary states the current value) or "changed later" (a period's
+    description tells what happened then), ``text`` what the later memory says."""
+    return f"{{{kind}, {day}: {text}}}"
+
+
 _OLD_OPEN, _OLD_CLOSE = "<<<EXISTING_SUMMARY>>>", "<<<END_EXISTING_SUMMARY>>>"
 
 _AGGREGATION_SYSTEM = f"""\
@@ -471,6 +486,9 @@ How to merge:
 - The more entries the node already covers, the more abstract and concise the summary should be: with one \
 or two earlier entries keep the concrete details; beyond that keep only the overarching themes and the \
 facts that matter most, dropping specifics.
+- State the current value of everything: an entry that ends with a note of the memory system, \
+"{{superseded, <date>: <what replaced it>}}", is out of date; state what replaced it, never the old \
+value as current. A new entry that changes a value the current summary states replaces that value.
 - Do not invent anything that is not in the inputs.
 - Reply with the merged summary only: no preamble, no markers, no headings about the task."""
 

@@ -32,13 +32,16 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.currency import newest_updates, restate
+from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, ProviderError
 from memtree_mcp.inputs import visible
-from memtree_mcp.prompts import aggregation_prompt, annotation_prompt, strip_reasoning
+from memtree_mcp.prompts import aggregation_prompt, annotation_prompt, strip_reasoning, update_note
 from memtree_mcp.providers.llm import TextGenerator
 
 if TYPE_CHECKING:
@@ -86,6 +89,10 @@ def _text_of(memory: Memory, node_id: str) -> tuple[str, float, int, int]:
     return node.text, node.last_ts, node.leaf_count, node.last_seq
 
 
+def _day(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d")
+
+
 def _clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
@@ -107,8 +114,20 @@ def summary_inputs(memory: Memory, branch: Branch) -> SummaryRequest:
             existing = branch.summary
             covered = max(branch.leaf_count - sum(c[3] for c in fresh), 0)
     chosen = chosen[-MAX_CHILDREN:]
-    texts = tuple(_clip(c[1]) for c in chosen)
+    # Memories a later one updates carry a note: a subject's summary states what replaced them,
+    # a period's tells them as they were. A semantic summary merged before the update arrived is
+    # told about it too, as a new entry of its own.
+    kind = "changed later" if branch.tree == "temporal" else "superseded"
+    leaves = [memory.leaves[c] for c in branch.children if c in memory.leaves]
+    newest = newest_updates(memory, leaves)
+    notes = {o: update_note(kind, _day(n.timestamp), gist(n.text)) for o, n in newest.items()}
+    texts = tuple(_clip(c[1]) + (f" {notes[c[0]]}" if c[0] in notes else "") for c in chosen)
     stamps = tuple(c[2] for c in chosen)
+    if existing:
+        taken = {c[0] for c in chosen}
+        late = [(o, n) for o, n in newest.items() if o not in taken and n.seq > branch.summary_seq]
+        texts += tuple(f"{gist(memory.leaves[o].text)} {notes[o]}" for o, _ in late)
+        stamps += tuple(n.timestamp for _, n in late)
     digest = hashlib.sha256()
     for part in (branch.tree, existing, str(covered), *(c[0] for c in children), *texts):
         digest.update(part.encode("utf-8", "surrogatepass"))
@@ -432,12 +451,18 @@ class Refinement:
 
     # -- fed by the writers and the spaces ---------------------------------------------------------
 
-    def mark(self, memory: Memory, changed: Iterable[str], *, forgotten: bool) -> list[tuple[int, str]]:
+    def mark(self, memory: Memory, changed: set[str], *, forgotten: bool) -> list[tuple[int, str]]:
         """Mark changed branches as awaiting an LLM summary; returns them as (depth, id).
+
+        First the semantic branches above each memory a change superseded (or made current again,
+        when its update was forgotten) are recomputed without their stale members
+        (:func:`~memtree_mcp.core.currency.restate`) and added to ``changed``, so that they are
+        written, and summarised again, with the rest.
 
         A branch keeps showing its last LLM summary until the new one is written, unless memories
         under it were forgotten (the summary may mention them) or no LLM is configured any more.
         """
+        changed |= restate(memory, changed)
         nodes: list[tuple[int, str]] = []
         for node_id in changed:
             branch = memory.branch(node_id)

@@ -35,10 +35,19 @@ from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 
+from memtree_mcp.core.currency import (
+    current_text,
+    first_quoted,
+    newest_updates,
+    period_text,
+    quoted_leaves,
+    stale_note,
+)
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.names import MOVES, NodeKind
 
 Outcome = Literal["sufficient", "insufficient", "max_steps"]
@@ -228,12 +237,19 @@ def _preview_line(hierarchy: Hierarchy, node_id: str) -> str:
     return _one_line(branch.text)
 
 
-def _preview(hierarchy: Hierarchy, node_id: str | None) -> ChildPreview | None:
+def _preview(
+    hierarchy: Hierarchy, node_id: str | None, newest: Mapping[str, Leaf] | None = None
+) -> ChildPreview | None:
     if node_id is None:
         return None
+    line = _preview_line(hierarchy, node_id)
+    opening = first_quoted(hierarchy, node_id) if node_id in hierarchy.branches else node_id
+    update = newest.get(opening) if newest is not None and opening is not None else None
+    if update is not None:
+        line += f" ({'changed later' if hierarchy.tree_name == 'temporal' else f'superseded by {update.id}'})"
     return ChildPreview(
         id=node_id,
-        line=_preview_line(hierarchy, node_id),
+        line=line,
         kind=_kind(hierarchy, node_id),
         leaf_count=_leaf_count(hierarchy, node_id),
     )
@@ -256,12 +272,19 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
     left = _neighbour(hierarchy, tree, node_id, -1)
     right = _neighbour(hierarchy, tree, node_id, +1)
     parent = _parent(hierarchy, node_id)
-    children = [p for c in _children(hierarchy, node_id) if (p := _preview(hierarchy, c)) is not None]
+    # Memories a later one updates are marked, and a summary's text quotes the current value (in
+    # the temporal tree, a period's text marks what changed later instead).
+    shown = [node_id, left, right, parent, *_children(hierarchy, node_id)]
+    shown = [n if n is None or n in memory.leaves else first_quoted(hierarchy, n) for n in shown]
+    quoted = quoted_leaves(memory, hierarchy, node_id) if branch is not None else []
+    newest = newest_updates(memory, [*(memory.leaves[n] for n in shown if n in memory.leaves), *quoted])
+    children = [p for c in _children(hierarchy, node_id) if (p := _preview(hierarchy, c, newest)) is not None]
     score = _score(hierarchy, node_id, query_vector) if query_vector is not None else None
     leaf = memory.leaves.get(node_id)
     if branch is not None:
         kind: NodeKind = branch.kind
-        text, label, count = branch.text, branch.label, branch.leaf_count
+        restated = (period_text if tree == "temporal" else current_text)(memory, node_id, quoted, newest)
+        text, label, count = restated or branch.text, branch.label, branch.leaf_count
         first_seq, last_seq, first_ts, last_ts = (
             branch.first_seq,
             branch.last_seq,
@@ -271,6 +294,8 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
     else:
         assert leaf is not None
         kind, text, label, count = "leaf", leaf.text, gist(leaf.text, LEAF_LABEL_CHARS), 1
+        if leaf.id in newest:
+            text = f"{text} ({stale_note(newest[leaf.id])})"
         first_seq = last_seq = leaf.seq
         first_ts = last_ts = leaf.timestamp
     return CursorView(
@@ -291,9 +316,9 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
         has_left=left is not None,
         has_right=right is not None,
         has_down=bool(children),
-        parent=_preview(hierarchy, parent),
-        left=_preview(hierarchy, left),
-        right=_preview(hierarchy, right),
+        parent=_preview(hierarchy, parent, newest),
+        left=_preview(hierarchy, left, newest),
+        right=_preview(hierarchy, right, newest),
         score=score,
     )
 
@@ -518,15 +543,17 @@ def parse_action(answer: str) -> tuple[str, int | None] | None:
     return action, int(index) if index is not None else None
 
 
-def _scored(hierarchy: Hierarchy, node_id: str, query: Vector) -> ScoredNode:
-    score = _score(hierarchy, node_id, query)
+def _scored(hierarchy: Hierarchy, preview: ChildPreview, query: Vector) -> ScoredNode:
+    """A node next to the cursor as a policy sees it: its preview's line (with its mark, for a
+    memory a later one updates) and its text."""
+    score = _score(hierarchy, preview.id, query)
     return ScoredNode(
-        id=node_id,
-        kind=_kind(hierarchy, node_id),
-        leaf_count=_leaf_count(hierarchy, node_id),
+        id=preview.id,
+        kind=preview.kind,
+        leaf_count=preview.leaf_count,
         score=score if score is not None else -1.0,
-        line=_preview_line(hierarchy, node_id),
-        text=hierarchy.text_of(node_id),
+        line=preview.line,
+        text=hierarchy.text_of(preview.id),
     )
 
 
@@ -545,7 +572,31 @@ def _context(
     order = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), candidates[i]))
     room = size - 1 if node.kind == "leaf" else size
     best = [ContextItem(candidates[i], memory.leaves[candidates[i]].text, float(scores[i])) for i in order]
-    return [own, *best[:room]]
+    return _current_context([own, *best[:room]], memory, query)
+
+
+def _current_context(items: list[ContextItem], memory: Memory, query: Vector) -> list[ContextItem]:
+    """``items`` with each memory a later one updates marked "superseded by <id>", and the update
+    found just before it (unless it is found already), so the agent's findings never state a stale
+    value unmarked, nor without the value that replaced it."""
+    leaves = [memory.leaves[item.id] for item in items if item.id in memory.leaves]
+    newest = newest_updates(memory, leaves)
+    if not newest:
+        return items
+    out: list[ContextItem] = []
+    found = {item.id for item in items}
+    for item in items:
+        update = newest.get(item.id)
+        if update is None:
+            out.append(item)
+            continue
+        if update.id not in found:
+            found.add(update.id)
+            out.append(ContextItem(update.id, update.text, float(update.vector @ query)))
+        # The settled memory's own text carries its note already (view).
+        marked = "superseded by" in item.text[len(memory.leaves[item.id].text) :]
+        out.append(item if marked else item._replace(text=f"{item.text} (superseded by {update.id})"))
+    return out
 
 
 def run_agent(
@@ -570,9 +621,9 @@ def run_agent(
     notes: list[str] = []
     outcome: Outcome = "max_steps"
     for step in range(max_steps):
-        children = [_scored(hierarchy, c.id, query_vector) for c in current.children]
+        children = [_scored(hierarchy, c, query_vector) for c in current.children]
         neighbours = {
-            side: _scored(hierarchy, preview.id, query_vector)
+            side: _scored(hierarchy, preview, query_vector)
             for side, preview in (("up", current.parent), ("left", current.left), ("right", current.right))
             if preview is not None
         }

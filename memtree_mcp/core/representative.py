@@ -19,7 +19,7 @@ either tree depends on beyond ties that rounding already breaks at random.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -34,8 +34,15 @@ def refresh_branch(
     branches: Mapping[str, Branch],
     *,
     keep_vector: bool,
+    stale: Collection[str] = (),
 ) -> None:
     """Recompute ``branch``'s leaf count, span, cohesion, text, label and vector from its children.
+
+    Memories in ``stale`` (ids of memories a later one updates; the semantic tree passes them) are
+    left out of the text and the label, as they are out of the siblings' words: a branch's text
+    and label then name the current value ("5433"), not the one it replaced ("5432"). Its count,
+    span and vector still hold every child (a leaf stays where it is filed); a branch whose
+    children are all stale keeps them all, so no branch goes without a text.
 
     Children must already be up to date (refresh bottom-up). With ``keep_vector`` the branch's
     current vector is left alone (the semantic tree's summary mode sets it from an embedding of the
@@ -87,16 +94,20 @@ def refresh_branch(
     centroid = normalised(mean)
     # Children most central to the branch speak first in its text and label.
     order = np.argsort(-(stacked @ centroid), kind="stable")
+    if stale:
+        current = [i for i in order if branch.children[i] not in stale]
+        order = np.asarray(current) if current else order
     branch.text = summarize_children([texts[i] for i in order])
-    branch.label = label_for([labelled[i] for i in order], siblings_words(branch, leaves, branches))
+    branch.label = label_for([labelled[i] for i in order], siblings_words(branch, leaves, branches, stale))
     if not keep_vector:
         branch.vector = centroid
 
 
 def siblings_words(
-    branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch]
+    branch: Branch, leaves: Mapping[str, Leaf], branches: Mapping[str, Branch], stale: Collection[str] = ()
 ) -> list[Wording]:
-    """What ``branch``'s label is told apart from: its siblings' texts (a branch's label and text)."""
+    """What ``branch``'s label is told apart from: its siblings' texts (a branch's label and text),
+    memories in ``stale`` left out."""
     parent = branches.get(branch.parent) if branch.parent is not None else None
     if parent is None:
         return []
@@ -106,7 +117,8 @@ def siblings_words(
             continue
         leaf = leaves.get(child)
         if leaf is not None:
-            found.append(leaf.text)
+            if child not in stale:
+                found.append(leaf.text)
         else:
             sibling = branches.get(child)
             if sibling is not None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -109,6 +109,9 @@ class SemanticTree(Hierarchy):
         self._embed = embed
         self._new_id = new_id
         self.max_fan_out = max_fan_out
+        # Memories a later one updates (older id -> newer id), kept by Memory: branch texts and
+        # labels are computed without them (refresh_branch's ``stale``).
+        self.stale: dict[str, str] = {}
         self.root = Branch(id=ROOT_ID, tree="semantic", kind="root", parent=None, depth=0)
         self.branches: dict[str, Branch] = {ROOT_ID: self.root}
         self.parent_of: dict[str, str] = {}
@@ -276,7 +279,17 @@ class SemanticTree(Hierarchy):
     def _refresh(self, branch: Branch) -> None:
         """Recompute a branch's count, span and representative from its children."""
         keep_vector = self.vector_mode != "centroid" and branch.vector is not None and branch.kind != "root"
-        refresh_branch(branch, self.leaves, self.branches, keep_vector=keep_vector)
+        refresh_branch(branch, self.leaves, self.branches, keep_vector=keep_vector, stale=self.stale)
+
+    def refresh_above(self, leaf_ids: Iterable[str]) -> set[str]:
+        """Recompute every branch above ``leaf_ids``, deepest first, after ``stale`` changed for them
+        (their texts and labels; their vectors stay as they are); returns the branches' ids."""
+        above = {
+            b.id: b for leaf_id in leaf_ids if leaf_id in self.parent_of for b in self.ancestors(leaf_id)
+        }
+        for branch in sorted(above.values(), key=lambda b: -b.depth):
+            self._refresh(branch)
+        return set(above)
 
     def _embed_texts(self, branches: list[Branch]) -> None:
         assert self._embed is not None

@@ -3,28 +3,34 @@
 Without an LLM a summary is composed from the representatives the trees already keep: it starts
 from the nodes that cover what was asked and opens the largest of them into their children for as
 long as the result stays within the token budget, so a larger budget reads the memory at a finer
-level. Every line cites the node it comes from. A memory that a later one updates
-(``core/updates.py``) gives way to the update, in the lines and in the summaries' texts, so a
-summary states how things are now.
+level. Every line cites the node it comes from.
+
+A summary of the whole memory, of a subject or of a semantic node states how things are now: a
+memory that a later one updates (``core/currency.py``, which asks ``core/updates.py``) gives way
+to the update, in its own line and in the summaries' texts that quote it; the stale sentence is
+not kept beside it ("earlier: …"), since a model reading a summary takes what it states as true
+and the budget is better spent on what is current (recall shows both, with their dates). A
+period (the temporal tree) tells what happened in it: its memories are never replaced by later
+ones; one a later memory updates is marked "changed later, <day>: “<the update>”" in its own line,
+and "(changed later)" in a summary's text that quotes it.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memtree_mcp.core import recall as ranking
-from memtree_mcp.core.extractive import PART_SEPARATOR, gist
+from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
+from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.recall import estimate_tokens
 from memtree_mcp.core.wording import counted
 
-# How many memories under a summarised branch are looked at for updates of what its text quotes.
-CURRENT_SCAN = 256
+# How much of a later update a period summary quotes beside a memory it updates.
+NOTE_CHARS = 90
 
 
 @dataclass(slots=True)
@@ -42,8 +48,9 @@ def summarize_nodes(
 
     The nodes are refined greedily: the branch covering the most memories is replaced by its
     children while the whole still fits. Past the budget, the least covering lines are dropped.
-    Updates of the memories shown are looked for among the lines, each memory's semantic siblings
-    and ``related`` (for a subject, the memories recall ranks first for it).
+    Updates of the memories shown are looked for among the lines, ``related`` (for a subject,
+    the memories recall ranks first for it), each memory's semantic siblings and the memories
+    closest to it in meaning. In ``tree`` temporal (a period) they are only noted (see the module).
     """
     frontier = [node_id for node_id in start if _covers_something(memory, tree, node_id)]
     while True:
@@ -64,9 +71,24 @@ def summarize_nodes(
         smallest = min(frontier, key=lambda n: (_leaf_count(memory, n), n))
         frontier.remove(smallest)
     candidates = [*frontier, *related]
-    frontier = _current(memory, frontier, candidates)
-    lines = [_line(memory.node(n), _current_text(memory, tree, n, candidates)) for n in frontier]
-    text = "\n".join(lines)
+    quoted = {n: quoted_leaves(memory, tree, n) for n in frontier}
+    olders = [leaf for n in frontier for leaf in ([memory.leaves[n]] if n in memory.leaves else quoted[n])]
+    newest = newest_updates(memory, olders, candidates)
+    if tree is memory.temporal:
+        lines = {
+            n: _line(memory.node(n), period_text(memory, n, quoted[n], newest), newest) for n in frontier
+        }
+    else:
+        frontier = _current(frontier, newest)
+        lines = {
+            n: _line(memory.node(n), current_text(memory, n, quoted.get(n, []), newest)) for n in frontier
+        }
+    # Notes of later changes make lines longer: past the budget, the least covering go first.
+    while len(frontier) > 1 and sum(estimate_tokens(line) + 1 for line in lines.values()) > max_tokens:
+        smallest = min(frontier, key=lambda n: (_leaf_count(memory, n), n))
+        frontier.remove(smallest)
+        del lines[smallest]
+    text = "\n".join(lines[n] for n in frontier)
     if lines and estimate_tokens(text) > max_tokens:
         text = text[: max(1, max_tokens * 4 - 1)] + "…"
     return Summary(text=text, node_ids=list(frontier))
@@ -117,62 +139,25 @@ def _cost(memory: Memory, node_ids: Sequence[str]) -> int:
     return sum(estimate_tokens(_line(memory.node(n))) + 1 for n in node_ids)
 
 
-def _current(memory: Memory, frontier: list[str], candidates: Sequence[str]) -> list[str]:
+def _current(frontier: list[str], newest: Mapping[str, Leaf]) -> list[str]:
     """``frontier`` with each memory a later one updates replaced by that update (or left out
     when the update is shown already), so the summary states the current state."""
     out: list[str] = []
     for node_id in frontier:
-        leaf = memory.leaves.get(node_id)
-        newest = ranking.newest_update(memory, leaf, candidates) if leaf is not None else None
-        chosen = node_id if newest is None else newest.id
+        update = newest.get(node_id)
+        chosen = node_id if update is None else update.id
         if chosen not in out:
             out.append(chosen)
     return out
 
 
-def _current_text(memory: Memory, tree: Hierarchy, node_id: str, candidates: Sequence[str]) -> str | None:
-    """An extractive summary's text with the gist of each memory a later one updates replaced by
-    the update's gist; None for a memory or an LLM summary (its text is shown as it is).
-
-    The gists come from memories anywhere below the branch (a parent quotes its children's first
-    sentences); the first ``CURRENT_SCAN`` memories below it, breadth first, are looked at.
-    """
-    branch = tree.branches.get(node_id)
-    if branch is None or branch.summary or PART_SEPARATOR not in branch.text:
-        return None
-    parts = branch.text.split(PART_SEPARATOR)
-    quoted = set(parts)
-    for leaf in _leaves_below(memory, tree, node_id, CURRENT_SCAN):
-        if gist(leaf.text) not in quoted:
-            continue
-        newest = ranking.newest_update(memory, leaf, candidates)
-        if newest is None or gist(leaf.text) not in parts:
-            continue
-        at = parts.index(gist(leaf.text))
-        if gist(newest.text) in parts:
-            del parts[at]
-        else:
-            parts[at] = gist(newest.text)
-    return PART_SEPARATOR.join(parts)
-
-
-def _leaves_below(memory: Memory, tree: Hierarchy, node_id: str, limit: int) -> list[Leaf]:
-    """Up to ``limit`` memories under ``node_id``, breadth first."""
-    found: list[Leaf] = []
-    queue = deque([node_id])
-    while queue and len(found) < limit:
-        current = queue.popleft()
-        leaf = memory.leaves.get(current)
-        if leaf is not None:
-            found.append(leaf)
-        elif current in tree.branches:
-            queue.extend(tree.branches[current].children)
-    return found
-
-
-def _line(node: Leaf | Branch, text: str | None = None) -> str:
+def _line(node: Leaf | Branch, text: str | None = None, newest: Mapping[str, Leaf] | None = None) -> str:
     if isinstance(node, Leaf):
-        return f"- {node.text} ({_day(node.timestamp)}) [{node.id}]"
+        update = newest.get(node.id) if newest is not None else None
+        when = _day(node.timestamp)
+        if update is not None:
+            when += f"; changed later, {_day(update.timestamp)}: “{gist(update.text, NOTE_CHARS)}”"
+        return f"- {node.text} ({when}) [{node.id}]"
     first, last = _day(node.first_ts), _day(node.last_ts)
     span = first if first == last else f"{first} to {last}"
     shown = node.text if text is None else text
