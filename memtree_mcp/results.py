@@ -46,7 +46,7 @@ class RecallHit(BaseModel):
     covers: int = Field(default=1, description="How many memories it stands for (1 for a memory).")
     superseded_by: str | None = Field(
         default=None,
-        description="The id of the later memory that updates this one, if any: always a hit of the same result.",
+        description="The id of the later memory that updates this one, if any: a hit of the same result.",
     )
 
 
