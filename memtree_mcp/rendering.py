@@ -48,8 +48,9 @@ def span(time_from: str | None, time_to: str | None) -> str:
     return first if first == last else f"{first}…{last}"
 
 
-def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | str | None = None) -> str:
-    """One recalled memory or summary: ``rank. [relevance · (count) · date(s)] text {id}``."""
+def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | None = None) -> str:
+    """One recalled memory or summary: ``rank. [relevance · (count) · date(s)] text {id}``, with
+    ``superseded by N`` among the facts when the memory ranked ``N`` in the result updates it."""
     if isinstance(hit, Hit):
         from memtree_mcp.inputs import format_timestamp
 
@@ -73,14 +74,16 @@ def recall_cost(hit: Hit) -> float:
 
 
 def recall_text(result: RecallResult) -> str:
-    """Recall's hits, best first, one line each; a memory a later one updates points to it."""
+    """Recall's hits, best first, one line each; a memory a later one updates points to its rank
+    (recall always shows the update in the same result: ``core/current.py``), never to an id the
+    model cannot see."""
     if not result.hits:
         return NOTHING_FOUND
     rank_of = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     lines = []
     for rank, hit in enumerate(result.hits, start=1):
-        newer = hit.superseded_by
-        lines.append(recall_line(rank, hit, superseded_by=rank_of.get(newer, newer) if newer else None))
+        newer = rank_of.get(hit.superseded_by) if hit.superseded_by else None
+        lines.append(recall_line(rank, hit, superseded_by=newer))
     return "\n".join(lines)
 
 

@@ -45,7 +45,8 @@ class RecallHit(BaseModel):
     breadcrumb: list[str] = Field(description="Labels of the branches above, from the top down.")
     covers: int = Field(default=1, description="How many memories it stands for (1 for a memory).")
     superseded_by: str | None = Field(
-        default=None, description="The id of a later memory that updates this one, if any."
+        default=None,
+        description="The id of the later memory that updates this one, if any: a hit of the same result.",
     )
 
 

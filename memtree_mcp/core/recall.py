@@ -40,17 +40,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from memtree_mcp.core.arrays import Positions, Timeline
+from memtree_mcp.core.current import Current
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.gathering import dated_spans, standardised, without_names
+from memtree_mcp.core.hits import Hit, Shown, hit_of
+from memtree_mcp.core.hits import estimate_tokens as estimate_tokens  # where callers find it
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.names import DEFAULT_STRATEGY, HitKind, KindFilter, Strategy
+from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Strategy
 from memtree_mcp.core.relevance import CONFIDENT, QueryRelevance
 from memtree_mcp.core.updates import Updates
 
@@ -98,29 +100,6 @@ class Weights:
 
 
 DEFAULT_WEIGHTS = Weights()
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap, conservative token count for budgets: about four characters a token."""
-    return max(1, math.ceil(len(text) / 4))
-
-
-@dataclass(slots=True)
-class Hit:
-    """One recalled node, ready to show to a model."""
-
-    id: str
-    text: str
-    kind: HitKind
-    tree: str
-    depth: int
-    score: float
-    first_ts: float
-    last_ts: float
-    breadcrumb: list[str] = field(default_factory=list)
-    relevance: float = 0.0
-    covers: int = 1
-    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,15 +192,18 @@ class Ranker:
         Hits are taken in score order. A hit below ``min_relevance`` (see ``core/relevance.py``)
         is left out, and so is one that would repeat what an earlier hit shows: a summary of a
         single memory, a memory an earlier summary already quotes whole, the parts of a summary
-        already shown (the rest of it stays). With ``supersede``, a memory that a later one
-        updates (an earlier hit, or a sibling in the semantic tree) is marked ``superseded_by``
-        that memory, which is shown just before it (with a cut-off; ``min_relevance`` 0 keeps
-        the ranking's order and only marks). Then one that does not fit in what is left of
-        ``max_tokens`` (``cost`` of each hit, by default its text's tokens) is skipped, so a long
-        summary never crowds out the short memories that follow it. With ``expand``, only
-        memories are returned: a summary in the ranking stands for its memories, which take its
-        place, best first, those already taken or filtered out left aside. Raises ValueError for
-        a request without a query vector.
+        already shown (the rest of it stays); when no hit reaches ``CONFIDENT``, only the
+        best-ranked one is kept (below the cut-off, only its latest update when it has one). With
+        ``supersede``, a memory that a later one updates is marked
+        ``superseded_by`` it, and that memory is always a hit of the result (``core/current.py``):
+        just before it with a cut-off; with ``min_relevance`` 0 the ranking keeps its order and
+        the updates that were no hits come after it. Then hits are taken in order up to ``k``
+        ranked ones (updates that joined are more), each only with its update, within
+        ``max_tokens`` (``cost`` of each hit, by default its text's tokens): one that does not fit
+        in what is left is skipped, so a long summary never crowds out the short memories that
+        follow it. With ``expand``, only memories are returned: a summary in the ranking stands
+        for its memories, which take its place, best first, those already taken or filtered out
+        left aside. Raises ValueError for a request without a query vector.
         """
         query, query_text, strategy = request.vector(), request.query_text, request.strategy
         k, max_tokens, min_relevance = request.k, request.max_tokens, request.min_relevance
@@ -258,7 +240,7 @@ class Ranker:
             radius=self.weights.neighbour_radius,
         )
         min_covers = 2 if final_where.kind == "summary" else self.weights.summary_min_covers
-        shown = _Shown(min_covers)
+        shown = Shown(min_covers)
         chosen: list[Hit] = []
         first: Hit | None = None  # the best-ranked hit, whatever its relevance
         for node_id, score in ranked:
@@ -269,40 +251,37 @@ class Ranker:
             text = shown.fresh_text(node)
             if text is None:
                 continue
-            hit = self._hit(node, score, relevance, text)
+            hit = hit_of(self.memory, node, score, relevance, text)
             first = first or hit
             if relevance >= min_relevance:
                 chosen.append(hit)
             if len(chosen) == want:
                 break
-        weak = min_relevance > 0 and first is not None and all(h.relevance < CONFIDENT for h in chosen)
-        if weak:
-            chosen = [first]  # type: ignore[list-item]
-        if request.supersede:
-            leaves = self.memory.leaves
-            related = [node_id for node_id, _ in ranked[: self.weights.updates_ranked] if node_id in leaves]
-            # Without a cut-off the caller wants the ranking itself: updates are marked, not moved
-            # (moving them cost 0.4 points of R@10 on LoCoMo, where questions about the past are
-            # often answered by the earlier statement).
-            chosen = self._superseded(
-                chosen, judge, shown, related, room=k - len(chosen), move=min_relevance > 0
-            )
-        if weak:
+        hint = False  # the one hit is shown although it misses the cut-off
+        if min_relevance > 0 and first is not None and all(h.relevance < CONFIDENT for h in chosen):
             # Only weak matches, the signature of a question about something never stored (or
-            # asked in other words than the memory's): the best-ranked hit alone, or its update.
-            chosen = chosen[:1]
-        hits: list[Hit] = []
-        budget: float | None = max_tokens
-        for hit in chosen:
-            if budget is not None:
-                price = request.cost(hit) if request.cost is not None else estimate_tokens(hit.text)
-                if price > budget:
-                    continue
-                budget -= price
-            hits.append(hit)
-            if len(hits) == k:
-                break
-        return hits
+            # asked in other words than the memory's): the best-ranked hit alone, with its update.
+            chosen, hint = [first], first.relevance < min_relevance
+        current = Current(
+            self.memory, shown, lambda leaf, score: hit_of(self.memory, leaf, score, judge.of(leaf))
+        )
+        if request.supersede:
+            # Without a cut-off the caller wants the ranking itself: the hits keep their order and
+            # updates join after them (moving them cost 0.4 points of R@10 on LoCoMo, where
+            # questions about the past are often answered by the earlier statement).
+            updates = self._updates(self._related(chosen, ranked))
+            chosen = current.with_updates(chosen, updates, move=min_relevance > 0)
+            if hint:
+                # A hint below the cut-off is one line: the current version of what ranked first.
+                chosen = [hit for hit in chosen if hit.superseded_by is None]
+        return current.within_budget(chosen, k, max_tokens, request.cost)
+
+    def _related(self, chosen: Sequence[Hit], ranked: Sequence[tuple[str, float]]) -> list[str]:
+        """Where updates of the hits are looked for, besides their semantic siblings: the hits and
+        the memories ranked first for the query."""
+        leaves = self.memory.leaves
+        related = [node_id for node_id, _ in ranked[: self.weights.updates_ranked] if node_id in leaves]
+        return [*(hit.id for hit in chosen), *related]
 
     def newest_update(self, older: Leaf, candidates: Collection[str] = ()) -> Leaf | None:
         """The latest memory that updates ``older`` (``core/updates.py``), or None.
@@ -316,50 +295,6 @@ class Ranker:
     def _updates(self, candidates: Collection[str]) -> Updates:
         weights = self.weights
         return Updates(self.memory, candidates, weights.siblings_checked, weights.updates_judged)
-
-    def _superseded(
-        self,
-        chosen: list[Hit],
-        judge: QueryRelevance,
-        shown: _Shown,
-        related: Sequence[str],
-        *,
-        room: int,
-        move: bool,
-    ) -> list[Hit]:
-        """``chosen`` with each memory a later one updates marked, and the update just before it.
-
-        Updates are looked for among the other hits, the memories ranked first for the query
-        (``related``) and each hit's semantic siblings (:meth:`newest_update`). An update found
-        outside the hits joins them while there is ``room`` (fewer hits than asked for): it is the
-        current version of something relevant, but it never pushes a ranked hit out. Without
-        ``move`` the hits keep their order and only the marks are set.
-        """
-        order = list(chosen)
-        by_id = {hit.id: hit for hit in order}
-        olders = [leaf for leaf in (self.memory.leaves.get(hit.id) for hit in chosen) if leaf is not None]
-        updates = self._updates([*(h.id for h in chosen), *related])
-        newest_of = dict(zip((leaf.id for leaf in olders), updates.newest_of(olders), strict=True))
-        for hit in chosen:
-            newest = newest_of.get(hit.id)
-            if newest is None:
-                continue
-            hit.superseded_by = newest.id
-            if not move:
-                continue
-            update = by_id.get(newest.id)
-            if update is None:
-                text = shown.fresh_text(newest) if room > 0 else None
-                if text is None:
-                    continue
-                room -= 1
-                update = by_id[newest.id] = self._hit(newest, hit.score, judge.of(newest), text)
-            elif order.index(update) < order.index(hit):
-                continue
-            else:
-                order.remove(update)
-            order.insert(order.index(hit), update)
-        return order
 
     def _branch_scores(
         self, query: Vector, leaf_scores: np.ndarray
@@ -618,68 +553,3 @@ class Ranker:
             return where.admits_leaf(leaf)
         branch = self.memory.branch(node_id)
         return branch is not None and where.admits_branch(branch)
-
-    def _hit(self, node: Leaf | Branch, score: float, relevance: float, text: str | None = None) -> Hit:
-        memory = self.memory
-        if isinstance(node, Leaf):
-            return Hit(
-                id=node.id,
-                text=node.text if text is None else text,
-                kind="leaf",
-                tree="semantic",
-                depth=memory.semantic.depth_of(node.id),
-                score=score,
-                first_ts=node.timestamp,
-                last_ts=node.timestamp,
-                breadcrumb=memory.breadcrumb(node.id),
-                relevance=relevance,
-            )
-        return Hit(
-            id=node.id,
-            text=node.text if text is None else text,
-            kind="summary",
-            tree=node.tree,
-            depth=node.depth,
-            score=score,
-            first_ts=node.first_ts,
-            last_ts=node.last_ts,
-            breadcrumb=memory.breadcrumb(node.id, node.tree),
-            relevance=relevance,
-            covers=node.leaf_count,
-        )
-
-
-class _Shown:
-    """What a recall result already shows, so that no text appears in it twice."""
-
-    def __init__(self, min_covers: int) -> None:
-        self._min_covers = min_covers
-        self._whole: set[str] = set()  # memories' texts and summaries' parts, as shown
-        self._gists: set[str] = set()  # what a summary quotes of each memory shown
-
-    def fresh_text(self, node: Leaf | Branch) -> str | None:
-        """The text ``node`` adds to what is shown (and now shown too), or None when it adds nothing.
-
-        A summary of fewer than ``min_covers`` memories only repeats what recall ranks on its own
-        (every memory is ranked); a summary's parts (the gists of its children, joined by
-        ``PART_SEPARATOR``) already shown are left out of it; a memory a summary already quoted
-        whole is not shown again.
-        """
-        if isinstance(node, Leaf):
-            text = node.text.strip()
-            if text in self._whole:
-                return None
-            self._whole.add(text)
-            self._gists.add(gist(text))
-            return node.text
-        if node.leaf_count < self._min_covers:
-            return None
-        parts = [
-            part
-            for part in node.text.split(PART_SEPARATOR)
-            if part.strip() not in self._whole and part.strip() not in self._gists
-        ]
-        if not parts:
-            return None
-        self._whole.update(part.strip() for part in parts)
-        return PART_SEPARATOR.join(parts)
