@@ -129,8 +129,8 @@ async def recall(
     as_of: Annotated[Timestamp, Field(description="Memory as it was then: version or ISO 8601 time.")] = None,
 ) -> Annotated[CallToolResult, RecallOutput]:
     """Look up long-term memory. Call it before answering, with the user's request or its subject.
-    Hits best first: rank. [relevance 0-1 · date] text {id}. A memory a later one updates comes
-    after it, marked "superseded by"."""
+    Hits best first: rank. [relevance 0-1 · date] text {id}. A stale memory is marked "superseded
+    by N", N its update's rank."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     found = await _run(
