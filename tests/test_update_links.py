@@ -5,6 +5,8 @@ written before links existed."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import AsyncIterator
 
 import lancedb
@@ -327,3 +329,22 @@ def test_the_rows_of_a_leaf_carry_its_links_and_a_load_reads_them_back(
     rows = dict(zip(table["id"].to_pylist(), table["supersedes"].to_pylist(), strict=True))
     assert rows[newer] == [older]
     assert all(links == [] for node_id, links in rows.items() if node_id != newer)
+
+
+def test_the_cli_remembers_with_supersedes_and_refuses_an_unknown_id(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memtree_mcp.cli import main
+
+    for name in [name for name in os.environ if name.startswith("MEMTREE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMTREE_HOME", settings.home)
+    assert main(["remember", OLDER, "--json"]) == 0
+    older = json.loads(capsys.readouterr().out)["ids"][0]
+    assert main(["remember", NEWER, "--supersedes", older]) == 0
+    assert f"(supersedes {older})" in capsys.readouterr().out
+    assert main(["remember", "Someone else entirely.", "--supersedes", "m0123456789abcde"]) != 0
+    assert "m0123456789abcde" in capsys.readouterr().err
+    assert main(["export"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [record.get("supersedes") for record in records] == [None, [older]]
