@@ -16,6 +16,7 @@ MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -67,6 +68,8 @@ class Chunk:
     tags: tuple[str, ...]
     timestamp: float
     session: str | None
+    # The id the leaf is to have (an imported record's), when no other memory has it.
+    wanted_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +132,10 @@ class Writer:
 
         Each record is a mapping with ``content`` and optionally ``role``, ``timestamp``,
         ``session``, ``tags``, checked as ``remember`` checks them, and ``id`` and ``supersedes``
-        as ``export`` writes them: the memories get new ids, and a record's links to the ids of
-        other records (or of memories the namespace holds) are given to the new memories at the
-        end, in one more commit; a link to neither is dropped (logged). A record that fails its
+        as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
+        of that id already (then it gets a new one), and a record's links to the ids of other
+        records (or of memories the namespace holds) are given to the memories at the end, in one
+        more commit; a link to neither is dropped (logged). A record that fails its
         check stops the import with InvalidInput naming the record; every batch committed before it
         stays. Returns (memories added, duplicates skipped).
         """
@@ -176,6 +180,8 @@ class Writer:
                 raise InvalidInput(f"record {number}: {exc}") from None
             if old is not None or olders:
                 named.append((len(pending), old, olders))
+            if old is not None:
+                chunks[0] = dataclasses.replace(chunks[0], wanted_id=old)
             pending += chunks
             if len(pending) >= batch:
                 flush()
@@ -240,7 +246,7 @@ class Writer:
                         ids.append(existing)
                         continue
                     leaf = Leaf(
-                        id=new_leaf_id(),
+                        id=_free_id(memory, chunk.wanted_id),
                         text=chunk.text,
                         vector=vectors[hashes[i]],
                         seq=memory.next_seq,
@@ -359,6 +365,13 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
                 "nothing was stored. Recall to find the current id of the memory this one updates, "
                 "or remember it without supersedes."
             )
+
+
+def _free_id(memory: Memory, wanted: str | None) -> str:
+    """``wanted`` when it names no node of ``memory``, else a new leaf id."""
+    if wanted is None or wanted in memory.leaves or memory.branch(wanted) is not None:
+        return new_leaf_id()
+    return wanted
 
 
 def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:

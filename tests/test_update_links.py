@@ -226,21 +226,32 @@ def test_a_link_survives_a_restart_and_a_second_process_follows_it(
         restarted.close()
 
 
-def test_export_then_import_keeps_the_links_under_the_new_ids(service: MemoryService) -> None:
+def test_export_then_import_keeps_the_ids_and_the_links(service: MemoryService) -> None:
     older, newer = linked(service)
     records = list(service.export_memories())
     exported = next(record for record in records if record["id"] == newer)
     assert exported["supersedes"] == [older]
+    assert service.import_memories(records, namespace="copy") == (len(records), 0)
+    assert held(service, "copy").leaves[newer].supersedes == (older,)
+    assert marked(service, older, namespace="copy") == newer
+    assert list(service.export_memories("copy")) == records
+    # Importing again: every record is a duplicate, and its links go onto the stored memory.
+    assert service.import_memories(records, namespace="copy") == (0, len(records))
+    assert held(service, "copy").leaves[newer].supersedes == (older,)
+
+
+def test_an_import_maps_links_to_the_new_ids_of_records_whose_ids_are_taken(service: MemoryService) -> None:
+    older, newer = linked(service)
+    records = list(service.export_memories())
+    # The namespace imported into already has a memory of the older record's id.
+    service.import_memories([{"id": older, "content": "Something else entirely."}], namespace="copy")
     # Exported newest first: a link to a record further down the file is given at the end too.
     added, skipped = service.import_memories(reversed(records), namespace="copy")
     assert (added, skipped) == (len(records), 0)
-    new_older, new_newer = id_of(service, OLDER, "copy"), id_of(service, NEWER, "copy")
-    assert {new_older, new_newer}.isdisjoint({older, newer})
-    assert held(service, "copy").leaves[new_newer].supersedes == (new_older,)
-    assert marked(service, new_older, namespace="copy") == new_newer
-    # Importing again: every record is a duplicate, and its links go onto the stored memory.
-    assert service.import_memories(records, namespace="copy") == (0, len(records))
-    assert held(service, "copy").leaves[new_newer].supersedes == (new_older,)
+    new_older = id_of(service, OLDER, "copy")
+    assert new_older != older and id_of(service, NEWER, "copy") == newer
+    assert held(service, "copy").leaves[newer].supersedes == (new_older,)
+    assert marked(service, new_older, namespace="copy") == newer
 
 
 def test_an_import_record_with_a_bad_link_stops_the_import_naming_the_record(service: MemoryService) -> None:
