@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--tag", dest="tags", action="append", default=[], help="a tag (repeatable)")
     remember.add_argument("--timestamp", help="ISO 8601 time it happened (default now)")
     remember.add_argument("--session", help="conversation or session id")
+    remember.add_argument(
+        "--supersedes",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="the id of an earlier memory this one updates (repeatable)",
+    )
     remember.add_argument("--json", action="store_true", help="print the result as JSON")
 
     recall = commands.add_parser("recall", parents=[common], help="look up memories")
@@ -312,14 +319,20 @@ def install(args: argparse.Namespace, settings: Settings, service: MemoryService
 def remember(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     content = sys.stdin.read() if args.content == "-" else args.content
     stored = service.remember(
-        content, role=args.role, tags=args.tags, timestamp=args.timestamp, session=args.session
+        content,
+        role=args.role,
+        tags=args.tags,
+        timestamp=args.timestamp,
+        session=args.session,
+        supersedes=args.supersedes,
     )
     if args.json:
         print(stored.model_dump_json(indent=2))
     else:
         state = "already remembered" if stored.deduplicated else "remembered"
         where = " > ".join(step.label for step in stored.path) or "top level"
-        print(f"{state}: {', '.join(stored.ids)} (under: {where})")
+        links = f" (supersedes {', '.join(stored.supersedes)})" if stored.supersedes else ""
+        print(f"{state}: {', '.join(stored.ids)}{links} (under: {where})")
     return 0
 
 

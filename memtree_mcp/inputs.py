@@ -47,6 +47,13 @@ MAX_OUTLINE_DEPTH = 20
 MAX_FORGET = 50
 # A forget query lists at most this many candidates.
 FORGET_CANDIDATES = 10
+# A remember names at most this many earlier memories it updates (``supersedes``).
+MAX_SUPERSEDES = 16
+# A memory's id: "m" and 15 hexadecimal digits (``writing.new_leaf_id``).
+MEMORY_ID_CHARS = 16
+_MEMORY_ID = re.compile("m[0-9a-f]{15}")
+# A summary's id (core/semantic.py, core/temporal.py): a branch's, or a root's.
+_SUMMARY_ID = re.compile("b[0-9a-f]{15}|semantic-root|temporal-root")
 _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
 # Characters that change what a reader sees without being seen, removed from every text stored or
 # looked up: Unicode tag characters (U+E0000-E007F, which can spell hidden instructions to a
@@ -137,6 +144,33 @@ def check_ids(ids: object, limit: int | None) -> list[str]:
         if not isinstance(node_id, str) or not 0 < len(node_id) <= MAX_NODE_ID_CHARS:
             raise InvalidInput(f"each id must be a memory id, as recall gives them; got {node_id!r:.40}.")
     return list(dict.fromkeys(ids))
+
+
+def check_supersedes(ids: object) -> tuple[str, ...]:
+    """``ids`` without repeats, if it is a list of at most MAX_SUPERSEDES memory ids (a summary's id
+    has another form; whether each names a stored memory is the writer's check, under its lock)."""
+    if ids is None:
+        return ()
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidInput(
+            "supersedes must be a list of memory ids, as recall shows them; nothing was stored."
+        )
+    if len(ids) > MAX_SUPERSEDES:
+        raise InvalidInput(
+            f"supersedes names at most {MAX_SUPERSEDES} memories; got {len(ids)}. Nothing was stored."
+        )
+    for node_id in ids:
+        if isinstance(node_id, str) and _SUMMARY_ID.fullmatch(node_id):
+            raise InvalidInput(
+                f"supersedes: {node_id} is a summary, not a memory; name the memories (ids starting "
+                "with 'm') that this one updates, e.g. from recall with expand=true. Nothing was stored."
+            )
+        if not isinstance(node_id, str) or not _MEMORY_ID.fullmatch(node_id):
+            raise InvalidInput(
+                f"supersedes: {node_id!r:.40} is not a memory id ('m' and 15 hex digits, as recall shows "
+                "them in braces). Nothing was stored; recall to find the current id."
+            )
+    return tuple(dict.fromkeys(ids))
 
 
 def check_version(when: object) -> int | None:

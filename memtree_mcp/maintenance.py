@@ -165,11 +165,16 @@ class Maintenance:
         return len(leaves), old_embedder, version
 
     def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every memory of namespace ``name`` in the order it was remembered, as records import reads."""
+        """Every memory of namespace ``name`` in the order it was remembered, as records import reads:
+        with its id, and the ids of the memories it updates (``supersedes``, those still held),
+        which import maps to the new memories' ids."""
         with self._spaces.reading(name) as space:
             leaves = sorted(space.memory.leaves.values(), key=lambda leaf: leaf.seq) if space else []
+            held = space.memory.leaves if space else {}
+            links = {leaf.id: [older for older in leaf.supersedes if older in held] for leaf in leaves}
         for leaf in leaves:
             record: dict[str, Any] = {
+                "id": leaf.id,
                 "content": leaf.text,
                 "role": leaf.role,
                 "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
@@ -178,4 +183,6 @@ class Maintenance:
                 record["session"] = leaf.session
             if leaf.tags:
                 record["tags"] = list(leaf.tags)
+            if links[leaf.id]:
+                record["supersedes"] = links[leaf.id]
             yield record

@@ -90,6 +90,8 @@ def recall_text(result: RecallResult) -> str:
 def remember_text(result: RememberResult) -> str:
     """Which memory was stored (or already known) and where it was filed."""
     ids = ", ".join(result.ids)
+    if result.supersedes:
+        ids += f" (supersedes {', '.join(result.supersedes)})"
     head = f"Already remembered: {ids}." if result.deduplicated else f"Remembered: {ids}."
     if result.path:
         head += f" Filed under: {result.path[-1].label}."

@@ -21,6 +21,9 @@ class RememberResult(BaseModel):
     deduplicated: bool = Field(description="True when every chunk was already stored, so nothing was added.")
     path: list[PathStep] = Field(description="Branches above the first chunk in the semantic tree.")
     namespace: str
+    supersedes: list[str] = Field(
+        default_factory=list, description="Earlier memories the first chunk now says it updates."
+    )
 
 
 class RecallHit(BaseModel):

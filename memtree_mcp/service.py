@@ -91,17 +91,27 @@ class MemoryService:
         timestamp: str | None = None,
         session: str | None = None,
         namespace: str | None = None,
+        supersedes: Sequence[str] | None = None,
     ) -> RememberResult:
         """Store ``content`` as one leaf per chunk, skipping chunks that are already stored.
 
-        Raises InvalidInput for bad arguments (nothing is written), StoreError when the commit
-        fails (the previous state is kept) and EmbedderMismatch for a store built by another model.
+        ``supersedes``: ids of earlier memories this one updates; its first chunk (or the stored
+        duplicate) is linked to them, and recall then marks them superseded by it.
+
+        Raises InvalidInput for bad arguments, an id of ``supersedes`` that names no stored memory
+        among them (nothing is written), StoreError when the commit fails (the previous state is
+        kept) and EmbedderMismatch for a store built by another model.
         """
         name = self.resolve_namespace(namespace)
-        stored = self.writer.store(name, self.writer.chunks(content, role, tags, timestamp, session))
+        chunks = self.writer.chunks(content, role, tags, timestamp, session)
+        stored = self.writer.store(name, chunks, supersedes)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
         return RememberResult(
-            ids=stored.ids, deduplicated=stored.added == 0, path=stored.path, namespace=name
+            ids=stored.ids,
+            deduplicated=stored.added == 0,
+            path=stored.path,
+            namespace=name,
+            supersedes=list(stored.supersedes),
         )
 
     def recall(

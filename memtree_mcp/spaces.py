@@ -67,10 +67,12 @@ WATCH_SECONDS = 0.2
 
 @dataclass
 class ChangeSet:
-    """The nodes one write changed and removed, committed together; ``now`` stamps their rows."""
+    """The nodes one write changed and removed, committed together; ``now`` stamps their rows.
+    ``rewritten``: stored leaves among ``changed`` whose own record changed (given update links)."""
 
     changed: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
+    rewritten: set[str] = field(default_factory=set)
     now: float = field(default_factory=time.time)
 
 
@@ -244,7 +246,11 @@ class Spaces:
             yield change
             if change.changed or change.removed:
                 space.version = space.table.commit(
-                    space.memory, change.changed - change.removed, change.removed, change.now
+                    space.memory,
+                    change.changed - change.removed,
+                    change.removed,
+                    change.now,
+                    change.rewritten - change.removed,
                 )
         except BaseException:
             self.reload(space)

@@ -16,6 +16,7 @@ MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -37,6 +38,7 @@ from memtree_mcp.inputs import (
     check_node,
     check_role,
     check_session,
+    check_supersedes,
     check_tags,
     check_text,
     parse_timestamp,
@@ -66,15 +68,19 @@ class Chunk:
     tags: tuple[str, ...]
     timestamp: float
     session: str | None
+    # The id the leaf is to have (an imported record's), when no other memory has it.
+    wanted_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """What storing chunks did: each chunk's leaf id, how many were new, the first one's path."""
+    """What storing chunks did: each chunk's leaf id, how many were new, the first one's path, and
+    the earlier memories the first one now says it updates (the links this write gave it)."""
 
     ids: list[str]
     added: int
     path: list[PathStep]
+    supersedes: tuple[str, ...] = ()
 
 
 def content_hash(text: str) -> str:
@@ -125,8 +131,12 @@ class Writer:
         """Store many records fast: embeddings in batches, one commit per ``batch`` memories.
 
         Each record is a mapping with ``content`` and optionally ``role``, ``timestamp``,
-        ``session``, ``tags``, checked as ``remember`` checks them. A record that fails its check
-        stops the import with InvalidInput naming the record; every batch committed before it
+        ``session``, ``tags``, checked as ``remember`` checks them, and ``id`` and ``supersedes``
+        as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
+        of that id already (then it gets a new one), and a record's links to the ids of other
+        records (or of memories the namespace holds) are given to the memories at the end, in one
+        more commit; a link to neither is dropped (logged). A record that fails its
+        check stops the import with InvalidInput naming the record; every batch committed before it
         stays. Returns (memories added, duplicates skipped).
         """
         with self._spaces.maintenance_deferred(name):
@@ -135,36 +145,87 @@ class Writer:
     def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
+        # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
+        named: list[tuple[int, str | None, tuple[str, ...]]] = []
+        new_id: dict[str, str] = {}  # a record's id -> the id of its memory here
+        links: dict[str, tuple[str, ...]] = {}  # a memory here -> the record ids it supersedes
+
+        def flush() -> None:
+            nonlocal added, skipped, pending, named
+            stored = self.store(name, pending)
+            added, skipped = added + stored.added, skipped + len(pending) - stored.added
+            for at, old, olders in named:
+                if old is not None:
+                    new_id[old] = stored.ids[at]
+                if olders:
+                    links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
+            pending, named = [], []
+
         for number, record in enumerate(records, start=1):
             try:
                 if not isinstance(record, Mapping):
                     raise InvalidInput("each line must be a JSON object with a 'content' field.")
-                pending += self.chunks(
+                chunks = self.chunks(
                     record.get("content"),
                     record.get("role", "user"),
                     record.get("tags", ()),
                     record.get("timestamp"),
                     record.get("session"),
                 )
+                old = record.get("id")
+                if old is not None:
+                    old = check_supersedes([old])[0]
+                olders = check_supersedes(record.get("supersedes"))
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
+            if old is not None or olders:
+                named.append((len(pending), old, olders))
+            if old is not None:
+                chunks[0] = dataclasses.replace(chunks[0], wanted_id=old)
+            pending += chunks
             if len(pending) >= batch:
-                done = self.store(name, pending).added
-                added, skipped = added + done, skipped + len(pending) - done
-                pending = []
+                flush()
         if pending:
-            done = self.store(name, pending).added
-            added, skipped = added + done, skipped + len(pending) - done
+            flush()
+        if links:
+            self._link_imported(name, links, new_id)
         return added, skipped
 
-    def store(self, name: str, chunks: list[Chunk]) -> Stored:
+    def _link_imported(
+        self, name: str, links: Mapping[str, Sequence[str]], new_id: Mapping[str, str]
+    ) -> None:
+        """Give imported memories their links (``links``: the record ids each supersedes), each
+        record id read as its memory's id here (``new_id``) or, failing that, as a memory the
+        namespace already held; one commit."""
+        with self._spaces.writing(name) as space:
+            assert space is not None
+            memory = space.memory
+            dropped = 0
+            with self._spaces.change(space) as change:
+                for leaf_id, olders in links.items():
+                    mapped = [new_id.get(older, older) for older in olders]
+                    found = [older for older in mapped if older in memory.leaves and older != leaf_id]
+                    dropped += len(mapped) - len(found)
+                    if leaf_id in memory.leaves and memory.link(leaf_id, found):
+                        change.changed.add(leaf_id)
+                        change.rewritten.add(leaf_id)
+        if dropped:
+            log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
+
+    def store(self, name: str, chunks: list[Chunk], supersedes: object = ()) -> Stored:
         """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
 
+        ``supersedes``: ids of earlier memories that this content updates (checked by
+        ``inputs.check_supersedes``); the first chunk's leaf gets the links, the stored one when it
+        is a duplicate. Each must name a memory held now, other than this content's own
+        duplicates: checked under the write lock, before anything is written.
+
         The new chunks are embedded before the namespace is locked. Raises InvalidInput past the
-        namespace's quota (nothing written), LockTimeout when another writer keeps the namespace
-        too long, StoreError when the commit fails (the previous state is kept) and
-        EmbedderMismatch for a store built by another model.
+        namespace's quota or for an id of ``supersedes`` that names no memory (nothing written),
+        LockTimeout when another writer keeps the namespace too long, StoreError when the commit
+        fails (the previous state is kept) and EmbedderMismatch for a store built by another model.
         """
+        olders = check_supersedes(supersedes)
         hashes = [content_hash(chunk.text) for chunk in chunks]
         vectors = self._vectors(name, chunks, hashes)
         refine: list[tuple[int, str]] = []
@@ -173,15 +234,19 @@ class Writer:
             memory = space.memory
             fresh = _fresh(memory, hashes)
             self._check_quota(name, memory, len(fresh))
+            check_links(memory, name, olders, hashes)
             ids: list[str] = []
             with self._spaces.change(space) as change:
                 for i, chunk in enumerate(chunks):
                     existing = memory.duplicate_of(hashes[i])
                     if existing is not None:
+                        if not ids and memory.link(existing, olders):
+                            change.changed.add(existing)
+                            change.rewritten.add(existing)
                         ids.append(existing)
                         continue
                     leaf = Leaf(
-                        id=new_leaf_id(),
+                        id=_free_id(memory, chunk.wanted_id),
                         text=chunk.text,
                         vector=vectors[hashes[i]],
                         seq=memory.next_seq,
@@ -191,6 +256,7 @@ class Writer:
                         session=chunk.session,
                         content_hash=hashes[i],
                         created=change.now,
+                        supersedes=olders if not ids else (),
                     )
                     change.changed |= memory.add_leaf(leaf)
                     ids.append(leaf.id)
@@ -203,7 +269,7 @@ class Writer:
                 if b.kind != "root"
             ]
         self._refinement.submit(name, refine)
-        return Stored(ids, len(fresh), path)
+        return Stored(ids, len(fresh), path, olders)
 
     def _vectors(self, name: str, chunks: Sequence[Chunk], hashes: Sequence[str]) -> dict[str, Vector]:
         """A vector for every chunk by content hash, embedded without holding any lock.
@@ -280,6 +346,32 @@ class Writer:
         self._refinement.submit(name, refine)
         log.info("forgot %d memories in namespace %s", len(targets), name)
         return targets
+
+
+def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Sequence[str]) -> None:
+    """InvalidInput unless every id of ``supersedes`` names a memory of ``memory`` (namespace
+    ``name``) other than a stored duplicate of the content being remembered (``hashes``)."""
+    own = {memory.duplicate_of(h) for h in hashes}
+    for older in supersedes:
+        if older in own:
+            raise InvalidInput(
+                f"supersedes: {older} is this memory itself (the same text is already stored as "
+                f"{older}); nothing was stored. Name only the earlier memories it updates."
+            )
+        if older not in memory.leaves:
+            what = "a summary, not a memory" if memory.branch(older) is not None else "not a stored memory"
+            raise InvalidInput(
+                f"supersedes: {older} is {what} in namespace '{name}' (forgotten, or never stored); "
+                "nothing was stored. Recall to find the current id of the memory this one updates, "
+                "or remember it without supersedes."
+            )
+
+
+def _free_id(memory: Memory, wanted: str | None) -> str:
+    """``wanted`` when it names no node of ``memory``, else a new leaf id."""
+    if wanted is None or wanted in memory.leaves or memory.branch(wanted) is not None:
+        return new_leaf_id()
+    return wanted
 
 
 def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:

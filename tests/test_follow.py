@@ -107,7 +107,9 @@ def assert_same_memory(follower: Memory, fresh: Memory) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(0, 2**32 - 1),
-    st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.booleans()), min_size=1, max_size=70),
+    st.lists(
+        st.tuples(st.sampled_from(["add", "add", "remove", "link"]), st.booleans()), min_size=1, max_size=70
+    ),
     st.integers(0, 40),
     st.sampled_from([3, 32]),
 )
@@ -129,8 +131,15 @@ def test_a_follower_applying_each_commit_equals_a_fresh_load(
     removed: set[str] = set()
     for op, commit_now in plan:
         if op == "add" or not writer.leaves:
-            changed |= writer.add_leaf(random_leaf(rng, next_id, centres))
+            leaf = random_leaf(rng, next_id, centres)
+            if writer.leaves and rng.random() < 0.3:  # a memory that says it updates an earlier one
+                leaf.supersedes = (str(rng.choice(sorted(writer.leaves))),)
+            changed |= writer.add_leaf(leaf)
             next_id += 1
+        elif op == "link":  # a stored memory given another link (remember of its duplicate)
+            newer, older = (str(n) for n in rng.choice(sorted(writer.leaves), size=2))
+            if writer.link(newer, [older]):
+                changed.add(newer)
         else:
             leaf_changed, leaf_removed = writer.remove_leaf(str(rng.choice(sorted(writer.leaves))))
             changed = (changed | leaf_changed) - leaf_removed

@@ -75,6 +75,8 @@ def memory_state(memory: Memory) -> dict[str, object]:
             leaf.content_hash,
             memory.semantic.parent_of[leaf.id],
             memory.temporal.parent_of[leaf.id],
+            leaf.supersedes,
+            memory.superseded_by(leaf.id),
         )
     for branch in [*memory.semantic.branches.values(), *memory.temporal.branches.values()]:
         state[branch.id] = (

@@ -100,8 +100,9 @@ def restate(memory: Memory, changed: Collection[str]) -> set[str]:
     memory whose state changed; returns the ids of the branches recomputed (to be written too).
 
     Judged again: the memories under the changed semantic branches, and for each memory that
-    changed, the memories closest to it in meaning (those a new memory may update). A memory whose
-    update was forgotten is judged again too (it may be current once more).
+    changed, the memories closest to it in meaning (those a new memory may update) and those its
+    ``supersedes`` links name. A memory whose update was forgotten is judged again too (it may be
+    current once more).
     """
     stale = memory.semantic.stale
     semantic = memory.semantic.branches
@@ -114,6 +115,8 @@ def restate(memory: Memory, changed: Collection[str]) -> set[str]:
     # A rebuild writes every node: every memory is judged among its siblings already.
     for close in neighbours(memory, arrived) if len(arrived) <= BATCH else []:
         olders.update((n, memory.leaves[n]) for n in close)
+    for leaf in arrived:  # what it says it updates, however far in meaning
+        olders.update((o, memory.leaves[o]) for o in leaf.supersedes if o in memory.leaves)
     for older, newer in list(stale.items()):
         if older not in memory.leaves:
             del stale[older]

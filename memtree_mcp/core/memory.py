@@ -77,6 +77,9 @@ class Memory:
         self.author_code: dict[str, int] = {}  # casefolded role -> code
         self.arrays: dict[str, TreeArrays] = {tree: TreeArrays() for tree in TREES}
         self._by_hash: dict[str, str] = {}
+        # Explicit update links (``Leaf.supersedes``): each id named by a held leaf, with the held
+        # leaves that name it (whether or not that id is held: a restore may bring it back).
+        self._named_by: dict[str, dict[str, None]] = {}
         self._authors: Counter[str] = Counter()  # memories by role, for names in a query
         self._last_named: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
         self._timeline: Timeline | None = None
@@ -113,6 +116,7 @@ class Memory:
             raise ValueError("the vectors given are not one per leaf, the leaves in seq order")
         self.leaves.clear()
         self._by_hash.clear()
+        self._named_by.clear()
         self._authors = Counter(leaf.role for leaf in ordered)
         ids = [leaf.id for leaf in ordered]
         self.leaf_index = VectorIndex(self.dimension, capacity=headroom(len(ordered)))
@@ -147,6 +151,9 @@ class Memory:
         self.slot_stamp[at] = np.fromiter((leaf.timestamp for leaf in ordered), np.float64, n)
         self.leaves.update(zip(ids, ordered, strict=True))
         self._by_hash.update((leaf.content_hash, leaf.id) for leaf in ordered if leaf.content_hash)
+        for leaf in ordered:
+            if leaf.supersedes:
+                self._link(leaf)
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
         fitting: dict[str, Shape | None] = {}
@@ -191,6 +198,7 @@ class Memory:
         if leaf.content_hash:
             self._by_hash[leaf.content_hash] = leaf.id
         self._authors[leaf.role] += 1
+        self._link(leaf)
         self.next_seq = leaf.seq + 1
         changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
         self.leaf_index.upsert(leaf.id, leaf.vector)
@@ -240,6 +248,12 @@ class Memory:
         for leaf_id in gone:
             self._unindex_leaf(leaf_id)
         fresh = sorted((leaf for leaf in leaves if leaf.id not in self.leaves), key=lambda leaf: leaf.seq)
+        for leaf in leaves:
+            held = self.leaves.get(leaf.id)
+            if held is not None and held.supersedes != leaf.supersedes:
+                self._unlink(held)  # its record was written again with other links
+                held.supersedes = leaf.supersedes
+                self._link(held)
         timeline = self._timeline
         previous = None  # the latest leaf still held, which the fresh ones must all follow
         if timeline is not None and timeline.size:
@@ -250,6 +264,7 @@ class Memory:
             if leaf.content_hash:
                 self._by_hash[leaf.content_hash] = leaf.id
             self._authors[leaf.role] += 1
+            self._link(leaf)
             self.leaf_index.upsert(leaf.id, leaf.vector)
             self.lexical.add(leaf.id, leaf.text)
             self._map_slot(leaf.id)
@@ -286,6 +301,7 @@ class Memory:
         leaf = self.leaves.pop(leaf_id)
         if self._by_hash.get(leaf.content_hash) == leaf_id:
             del self._by_hash[leaf.content_hash]
+        self._unlink(leaf)
         self._authors[leaf.role] -= 1
         if self._authors[leaf.role] <= 0:
             del self._authors[leaf.role]
@@ -306,6 +322,57 @@ class Memory:
             self.slot_row[self.lexical.slot(moved)] = row
             if self._timeline is not None:
                 self._timeline.renumber(last, row)
+
+    # -- explicit update links ----------------------------------------------------------------------
+
+    def link(self, leaf_id: str, olders: Iterable[str]) -> bool:
+        """Record that held leaf ``leaf_id`` updates the memories ``olders`` too (its
+        ``supersedes`` grows, in order, without repeats); whether anything was added. The caller
+        checks the ids (``writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf
+        not held."""
+        leaf = self.leaves[leaf_id]
+        grown_links = tuple(dict.fromkeys((*leaf.supersedes, *(o for o in olders if o != leaf_id))))
+        if grown_links == leaf.supersedes:
+            return False
+        self._unlink(leaf)
+        leaf.supersedes = grown_links
+        self._link(leaf)
+        return True
+
+    def superseded_by(self, older_id: str) -> str | None:
+        """The held memory that says it updates held memory ``older_id`` (``Leaf.supersedes``), the
+        latest of them when several do; None when none does or ``older_id`` is not held."""
+        newers = self._named_by.get(older_id)
+        if not newers or older_id not in self.leaves:
+            return None
+        leaves = self.leaves
+        return max(newers, key=lambda newer: (leaves[newer].timestamp, leaves[newer].seq))
+
+    def current_of(self, older_id: str) -> str | None:
+        """Where the explicit links from ``older_id`` lead: the memory that updates it, or the one
+        that updates that in turn, and so on (C updates B, which updated A: A's is C); None when no
+        memory says it updates ``older_id``. A circle of links stops before it closes."""
+        seen = {older_id}
+        current = None
+        newer = self.superseded_by(older_id)
+        while newer is not None and newer not in seen:
+            seen.add(newer)
+            current = newer
+            newer = self.superseded_by(newer)
+        return current
+
+    def _link(self, leaf: Leaf) -> None:
+        for older in leaf.supersedes:
+            if older != leaf.id:
+                self._named_by.setdefault(older, {})[leaf.id] = None
+
+    def _unlink(self, leaf: Leaf) -> None:
+        for older in leaf.supersedes:
+            newers = self._named_by.get(older)
+            if newers is not None:
+                newers.pop(leaf.id, None)
+                if not newers:
+                    del self._named_by[older]
 
     def _boundary_between_rows(self, before: int, after: int) -> bool:
         """Whether the leaves in leaf-index rows ``before`` and ``after``, in time order, are in

@@ -25,6 +25,9 @@ class Leaf:
     session: str | None = None
     content_hash: str = ""
     created: float = 0.0
+    # The ids of earlier memories this one updates, as whoever stored it said (``remember``'s
+    # ``supersedes``): an explicit link, which wins over the rule of ``core/updates.py``.
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

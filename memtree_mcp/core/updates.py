@@ -545,11 +545,34 @@ class Updates:
         self._judge = UpdateJudge(memory.lexical)
 
     def newest(self, older: Leaf) -> Leaf | None:
-        """The latest memory among the candidates and ``older``'s semantic siblings that updates it."""
+        """The memory that updates ``older``: where its explicit links lead when a memory says it
+        updates it (``Memory.current_of``: whoever stored it knew), whatever the rule would say;
+        otherwise the latest memory among the candidates and ``older``'s semantic siblings that
+        updates it by the rule (:class:`UpdateJudge`), or where that one's explicit links lead."""
         return self.newest_of([older])[0]
 
     def newest_of(self, olders: Sequence[Leaf]) -> list[Leaf | None]:
         """:meth:`newest` of each of ``olders``."""
+        memory = self._memory
+        explicit = [memory.current_of(older.id) for older in olders]
+        ruled = [older for older, linked in zip(olders, explicit, strict=True) if linked is None]
+        by_rule = iter(self._by_rule(ruled) if ruled else [])
+        out: list[Leaf | None] = []
+        for older, linked in zip(olders, explicit, strict=True):
+            if linked is None:
+                found = next(by_rule)
+                linked = memory.current_of(found.id) if found is not None else None
+                if found is None or linked == older.id:
+                    out.append(None)  # no update, or one that the older's own links name back
+                    continue
+                if linked is None:
+                    out.append(found)
+                    continue
+            out.append(memory.leaves[linked])
+        return out
+
+    def _by_rule(self, olders: Sequence[Leaf]) -> list[Leaf | None]:
+        """The latest memory that updates each of ``olders`` by the rule, or None."""
         memory = self._memory
         parents = [memory.semantic.parent_of.get(older.id) for older in olders]
         siblings = {

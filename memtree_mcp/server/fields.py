@@ -21,10 +21,12 @@ from memtree_mcp.inputs import (
     MAX_QUERY_CHARS,
     MAX_ROLE_CHARS,
     MAX_SESSION_CHARS,
+    MAX_SUPERSEDES,
     MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TIME_CHARS,
     MAX_TOKENS,
+    MEMORY_ID_CHARS,
     MIN_SUMMARY_TOKENS,
 )
 from memtree_mcp.service import MemoryService
@@ -52,6 +54,11 @@ NodeId = Annotated[str | None, Field(max_length=MAX_NODE_ID_CHARS)]
 MemoryIds = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=MAX_NODE_ID_CHARS)]] | None,
     Field(min_length=1, max_length=MAX_FORGET),
+]
+# The ids of earlier memories a new one updates, each at most a memory id's length; their form is
+# the service's check (inputs.check_supersedes), which tells a summary's id from a mistyped one.
+Supersedes = Annotated[
+    list[Annotated[str, Field(max_length=MEMORY_ID_CHARS)]] | None, Field(max_length=MAX_SUPERSEDES)
 ]
 # true or false only: pydantic's lax mode would take "yes", "on" or 1 for true.
 Flag = StrictBool

@@ -42,6 +42,7 @@ from memtree_mcp.server.fields import (
     Session,
     Share,
     SummaryTokens,
+    Supersedes,
     Tags,
     Timestamp,
     TokenBudget,
@@ -68,20 +69,20 @@ T = TypeVar("T")
 
 async def remember(
     ctx: MemoryContext,
-    content: Annotated[Content, Field(description="One self-contained fact, decision or preference.")],
+    content: Content,
     role: Annotated[Role, Field(description="Who said it.")] = "user",
-    tags: Annotated[Tags, Field(description="Labels to file it under.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
-    timestamp: Annotated[Timestamp, Field(description="When, ISO 8601; now if left out.")] = None,
+    tags: Annotated[Tags, Field(description="Labels.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
+    timestamp: Annotated[Timestamp, Field(description="When (ISO 8601); else now.")] = None,
     session: Annotated[Session, Field(description="Conversation id.")] = None,
     namespace: Namespace = None,
+    supersedes: Annotated[Supersedes, Field(description="Ids of recalled memories it updates.")] = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, RememberOutput]:
-    """Store a memory for later conversations. Call it after each turn that taught you something
-    durable: one self-contained statement per call ("The staging DB is Postgres 16 on port 5433"),
-    not a transcript. Never store secrets."""
+    """Store a memory. Call it after each turn that taught you something durable: one
+    self-contained fact, decision or preference per call, not a transcript. Never store secrets."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    stored = await _run(service.remember, content, role, tags, timestamp, session, namespace)
+    stored = await _run(service.remember, content, role, tags, timestamp, session, namespace, supersedes)
     return _answer(rendering.remember_text(stored), RememberOutput.of(stored))
 
 
@@ -238,7 +239,7 @@ async def forget(
     ctx: MemoryContext,
     query: Annotated[OptionalQuery, Field(description="List matching memories; deletes nothing.")] = None,
     ids: Annotated[MemoryIds, Field(description="Delete these memories.")] = None,
-    confirm: Annotated[Flag, Field(description="Also delete all memories under a summary in ids.")] = False,
+    confirm: Annotated[Flag, Field(description="Also delete what a summary in ids covers.")] = False,
     namespace: Namespace = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ForgetOutput]:

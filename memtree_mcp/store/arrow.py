@@ -69,7 +69,18 @@ def kind_masks(kinds: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 # The columns rows.leaf_from_row and rows.branch_from_row read (a leaf's vector apart): a load
 # converts only these to Python.
-LEAF_COLUMNS = ("id", "text", "first_seq", "first_ts", "role", "tags", "session", "content_hash", "created")
+LEAF_COLUMNS = (
+    "id",
+    "text",
+    "first_seq",
+    "first_ts",
+    "role",
+    "tags",
+    "session",
+    "content_hash",
+    "created",
+    "supersedes",
+)
 BRANCH_COLUMNS = (
     "id",
     "tree",
@@ -208,9 +219,10 @@ def leaves_at(
     part = rows_at(arrow.select(list(LEAF_COLUMNS)), positions)
     _no_nulls(part, ("id", "first_seq", "first_ts"))
     ids, texts, seqs, stamps, roles, sessions, hashes, created = (
-        part.column(name).to_pylist() for name in LEAF_COLUMNS if name != "tags"
+        part.column(name).to_pylist() for name in LEAF_COLUMNS if name not in ("tags", "supersedes")
     )
     tags = _tags(part.column("tags"))
+    links = _tags(part.column("supersedes"))
     # Positional, in Leaf's field order, from whole columns: cheaper than a keyword call per row.
     return list(
         map(
@@ -225,13 +237,14 @@ def leaves_at(
             sessions,
             [digest or "" for digest in hashes],
             [stamp or 0.0 for stamp in created],
+            [links.get(i, ()) for i in range(len(ids))] if links else itertools.repeat(()),
         )
     )
 
 
 def _tags(column: pa.ChunkedArray) -> dict[int, tuple[str, ...]]:
-    """The tags of the rows that have any, by row: most memories have none, so no list is made for
-    each of them."""
+    """The strings of a list column (tags, update links) of the rows that have any, by row: most
+    memories have none, so no list is made for each of them."""
     lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
     tagged = np.flatnonzero(lengths)
     if not len(tagged):

@@ -34,6 +34,8 @@ Step = Callable[[pa.Table], pa.Table]
 
 # The steps by the version they bring rows to: 2, 3, ... up to SCHEMA_VERSION.
 MIGRATIONS: dict[int, Step] = {}
+# The columns version 4 added, at the end of the row.
+ADDED_BY_4 = ("supersedes",)
 
 
 def migration(version: int) -> Callable[[Step], Step]:
@@ -77,8 +79,9 @@ def m002_only_what_cannot_be_derived(rows: pa.Table) -> pa.Table:
     columns = {name: rows.column(name) for name in rows.column_names}
     columns["parent"] = parent
     columns["embedding"] = pa.array(blobs, pa.binary())
-    # Version 2's columns are still today's: version 3 changed none.
-    schema = node_schema("", 0).with_metadata(rows.schema.metadata or {})
+    # Version 2's columns (version 3 changed none; version 4 added ``supersedes``, after them).
+    current = node_schema("", 0)
+    schema = pa.schema([f for f in current if f.name not in ADDED_BY_4], metadata=rows.schema.metadata)
     return pa.table([columns[f.name] for f in schema], schema=schema)
 
 
@@ -95,6 +98,18 @@ def m003_history_in_the_rows(rows: pa.Table) -> pa.Table:
     return rows
 
 
+@migration(4)
+def m004_update_links(rows: pa.Table) -> pa.Table:
+    """Version 4 stores the update links a memory was given (``remember``'s ``supersedes``).
+
+    A leaf row's ``supersedes`` lists the ids of the earlier memories it updates; rows of the
+    versions before have none, and read as an empty list.
+    """
+    offsets = pa.array(np.zeros(rows.num_rows + 1, dtype=np.int32))
+    empty = pa.ListArray.from_arrays(offsets, pa.array([], pa.string()))
+    return rows.append_column(pa.field("supersedes", pa.list_(pa.string())), empty)
+
+
 READABLE_VERSIONS = ("1", *(str(version) for version in MIGRATIONS))
 if READABLE_VERSIONS[-1] != SCHEMA_VERSION:
     raise RuntimeError(
@@ -104,9 +119,13 @@ if READABLE_VERSIONS[-1] != SCHEMA_VERSION:
 
 
 def layout_version(rows: pa.Table) -> int:
-    """The schema version whose layout ``rows`` have: 1 without an ``embedding`` column, else the
-    current one (versions 2 and 3 share a layout)."""
-    return 1 if "embedding" not in rows.column_names else int(SCHEMA_VERSION)
+    """The schema version whose layout ``rows`` have: 1 without an ``embedding`` column, 3 (whose
+    layout is version 2's) without ``supersedes``, else the current one."""
+    if "embedding" not in rows.column_names:
+        return 1
+    if "supersedes" not in rows.column_names:
+        return 3
+    return int(SCHEMA_VERSION)
 
 
 def as_current(rows: pa.Table) -> pa.Table:

@@ -30,7 +30,7 @@ from memtree_mcp.core.model import Branch, Leaf
 
 # The layout this code writes. A new version needs its step in store/migrations.py, which says how
 # the rows of the one before are read and what changed.
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # The kind of a row that records a node's deletion: its id's latest revision says it is gone.
 DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"
@@ -76,6 +76,7 @@ def node_schema(embedder: str, dimension: int) -> pa.Schema:
             pa.field("content_hash", pa.string()),
             pa.field("created", pa.float64()),
             pa.field("updated", pa.float64()),
+            pa.field("supersedes", pa.list_(pa.string())),
         ],
         metadata={
             META_SCHEMA: SCHEMA_VERSION.encode(),
@@ -101,17 +102,23 @@ def generation_of(schema: pa.Schema) -> bytes:
 
 
 def node_rows(
-    memory: Memory, changed: Iterable[str], removed: Iterable[str], now: float, stored: Container[str] = ()
+    memory: Memory,
+    changed: Iterable[str],
+    removed: Iterable[str],
+    now: float,
+    stored: Container[str] = (),
+    rewritten: Container[str] = (),
 ) -> list[dict[str, Any]]:
     """The rows of the nodes ``changed`` as ``memory`` holds them, then one deletion row per id of
     ``removed``, each in id order. A leaf in ``stored`` (already in the table) has no new row: its
-    record never changes, only its place in the trees, which its parents' rows hold."""
+    place in the trees is its parents' rows' business, and its record changes only when it is
+    given more update links (``supersedes``), which the caller says by naming it in ``rewritten``."""
     gone = set(removed)
     rows: list[dict[str, Any]] = []
     for node_id in sorted(set(changed) - gone):
         leaf = memory.leaves.get(node_id)
         if leaf is not None:
-            if node_id not in stored:
+            if node_id not in stored or node_id in rewritten:
                 rows.append(leaf_row(leaf, now))
         else:
             branch = memory.branch(node_id)
@@ -146,6 +153,7 @@ def deletion_row(node_id: str, now: float) -> dict[str, Any]:
         "content_hash": None,
         "created": None,
         "updated": now,
+        "supersedes": [],
     }
 
 
@@ -173,6 +181,7 @@ def leaf_row(leaf: Leaf, now: float) -> dict[str, Any]:
         "content_hash": leaf.content_hash,
         "created": leaf.created,
         "updated": now,
+        "supersedes": list(leaf.supersedes),
     }
 
 
@@ -201,6 +210,7 @@ def branch_row(branch: Branch, now: float) -> dict[str, Any]:
         "content_hash": None,
         "created": None,
         "updated": now,
+        "supersedes": [],
     }
 
 
@@ -227,6 +237,7 @@ def leaf_from_row(row: dict[str, Any]) -> Leaf:
         session=row["session"],
         content_hash=row["content_hash"] or "",
         created=float(row["created"] or 0.0),
+        supersedes=tuple(row.get("supersedes") or ()),
     )
 
 

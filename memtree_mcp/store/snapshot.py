@@ -57,6 +57,7 @@ from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
 from memtree_mcp.store.arrow import one_array
+from memtree_mcp.store.migrations import as_current
 from memtree_mcp.store.rows import DELETED
 from memtree_mcp.store.table import Position
 
@@ -318,8 +319,10 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
         rev=int(meta[b"memtree.rev"]),
         last=(last_id, last_rev) if last_rev >= 0 else None,
     )
-    rows = table.drop_columns(list(ADDED)).replace_schema_metadata(
-        {b"memtree.generation": position.generation}
+    # Rows of a table not yet upgraded to the current schema version are read in the current
+    # layout, as the table's own are (``store/migrations.py``).
+    rows = as_current(
+        table.drop_columns(list(ADDED)).replace_schema_metadata({b"memtree.generation": position.generation})
     )
     if rows_only:
         return Saved(rows=rows, position=position, vectors={}, lexical=None)

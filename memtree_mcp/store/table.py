@@ -41,7 +41,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -383,15 +383,17 @@ class NamespaceTable:
         changed: Iterable[str],
         removed: Iterable[str] = (),
         now: float | None = None,
+        rewritten: Collection[str] = (),
     ) -> int:
         """Write the nodes ``changed`` (as ``memory`` holds them now) and the deletion of ``removed``
-        as the next revision, in one atomic commit.
+        as the next revision, in one atomic commit; ``rewritten`` names the stored leaves among
+        ``changed`` whose record changed (given update links), which get a new row too.
 
         The caller must hold the namespace's write lock and have read the latest version, so that
         revision numbers only grow. Returns the new table version. Raises StoreError when Lance
         refuses the write; the table then still holds its previous version.
         """
-        rows = node_rows(memory, changed, removed, time.time() if now is None else now, self._ids)
+        rows = node_rows(memory, changed, removed, time.time() if now is None else now, self._ids, rewritten)
         if not rows:
             return self.latest_version()
         rev = self._rev + 1
