@@ -7,11 +7,17 @@ with a 4xx status for bad input):
 - ``/ui/api/children?ns=&tree=&node=&offset=&limit=``: one page of a node's children (the root's
   without ``node``), so a page never loads more of a 10k-leaf tree than it shows;
 - ``/ui/api/node?ns=&id=``: a node in full: text, span, timestamps, parent and path in each tree,
-  and its first children;
+  and its first children; for a memory, the later memory that updates it (``superseded_by``) and
+  the earlier ones it updates (``supersedes``);
 - ``/ui/api/search?ns=&q=&k=``: ``recall`` hits, each with its path in both trees so the page can
-  unfold the tree down to it;
+  unfold the tree down to it, and recall's ``superseded_by``;
 - ``/ui/api/timeline?ns=``: the top temporal segments with their time spans;
 - ``POST /ui/api/forget`` ``{"ns", "id"}``: forget one memory; 403 unless edits were allowed.
+
+A memory that a later one updates (a link stored with ``remember(..., supersedes=…)`` or the
+update rule, asked as every tool asks it: :func:`memtree_mcp.core.currency.newest_updates`) is
+marked wherever it is listed: ``stale`` and ``superseded_by`` (the id of its latest update). The
+marks are computed on each request, so forgetting the update makes the older memory current again.
 
 A path is the list of a node's ancestors from the top down (the root left out) followed by the
 node itself; each step carries its ``index`` among its parent's children, which tells the page
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
@@ -38,6 +44,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memtree_mcp.core.currency import SIBLINGS, neighbours, newest_updates
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
@@ -77,6 +84,9 @@ _PAGE_HEADERS = {
 _API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
+_NONE: Mapping[str, Leaf] = {}
+
+
 class ApiError(Exception):
     """A request the API refuses: its HTTP status and a message for the person using the page."""
 
@@ -109,10 +119,12 @@ def _span(first_ts: float, last_ts: float) -> dict[str, Any]:
     }
 
 
-def _item(memory: Memory, node_id: str) -> dict[str, Any]:
-    """What a tree row shows of a node: label, kind, how many memories and children, time span."""
+def _item(memory: Memory, node_id: str, newest: Mapping[str, Leaf] = _NONE) -> dict[str, Any]:
+    """What a tree row shows of a node: label, kind, how many memories and children, time span;
+    for a memory, whether a later one updates it (``newest``: :func:`_updates`)."""
     node = memory.node(node_id)
     if isinstance(node, Leaf):
+        update = newest.get(node.id)
         return {
             "id": node.id,
             "kind": "leaf",
@@ -120,6 +132,8 @@ def _item(memory: Memory, node_id: str) -> dict[str, Any]:
             "leaf_count": 1,
             "child_count": 0,
             **_span(node.timestamp, node.timestamp),
+            "stale": update is not None,
+            "superseded_by": update.id if update is not None else None,
         }
     return {
         "id": node.id,
@@ -129,6 +143,38 @@ def _item(memory: Memory, node_id: str) -> dict[str, Any]:
         "child_count": len(node.children),
         **_span(node.first_ts, node.last_ts),
     }
+
+
+def _updates(memory: Memory, node_ids: Iterable[str]) -> dict[str, Leaf]:
+    """Each memory among ``node_ids`` that a later one updates -> its latest update, asked as
+    navigate and summarize ask it (stored links first, then the rule, among each memory's
+    siblings and nearest memories)."""
+    return newest_updates(memory, [memory.leaves[n] for n in node_ids if n in memory.leaves])
+
+
+def _reference(leaf: Leaf) -> dict[str, Any]:
+    """Another memory as a mark names it: id, first words, day and time."""
+    time = format_timestamp(leaf.timestamp)
+    return {"id": leaf.id, "label": _label(leaf), "day": time[:10], "time": time}
+
+
+def _updated(memory: Memory, leaf: Leaf) -> list[Leaf]:
+    """The earlier memories that ``leaf`` updates, oldest first: those it names in its
+    ``supersedes``, and those among its semantic siblings and nearest memories whose latest
+    update it is."""
+    named = [memory.leaves[o] for o in leaf.supersedes if o in memory.leaves]
+    parent = memory.semantic.parent_of.get(leaf.id)
+    siblings = memory.semantic.branches[parent].children[:SIBLINGS] if parent is not None else []
+    near = dict.fromkeys([*neighbours(memory, [leaf])[0], *siblings])
+    earlier = [
+        memory.leaves[n]
+        for n in near
+        if n in memory.leaves and n != leaf.id and memory.leaves[n].timestamp <= leaf.timestamp
+    ]
+    verdicts = newest_updates(memory, earlier, [leaf.id])
+    ruled = [older for older in earlier if (v := verdicts.get(older.id)) is not None and v.id == leaf.id]
+    found = {older.id: older for older in [*named, *ruled]}
+    return sorted(found.values(), key=lambda older: (older.timestamp, older.seq))
 
 
 def _check_in_tree(memory: Memory, node_id: str, tree: str) -> Hierarchy:
@@ -185,6 +231,8 @@ def children_page(memory: Memory, tree: str, node_id: str | None, offset: int, l
     _check_in_tree(memory, parent, tree)
     branch = hierarchy.branches.get(parent)
     children = list(branch.children) if branch is not None else []
+    shown = children[offset : offset + limit]
+    newest = _updates(memory, shown)
     return {
         "tree": tree,
         "node": parent,
@@ -192,7 +240,7 @@ def children_page(memory: Memory, tree: str, node_id: str | None, offset: int, l
         "memories": len(memory.leaves),
         "offset": offset,
         "limit": limit,
-        "children": [_item(memory, child) for child in children[offset : offset + limit]],
+        "children": [_item(memory, child, newest) for child in shown],
     }
 
 
@@ -204,7 +252,10 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
         raise ApiError(
             404, "not_found", f"no node {node_id[:64]!r} in this memory; it may have been forgotten."
         ) from None
-    details = _item(memory, node_id)
+    children = list(node.children) if isinstance(node, Branch) else []
+    listed = children[:NODE_CHILDREN]
+    newest = _updates(memory, [node_id, *listed])
+    details = _item(memory, node_id, newest)
     trees = _trees_of(memory, node_id)
     parents: dict[str, dict[str, str] | None] = dict.fromkeys(TREES)
     depths: dict[str, int | None] = dict.fromkeys(TREES)
@@ -214,7 +265,6 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
         depths[tree] = hierarchy.depth_of(node_id)
         if parent is not None:
             parents[tree] = {"id": parent, "label": _label(memory.node(parent))}
-    children = list(node.children) if isinstance(node, Branch) else []
     details.update(
         text=node.text,
         tree=node.tree if isinstance(node, Branch) else None,
@@ -226,7 +276,7 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
         paths={tree: path_to(memory, node_id, tree) for tree in trees},
         children={
             "total": len(children),
-            "items": [_item(memory, child) for child in children[:NODE_CHILDREN]],
+            "items": [_item(memory, child, newest) for child in listed],
         },
     )
     if isinstance(node, Leaf):
@@ -235,6 +285,8 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
             tags=list(node.tags),
             session=node.session,
             created=format_timestamp(node.created) if node.created else None,
+            superseded_by=_reference(newest[node_id]) if node_id in newest else None,
+            supersedes=[_reference(older) for older in _updated(memory, node)],
         )
     return details
 
@@ -251,7 +303,8 @@ def timeline_segments(memory: Memory) -> dict[str, Any]:
             break
         level = finer
     shown = level[:TIMELINE_MAX]
-    segments = [{**_item(memory, n), "depth": hierarchy.depth_of(n)} for n in shown]
+    newest = _updates(memory, shown)
+    segments = [{**_item(memory, n, newest), "depth": hierarchy.depth_of(n)} for n in shown]
     root = hierarchy.root
     return {
         "memories": len(memory.leaves),
@@ -372,6 +425,7 @@ class ExplorerApi:
                         "time_from": hit.time_from,
                         "time_to": hit.time_to,
                         "paths": {tree: path_to(memory, hit.id, tree) for tree in _trees_of(memory, hit.id)},
+                        "superseded_by": hit.superseded_by,
                     }
                 )
             return {"query": query, "hits": hits}
