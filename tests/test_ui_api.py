@@ -280,6 +280,100 @@ def test_forget_refuses_summaries_and_malformed_requests(service: MemoryService)
     assert len(_leaves_of(client, "semantic")) == 6
 
 
+def _leaf_items(client: TestClient, tree: str) -> dict[str, dict[str, Any]]:
+    """Every memory's row in ``tree``, by id, as the page lists them."""
+    found: dict[str, dict[str, Any]] = {}
+    stack: list[str | None] = [None]
+    while stack:
+        node = stack.pop()
+        for item in _all_children(client, tree, node, limit=50):
+            if item["kind"] == "leaf":
+                found[item["id"]] = item
+            else:
+                stack.append(item["id"])
+    return found
+
+
+# An update no rule could see (nothing says "now", no value in the same slot): only the link says so.
+MOVED = ("The staging database moved to the new Hetzner machine.", "2026-05-04T10:00:00Z")
+
+
+def _linked(service: MemoryService) -> tuple[str, str]:
+    """The memories above, and a later one linked to the first with ``supersedes``: (older, newer)."""
+    service.import_memories(_records()[:6])
+    memory = service.memory()
+    assert memory is not None
+    older = next(leaf.id for leaf in memory.leaves.values() if leaf.text == MEMORIES[0][0])
+    newer = service.remember(MOVED[0], timestamp=MOVED[1], supersedes=[older]).ids[0]
+    return older, newer
+
+
+def test_a_memory_a_later_one_updates_is_marked_wherever_the_explorer_lists_it(
+    service: MemoryService,
+) -> None:
+    older, newer = _linked(service)
+    client = TestClient(ui_app(service))
+
+    # Its node names the update (id, first words, day), and the update's node names it back.
+    stale = client.get("/ui/api/node", params={"id": older}).json()
+    assert stale["stale"] is True
+    assert stale["superseded_by"] == {
+        "id": newer,
+        "label": MOVED[0],
+        "day": "2026-05-04",
+        "time": "2026-05-04T10:00:00Z",
+    }
+    assert stale["supersedes"] == []
+    update = client.get("/ui/api/node", params={"id": newer}).json()
+    assert update["stale"] is False and update["superseded_by"] is None
+    assert [(o["id"], o["label"], o["day"]) for o in update["supersedes"]] == [
+        (older, MEMORIES[0][0], "2026-03-02")
+    ]
+
+    # Both trees mark it in their rows, and only it.
+    for tree in ("semantic", "temporal"):
+        rows = _leaf_items(client, tree)
+        assert len(rows) == 7
+        assert rows[older]["stale"] is True and rows[older]["superseded_by"] == newer, tree
+        assert all(not r["stale"] and r["superseded_by"] is None for i, r in rows.items() if i != older), tree
+        # So does the list of children in its parent's node panel.
+        parent = stale["parents"][tree]["id"]
+        items = client.get("/ui/api/node", params={"id": parent}).json()["children"]["items"]
+        assert next(i for i in items if i["id"] == older)["superseded_by"] == newer
+
+    # A search hit carries recall's mark, and the update is a hit of the same result.
+    hits = client.get("/ui/api/search", params={"q": "staging database Postgres port"}).json()["hits"]
+    by_id = {hit["id"]: hit for hit in hits}
+    assert by_id[older]["superseded_by"] == newer and newer in by_id
+    assert by_id[newer]["superseded_by"] is None
+
+
+def test_an_update_the_rule_finds_is_marked_both_ways(service: MemoryService) -> None:
+    first = service.remember("The staging database runs on port 5432.", timestamp="2026-03-02T09:00:00Z")
+    second = service.remember("The staging database now runs on port 5433.", timestamp="2026-03-09T09:00:00Z")
+    older, newer = first.ids[0], second.ids[0]
+    client = TestClient(ui_app(service))
+    assert client.get("/ui/api/node", params={"id": older}).json()["superseded_by"]["id"] == newer
+    assert [o["id"] for o in client.get("/ui/api/node", params={"id": newer}).json()["supersedes"]] == [older]
+
+
+def test_forgetting_the_update_from_the_explorer_makes_the_older_memory_current_again(
+    service: MemoryService,
+) -> None:
+    older, newer = _linked(service)
+    client = TestClient(ui_app(service, allow_edit=True))
+    assert client.get("/ui/api/node", params={"id": older}).json()["stale"] is True
+    done = client.post("/ui/api/forget", json={"id": newer})
+    assert done.status_code == 200 and done.json()["deleted"] == [newer]
+    current = client.get("/ui/api/node", params={"id": older}).json()
+    assert current["stale"] is False and current["superseded_by"] is None
+    for tree in ("semantic", "temporal"):
+        rows = _leaf_items(client, tree)
+        assert rows[older]["stale"] is False and rows[older]["superseded_by"] is None
+    hits = client.get("/ui/api/search", params={"q": "staging database Postgres port"}).json()["hits"]
+    assert all(hit["superseded_by"] is None for hit in hits)
+
+
 def test_the_page_is_self_contained_and_forbids_other_origins(client: TestClient) -> None:
     page = client.get("/ui/")
     assert page.status_code == 200 and "memtree" in page.text
