@@ -187,6 +187,7 @@
       let node = this.nodes.get(item.id);
       if (node) {
         node.item = item;
+        markStale(node.li, item);
         return node;
       }
       const branch = item.child_count > 0;
@@ -213,6 +214,7 @@
         onclick: () => select(item.id).catch(report),
       });
       li.append(el("div", { class: "row" }, toggle, label, el("span", { class: "meta", text: meta(item), title: item.kind === "leaf" ? item.time_from : `${item.time_from} → ${item.time_to}` })));
+      markStale(li, item);
       node.toggleButton = toggle;
       this.nodes.set(item.id, node);
       return node;
@@ -326,6 +328,46 @@
     }
   }
 
+  // -- marks of memories a later one updates ---------------------------------------------------------
+
+  // A memory that a later one updates is struck through in the tree, with a "superseded" badge
+  // that opens its update; the mark follows the item each time the row is listed again.
+  function markStale(li, item) {
+    const stale = item.kind === "leaf" && Boolean(item.stale);
+    li.classList.toggle("stale", stale);
+    const row = li.querySelector(":scope > .row");
+    const badge = row && row.querySelector(":scope > .stale-badge");
+    if (badge) badge.remove();
+    if (!stale || !row) return;
+    row.querySelector(":scope > .label").after(el("button", {
+      class: "stale-badge",
+      type: "button",
+      text: "superseded",
+      title: "A later memory updates this one: click to open it",
+      onclick: () => select(item.superseded_by, TREES).catch(report),
+    }));
+  }
+
+  // "Superseded by <newer>" on a stale memory's panel, "Updates <older>, …" on its update's.
+  function currencyNotes(node) {
+    const notes = [];
+    const ref = (other) => [link(other.id, other.label, TREES), el("span", { class: "muted", text: ` (${date(other.time)})` })];
+    if (node.superseded_by) {
+      notes.push(el("p", { class: "notice superseded" },
+        el("strong", { text: "Superseded by " }), ...ref(node.superseded_by),
+        el("span", { class: "muted", text: " — the later memory says what is current." })));
+    }
+    if (node.supersedes && node.supersedes.length) {
+      const parts = [];
+      for (const [position, older] of node.supersedes.entries()) {
+        if (position) parts.push(el("span", { text: "; " }));
+        parts.push(...ref(older));
+      }
+      notes.push(el("p", { class: "notice updates" }, el("strong", { text: "Updates " }), ...parts));
+    }
+    return notes;
+  }
+
   // -- selection and the node panel ---------------------------------------------------------------
 
   function markSelected(id) {
@@ -394,7 +436,8 @@
 
     const children = el("ul", { class: "links" });
     for (const child of node.children.items) {
-      children.append(el("li", {}, link(child.id, child.label, node.tree ? [node.tree] : TREES),
+      children.append(el("li", { class: child.stale ? "stale" : null }, link(child.id, child.label, node.tree ? [node.tree] : TREES),
+        child.stale ? el("span", { class: "stale-mark", text: " superseded" }) : null,
         el("span", { class: "muted", text: ` · ${meta(child)}` })));
     }
     if (node.children.total > node.children.items.length) {
@@ -413,8 +456,11 @@
       actions.append(el("button", { type: "button", class: "danger", text: "forget this memory", onclick: () => forget(node).catch(report) }));
     }
 
-    panel.replaceChildren(
-      el("h3", {}, el("span", { text: node.label }), el("span", { class: "kind", text: kind })),
+    // replaceChildren would write a null as the text "null": a memory has no children to list.
+    const parts = [
+      el("h3", {}, el("span", { text: node.label }), el("span", { class: "kind", text: kind }),
+        node.stale ? el("span", { class: "kind stale-kind", text: "superseded" }) : null),
+      ...currencyNotes(node),
       facts,
       el("h2", { text: "path" }),
       paths,
@@ -423,18 +469,30 @@
       node.children.total ? el("h2", { text: `children (${node.children.total.toLocaleString()})` }) : null,
       node.children.total ? children : null,
       actions,
-    );
+    ];
+    panel.replaceChildren(...parts.filter((part) => part !== null));
   }
 
   async function forget(node) {
-    if (!window.confirm(`Forget this memory for good?\n\n${node.text.slice(0, 300)}`)) return;
+    const updates = (node.supersedes || []).length;
+    const freed = updates ? `\n\nIt updates ${updates === 1 ? "an earlier memory" : `${updates} earlier memories`}: forgotten, it no longer marks ${updates === 1 ? "it" : "them"} superseded.` : "";
+    if (!window.confirm(`Forget this memory for good?\n\n${node.text.slice(0, 300)}${freed}`)) return;
     await api("forget", {}, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ ns: state.ns, id: node.id }),
     });
     await reload();
-    $("#panel").replaceChildren(el("p", { class: "muted", text: "The memory was forgotten; every summary above it was recomputed." }));
+    const done = [el("p", { class: "muted", text: "The memory was forgotten; every summary above it was recomputed." })];
+    if (updates) {
+      const olders = [];
+      for (const [position, older] of node.supersedes.entries()) {
+        if (position) olders.push(el("span", { text: "; " }));
+        olders.push(link(older.id, older.label, TREES));
+      }
+      done.push(el("p", { class: "notice updates" }, el("strong", { text: "No longer superseded by it: " }), ...olders));
+    }
+    $("#panel").replaceChildren(...done);
   }
 
   // -- search ---------------------------------------------------------------------------------------
@@ -448,10 +506,26 @@
     $("#results-count").textContent = data.hits.length ? `${data.hits.length} for “${query}”` : `nothing matches “${query}”`;
     const revealed = { semantic: new Map(), temporal: new Map() };
     const segments = new Set();
+    // A stale hit names its update by rank (recall always returns it in the same result).
+    const rank = new Map(data.hits.map((hit, position) => [hit.id, position + 1]));
+    const updating = new Map();
     for (const hit of data.hits) {
-      list.append(el("li", {},
+      if (hit.superseded_by && rank.has(hit.superseded_by)) {
+        updating.set(hit.superseded_by, [...(updating.get(hit.superseded_by) || []), rank.get(hit.id)]);
+      }
+    }
+    for (const hit of data.hits) {
+      const newer = hit.superseded_by ? rank.get(hit.superseded_by) : null;
+      const marks = [];
+      if (hit.superseded_by) {
+        marks.push(el("span", { class: "stale-mark", text: newer ? `superseded by #${newer}` : "superseded by a later memory" }));
+      }
+      if (updating.has(hit.id)) {
+        marks.push(el("span", { class: "update-mark", text: `updates ${updating.get(hit.id).map((r) => `#${r}`).join(", ")}` }));
+      }
+      list.append(el("li", { class: hit.superseded_by ? "stale" : null, "data-id": hit.id },
         el("button", { type: "button", text: hit.label, title: hit.text, onclick: () => select(hit.id, Object.keys(hit.paths)).catch(report) }),
-        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · score ${hit.score.toFixed(2)} · ${dateRange(hit.time_from, hit.time_to)}` })));
+        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · score ${hit.score.toFixed(2)} · ${dateRange(hit.time_from, hit.time_to)}` }, ...marks)));
       for (const step of hit.paths.temporal || []) segments.add(step.id);
     }
     // Unfold every hit's path in both trees at once: a page of children that two paths share is
