@@ -5,7 +5,8 @@ except under CI (``CI=true``), where it fails. The protocol is spoken over a Web
 here with the standard library (a few dozen lines), so no browser-driver package is needed.
 Screenshots are saved in ``test-artifacts/``: ``ui.png`` (search hits highlighted on a small
 store), ``ui-months.png`` (five months of sessions: the timeline, both trees and a segment open in
-the node panel) and ``ui-token.png`` (the token prompt after a damaged ``#token=``).
+the node panel), ``ui-token.png`` (the token prompt after a damaged ``#token=``) and
+``ui-superseded.png`` (a memory a later one updates, marked in the trees, the results and its panel).
 """
 
 from __future__ import annotations
@@ -178,9 +179,9 @@ class Page:
 
 
 @contextmanager
-def serving(service: MemoryService) -> Iterator[str]:
+def serving(service: MemoryService, *, allow_edit: bool = False) -> Iterator[str]:
     """The explorer as ``memtree-mcp ui`` serves it (Host checks, a token), in a thread; yields its URL."""
-    with running(lambda port: guarded_ui_app(service, port=port, token=TOKEN)) as url:
+    with running(lambda port: guarded_ui_app(service, port=port, token=TOKEN, allow_edit=allow_edit)) as url:
         yield url
 
 
@@ -474,4 +475,101 @@ def test_a_bad_token_in_the_address_shows_the_token_prompt_not_a_blank_page(
         assert page.run("document.querySelector('#token-form').hidden") is True
         assert page.run(f"{_pane('semantic')}.querySelectorAll('li.node').length") > 0
         assert page.run("location.hash") == f"#token={TOKEN}"
+        assert not _page_problems(page)
+
+
+# Whether a row of the trees is struck through as superseded, for each tree: (row shown, marked, badge).
+STALE_ROWS = """((id) => Object.fromEntries(['semantic', 'temporal'].map((tree) => {
+  const row = document.querySelector(`.pane[data-tree=${tree}] li.node[data-id="${id}"]`);
+  if (!row || row.offsetParent === null) return [tree, null];
+  const label = row.querySelector(':scope > .row > .label');
+  const badge = row.querySelector(':scope > .row > .stale-badge');
+  return [tree, {
+    marked: row.classList.contains('stale'),
+    struck: getComputedStyle(label).textDecorationLine.includes('line-through'),
+    badge: badge && badge.offsetParent !== null ? badge.textContent : null,
+  }];
+})))"""
+
+
+def test_a_superseded_memory_is_marked_and_forgetting_its_update_makes_it_current_again(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    memory = service.memory()
+    assert memory is not None
+    old_text = MEMORIES[0][0]
+    older = next(leaf.id for leaf in memory.leaves.values() if leaf.text == old_text)
+    new_text = "The staging database moved to the new Hetzner machine."
+    newer = service.remember(new_text, timestamp="2026-05-04T10:00:00Z", supersedes=[older]).ids[0]
+    with serving(service, allow_edit=True) as base, browser(tmp_path) as page:
+        page.call("Page.navigate", {"url": f"{base}/ui/#token={TOKEN}"})
+        page.wait_for("document.documentElement.dataset.ready === 'true'", "the page to load")
+        page.idle()
+
+        # A search unfolds both memories: the older is struck through with a badge in both trees,
+        # and its result names its update's rank.
+        page.run(
+            "document.querySelector('#query').value = 'which port does the staging database use';"
+            "document.querySelector('#search').requestSubmit()"
+        )
+        page.wait_for(f"document.querySelector('#results-list li[data-id=\"{older}\"]')", "the older hit")
+        page.idle()
+        ranks = page.run("[...document.querySelectorAll('#results-list li')].map((li) => li.dataset.id)")
+        assert older in ranks and newer in ranks
+        mark = page.run(
+            f"document.querySelector('#results-list li[data-id=\"{older}\"] .stale-mark').textContent"
+        )
+        assert mark == f"superseded by #{ranks.index(newer) + 1}"
+        assert (
+            page.run(f"document.querySelector('#results-list li[data-id=\"{newer}\"] .stale-mark')") is None
+        )
+        rows = page.run(f"({STALE_ROWS})({json.dumps(older)})")
+        assert rows == {tree: {"marked": True, "struck": True, "badge": "superseded"} for tree in rows}, rows
+        assert set(rows) == {"semantic", "temporal"}
+        update_rows = page.run(f"({STALE_ROWS})({json.dumps(newer)})")
+        assert all(row is None or not row["marked"] for row in update_rows.values()), update_rows
+        assert page.run("document.querySelectorAll('.pane li.node.stale').length") == 2  # one row a tree
+
+        # The older's panel says "Superseded by <newer>"; the link opens the newer, which says it updates it.
+        page.run(f"document.querySelector('#results-list li[data-id=\"{older}\"] button').click()")
+        page.wait_for("document.querySelector('#panel .notice.superseded')", "the superseded notice")
+        notice = page.run("document.querySelector('#panel .notice.superseded').textContent")
+        assert notice.startswith(f"Superseded by {new_text} (May 4, 2026)"), notice
+        assert page.run("document.querySelector('#panel h3').textContent").startswith(old_text)
+        assert "null" not in page.run("document.querySelector('#panel').textContent")
+        _screenshot(page, "ui-superseded.png")
+        page.run("document.querySelector('#panel .notice.superseded button').click()")
+        page.wait_for(
+            f"document.querySelector('#panel h3')?.textContent.startsWith({json.dumps(new_text)})",
+            "the newer memory's panel",
+        )
+        updates = page.run("document.querySelector('#panel .notice.updates').textContent")
+        assert updates == f"Updates {old_text} (Mar 2, 2026)", updates
+        assert page.run("document.querySelector('#panel .notice.superseded')") is None
+        page.idle()
+        _screenshot(page, "ui-updates.png")
+
+        # Forgetting the newer from the page makes the older current again: after the page's
+        # refresh, the older opens with no mark, in its panel or in either tree.
+        page.run(
+            "window.confirm = () => true; document.querySelector('#panel .actions button.danger').click()"
+        )
+        page.wait_for(
+            "document.querySelector('#panel')?.textContent.includes('The memory was forgotten')", "the forget"
+        )
+        page.idle()
+        page.run("document.querySelector('#panel .notice.updates button').click()")
+        page.wait_for(
+            f"document.querySelector('#panel h3')?.textContent.startsWith({json.dumps(old_text)})",
+            "the older memory's panel",
+        )
+        page.idle()
+        assert page.run("document.querySelector('#panel .notice.superseded')") is None
+        assert page.run("document.querySelector('#panel .stale-kind')") is None
+        rows = page.run(f"({STALE_ROWS})({json.dumps(older)})")
+        assert rows == {tree: {"marked": False, "struck": False, "badge": None} for tree in rows}, rows
+        assert set(rows) == {"semantic", "temporal"}
+        shown = "[...document.querySelectorAll('.stale, .stale-badge, .stale-mark')].filter((e) => e.offsetParent)"
+        assert page.run(f"{shown}.map((e) => e.outerHTML.slice(0, 120))") == []
         assert not _page_problems(page)
