@@ -570,6 +570,7 @@ def test_a_superseded_memory_is_marked_and_forgetting_its_update_makes_it_curren
         rows = page.run(f"({STALE_ROWS})({json.dumps(older)})")
         assert rows == {tree: {"marked": False, "struck": False, "badge": None} for tree in rows}, rows
         assert set(rows) == {"semantic", "temporal"}
-        shown = "[...document.querySelectorAll('.stale, .stale-badge, .stale-mark')].filter((e) => e.offsetParent)"
+        marks = "[...document.querySelectorAll('.stale, .stale-badge, .stale-mark')]"
+        shown = f"{marks}.filter((e) => e.offsetParent)"  # the hidden results of the last search aside
         assert page.run(f"{shown}.map((e) => e.outerHTML.slice(0, 120))") == []
         assert not _page_problems(page)
