@@ -79,9 +79,7 @@ class MemoryService:
         self.refinement = Refinement(self.settings, self.spaces, background=background)
         self.judging = Judging(self.settings, self.spaces, self.refinement)
         self.spaces.on_load = self._loaded
-        self.writer = Writer(
-            self.settings, self.spaces, lambda: self.embedder, self.refinement, self.judging
-        )
+        self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement, self.judging)
         self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement)
         self.maintenance = Maintenance(self.spaces, lambda: self.embedder, self.refinement)
 

@@ -219,7 +219,9 @@ class Writer:
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
 
-    def store(self, name: str, chunks: list[Chunk], supersedes: object = (), *, judge: bool = False) -> Stored:
+    def store(
+        self, name: str, chunks: list[Chunk], supersedes: object = (), *, judge: bool = False
+    ) -> Stored:
         """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
 
         ``supersedes``: ids of earlier memories that this content updates (checked by

@@ -140,14 +140,16 @@ def test_the_llm_links_an_update_no_rule_sees_and_recall_marks_it(
         reopened.close()
 
 
-@pytest.mark.parametrize("reply", ["1: unrelated\n2: unrelated\n3: unrelated", "Priya replaces Dana, I think."])
+@pytest.mark.parametrize(
+    "reply", ["1: unrelated\n2: unrelated\n3: unrelated", "Priya replaces Dana, I think."]
+)
 def test_unrelated_or_garbage_stores_no_link(
     tmp_path: Path, server: FakeOpenAI, embedder: MiniLMEmbedder, reply: str
 ) -> None:
     server.reply_for = lambda body: reply if "<<<NEW_MEMORY>>>" in body["messages"][-1]["content"] else "ok"
     service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
     try:
-        dana, priya = remember_pair(service)
+        remember_pair(service)
         assert service.judging.wait_idle(timeout=120)
         assert judge_calls(server) >= 1
         memory = service.memory()
@@ -198,7 +200,7 @@ def test_a_memory_forgotten_before_its_turn_is_skipped(
     server.mode = "500"
     service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
     try:
-        dana, priya = remember_pair(service)
+        _dana, priya = remember_pair(service)
         service.forget(ids=[priya])
     finally:
         service.close()
@@ -221,7 +223,9 @@ def test_a_memory_forgotten_before_its_turn_is_skipped(
 
 
 @pytest.mark.anyio
-async def test_sampling_judges_pending_memories_during_recall(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+async def test_sampling_judges_pending_memories_during_recall(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
     asked: list[str] = []
     model = scripted({PRIYA: DANA})
 
