@@ -376,6 +376,12 @@ class MemoryService:
         self.refinement.loaded(space)
         self.judging.loaded(space)
 
+    def judge_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Judge, now, the memories awaiting an LLM's judgement of what they update (left by a
+        one-shot command, or by a model that was down); (judged, still waiting). Raises InvalidInput
+        without a litellm model and ProviderError when it fails."""
+        return self.judging.judge_pending(self.resolve_namespace(namespace), timeout)
+
     def judge_questions(self, namespace: str | None = None) -> list[JudgeQuestion]:
         """What to ask the client's model (MCP sampling) about the memories awaiting an LLM's
         judgement of what they update, oldest first, at most MAX_INLINE_JUDGEMENTS. Empty without
