@@ -74,6 +74,18 @@ def updates(d: dict[str, Any]) -> list[str]:
         f"never-stored questions with at most one hit: {pct(d['metrics']['unrelated']['at_most_one_hit'])}; "
         f"characters read per recall mean / max {n(m['text_chars_mean'])} / {n(m['text_chars_max'])}",
         f"tools/list {n(d['tools_list']['total_chars'])} characters",
+        *links(d.get("links", {})),
+    ]
+
+
+def links(found: dict[str, Any]) -> list[str]:
+    """Who marks updates: the rule, explicit links, the LLM path (scripted verdicts)."""
+    names = {"rule": "the rule", "explicit": "explicit links", "llm": "the LLM path (scripted verdicts)"}
+    return [
+        f"{names.get(way, way)}: real update pairs handled **{r['pairs_handled']}/{r['pairs']}**, "
+        f"false marks {r['false_marks']} (precision {n(r['precision'], 2)}, recall {n(r['recall'], 2)}); "
+        f"updated questions handled {r['questions_handled']}/{r['questions']}"
+        for way, r in found.items()
     ]
 
 

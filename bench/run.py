@@ -58,7 +58,9 @@ BENCHES: dict[str, Bench] = {
     "updates": Bench(
         "updates.py",
         "Quality of what the model reads: answers to questions about facts changed later (newest "
-        "first, older marked superseded), hits per answer, characters read, tools/list size (~10 s).",
+        "first, older marked superseded), hits per answer, characters read, tools/list size; and who "
+        "marks updates: precision/recall of the rule, of explicit links and of the LLM path with "
+        "scripted verdicts (~30 s).",
         (),
     ),
     "scale": Bench(

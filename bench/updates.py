@@ -17,6 +17,21 @@ Protocol (data and its invariants: ``updates_data.py``)
    extra fields (``relevance``, ``superseded_by``) are all handled.
 4. ``summarize`` with ``{"query": subject}`` for subjects that had updates: does the summary hold
    the newest version's distinctive words, and each stale version's?
+5. Who marks the updates (``links`` in the JSON): the same memories stored three more times through
+   the service, each in a fresh store, (a) ``rule``: as above, only the update rule marks; (b)
+   ``explicit``: each later version remembered with ``supersedes`` naming the version before it,
+   as an agent that has just recalled it would; (c) ``llm``: ``MEMTREE_LLM=litellm:openai/oracle``
+   against the loopback fake OpenAI server of the test suite (``tests/fake_openai.py``), whose
+   scripted answer to each judgement is read off the dataset's labels ("updates" for an earlier
+   version of the same topic, "unrelated" otherwise; summaries: the entries, verbatim), so it
+   measures the plumbing end to end (candidates chosen, prompt, parsing, stored links, recall),
+   not a model. Per way, over the dataset's real update pairs (each older version of a topic with
+   its newest): ``handled`` when the older version is marked by the newest (what recall's marks
+   read, ``core.currency.newest_updates``); a mark naming a later version of the same topic that
+   is not the newest is not handled but not false either, every other mark is a false mark
+   (precision = marks that are not false / marks); per ``updated`` question (``service.recall`` with its
+   defaults), ``handled`` when the newest version is shown before every older one shown and
+   each older one shown is marked, and false marks on current memories among all hits.
 
 Metrics (overall and per question kind: updated / stable / unrelated)
 - top-1 / top-3: the answer (the newest version) is the first hit / among the first three. A hit is
@@ -72,8 +87,12 @@ from mcp import Client
 from updates_data import BY_KEY, KINDS, MEMORIES, QUESTIONS, SESSIONS, SUBJECTS, Question, versions
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.currency import newest_updates
+from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LEAF_ID = re.compile(r"\bm[0-9a-f]{15}\b")
 NODE_ID = re.compile(r"\b[a-z][0-9a-f]{15}\b")  # leaves 'm…', summaries 'b…'
@@ -395,13 +414,124 @@ def metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # -- report -----------------------------------------------------------------------------------------
 
 
+# -- who marks the updates: the rule, explicit links, an LLM (scripted from the labels) --------------
+
+_FENCE = re.compile(r"<<<([A-Z_]+)>>>\n(.*?)\n<<<END_\1>>>", re.S)
+BY_TEXT = {m.text: m for m in MEMORIES}
+LINK_WAYS = ("rule", "explicit", "llm")
+
+
+def oracle(body: Any) -> str:
+    """The scripted model of the ``llm`` way: a judgement answered from the dataset's labels, a
+    summary with its entries verbatim."""
+    user = body["messages"][-1]["content"]
+    blocks = _FENCE.findall(user)
+    new = next((BY_TEXT.get(t.strip()) for name, t in blocks if name == "NEW_MEMORY"), None)
+    if new is None:
+        return " ".join(" ".join(t.split()) for _, t in blocks) or "Nothing."
+    verdicts = []
+    for i, old in enumerate((BY_TEXT.get(t.strip()) for n, t in blocks if n == "EARLIER_MEMORY"), 1):
+        same = old is not None and old.topic == new.topic and old.version < new.version
+        verdicts.append(f"{i}: {'updates' if same else 'unrelated'}")
+    return "\n".join(verdicts)
+
+
+def store_all(service: MemoryService, explicit: bool) -> dict[str, str]:
+    leaf_of: dict[str, str] = {}
+    for m in MEMORIES:
+        before = f"{m.topic}@{m.version - 1}"
+        links = [leaf_of[before]] if explicit and m.version > 1 else None
+        stored = service.remember(m.text, timestamp=m.timestamp, session=m.session, supersedes=links)
+        leaf_of[m.key] = stored.ids[0]
+    return leaf_of
+
+
+def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str, Any]:
+    key_of = {leaf: key for key, leaf in leaf_of.items()}
+    memory = service.memory()
+    assert memory is not None
+    marks = newest_updates(memory, list(memory.leaves.values()))
+    real = {k: versions(BY_KEY[k].topic)[-1] for k in OUTDATED}
+    right = sum(real.get(key_of[older]) == key_of[newer.id] for older, newer in marks.items())
+
+    def later_version(older: str, newer: str) -> bool:
+        return BY_KEY[older].topic == BY_KEY[newer].topic and BY_KEY[older].version < BY_KEY[newer].version
+
+    # A mark naming a later version that is not the newest is no false mark, just not handled.
+    false = [
+        {"older": key_of[o], "newer": key_of[n.id]}
+        for o, n in marks.items()
+        if not later_version(key_of[o], key_of[n.id])
+    ]
+    handled = done = 0
+    wrong_on_hits = 0
+    for question in QUESTIONS:
+        hits = service.recall(question.text).hits
+        rank = {key_of[h.id]: i for i, h in enumerate(hits) if h.id in key_of}
+        wrong_on_hits += sum(
+            1 for h in hits if h.superseded_by and (h.id not in key_of or key_of[h.id] not in OUTDATED)
+        )
+        if question.kind != "updated":
+            continue
+        done += 1
+        assert question.answer is not None
+        shown = [k for k in question.stale if k in rank]
+        first = question.answer in rank and all(rank[question.answer] < rank[k] for k in shown)
+        marked = all(hits[rank[k]].superseded_by == leaf_of[question.answer] for k in shown)
+        handled += first and marked
+    return {
+        "pairs": len(real),
+        "pairs_handled": right,
+        "marks": len(marks),
+        "false_marks": len(false),
+        "precision": share(len(marks) - len(false), len(marks)) if marks else 1.0,
+        "recall": share(right, len(real)),
+        "false": false,
+        "questions": done,
+        "questions_handled": handled,
+        "false_marks_on_hits": wrong_on_hits,
+    }
+
+
+def link_ways(embedder: MiniLMEmbedder) -> dict[str, Any]:
+    """Each way of marking updates measured on a fresh store of the same memories (protocol, 5)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fake_openai import fake_openai
+
+    out: dict[str, Any] = {}
+    with fake_openai() as server:
+        server.reply_for = oracle
+        for way in LINK_WAYS:
+            with tempfile.TemporaryDirectory(prefix=f"memtree-links-{way}-") as home:
+                llm = {"llm": "litellm:openai/oracle", "llm_api_base": server.url, "llm_api_key": "sk-test"}
+                settings = Settings(home=home, **(llm if way == "llm" else {"llm": "none"}))
+                service = MemoryService(settings, embedder=embedder)
+                started = time.perf_counter()
+                try:
+                    leaf_of = store_all(service, explicit=way == "explicit")
+                    if way == "llm" and not service.judging.wait_idle(timeout=300):
+                        raise RuntimeError(f"the judge did not finish: {service.judging.worker.failing}")
+                    out[way] = marks_measured(service, leaf_of)
+                finally:
+                    service.close()
+                out[way]["seconds"] = round(time.perf_counter() - started, 1)
+        out["llm"]["judge_calls"] = sum(
+            "<<<NEW_MEMORY>>>" in body["messages"][-1]["content"]
+            for path, _, body in server.requests
+            if path.endswith("/chat/completions") and body
+        )
+    return out
+
+
 def run() -> dict[str, Any]:
+    embedder = MiniLMEmbedder()
     with tempfile.TemporaryDirectory(prefix="memtree-updates-") as home:
-        service = MemoryService(Settings(home=home, namespace="default", llm="none", embedder="local"))
+        service = MemoryService(Settings(home=home, namespace="default", llm="none"), embedder=embedder)
         try:
             report = asyncio.run(session(service))
         finally:
             service.close()
+    report["links"] = link_ways(embedder)
     records = report["records"]
     report["metrics"] = {"all": metrics(records)} | {
         kind: metrics([r for r in records if r["kind"] == kind]) for kind in KINDS
@@ -501,6 +631,19 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {s['query']} | {'yes' if s['newest_found'] else 'no'} ({s['newest']}) | {stale} "
             f"| {s['text_chars']} |"
+        )
+    lines += [
+        "",
+        "| who marks | real pairs handled | false marks | precision | recall | updated questions handled "
+        "| false marks on hits | s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for way, found in report["links"].items():
+        lines.append(
+            f"| {way} | {found['pairs_handled']}/{found['pairs']} | {found['false_marks']} "
+            f"| {num(found['precision'])} | {num(found['recall'])} "
+            f"| {found['questions_handled']}/{found['questions']} | {found['false_marks_on_hits']} "
+            f"| {found['seconds']} |"
         )
     tools = report["tools_list"]
     per_tool = ", ".join(f"{name} {chars}" for name, chars in tools["per_tool"].items())

@@ -533,9 +533,14 @@ def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 
 def refine(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    # Judged first: the links found move stale marks and labels, which sends summaries back to the LLM.
+    judged, unjudged = service.judge_pending()
     summaries, waiting = service.refine_pending()
-    print(f"wrote {counted(summaries, 'summary', 'summaries')}; {waiting} still waiting")
-    return 0 if waiting == 0 else 1
+    print(
+        f"judged {counted(judged, 'memory', 'memories')} for updates; wrote "
+        f"{counted(summaries, 'summary', 'summaries')}; {unjudged + waiting} still waiting"
+    )
+    return 0 if waiting == 0 and unjudged == 0 else 1
 
 
 Command = Callable[[argparse.Namespace, Settings, "MemoryService"], int]

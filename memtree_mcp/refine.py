@@ -67,6 +67,11 @@ SWEEP_SECONDS = 30.0
 # once, after the burst, and the burst itself never shares the interpreter with an LLM client.
 QUIET_SECONDS = 0.5
 CLOSE_SECONDS = 5.0
+# What the worker logs, once, when the model starts failing (%s: the error).
+PAUSED = (
+    "LLM summaries are paused: %s. Memories are stored and recalled as usual, with extractive "
+    "summaries; retrying in the background."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +184,12 @@ class Refiner:
         *,
         capacity: int = 4_096,
         workers: int = 2,
+        task: str = "refine",
+        paused: str = PAUSED,
     ) -> None:
         self._refine = refine
+        self._task = task
+        self._paused = paused
         self.workers = max(int(workers), 1)
         self._pending = pending
         self._generator = generator
@@ -261,7 +270,7 @@ class Refiner:
     def _start(self) -> None:
         while len(self._threads) < self.workers and not self._stopped:
             thread = threading.Thread(
-                target=self._run, name=f"memtree-refine-{len(self._threads)}", daemon=True
+                target=self._run, name=f"memtree-{self._task}-{len(self._threads)}", daemon=True
             )
             self._threads.append(thread)
             thread.start()
@@ -313,7 +322,7 @@ class Refiner:
                 with self._cond:
                     recovered, self._failing = self._failing is not None, None
                 if recovered:
-                    log.warning("the LLM answers again; summaries are being refined")
+                    log.warning("the LLM answers again; %s resumes", self._task)
                 backoff = FIRST_BACKOFF
             except ProviderError as exc:
                 with self._cond:
@@ -323,14 +332,10 @@ class Refiner:
                     self._queue.setdefault(key, 10**6)  # retried first, once the wait is over
                     self._wake_at = max(self._wake_at, time.monotonic() + backoff)
                 if first:
-                    log.warning(
-                        "LLM summaries are paused: %s. Memories are stored and recalled as usual, "
-                        "with extractive summaries; retrying in the background.",
-                        exc,
-                    )
+                    log.warning(self._paused, exc)
                 backoff = min(backoff * 2, MAX_BACKOFF)
             except Exception:
-                log.exception("refining branch %s of namespace %s failed", node_id, namespace)
+                log.exception("%s of %s in namespace %s failed", self._task, node_id, namespace)
             finally:
                 with self._cond:
                     self._busy -= 1

@@ -30,6 +30,7 @@ from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.inputs import MAX_FORGET, check_flag, check_namespace
+from memtree_mcp.judging import JudgeQuestion, Judging
 from memtree_mcp.maintenance import Maintenance
 from memtree_mcp.reading import Reader, recall_request
 from memtree_mcp.refine import Refinement, SummaryQuestion
@@ -76,8 +77,9 @@ class MemoryService:
         self._lock = threading.Lock()
         self.spaces = Spaces(self.settings, lambda: self.embedder)
         self.refinement = Refinement(self.settings, self.spaces, background=background)
-        self.spaces.on_load = self.refinement.loaded
-        self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement)
+        self.judging = Judging(self.settings, self.spaces, self.refinement)
+        self.spaces.on_load = self._loaded
+        self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement, self.judging)
         self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement)
         self.maintenance = Maintenance(self.spaces, lambda: self.embedder, self.refinement)
 
@@ -104,7 +106,7 @@ class MemoryService:
         """
         name = self.resolve_namespace(namespace)
         chunks = self.writer.chunks(content, role, tags, timestamp, session)
-        stored = self.writer.store(name, chunks, supersedes)
+        stored = self.writer.store(name, chunks, supersedes, judge=True)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
         return RememberResult(
             ids=stored.ids,
@@ -130,6 +132,7 @@ class MemoryService:
         expand: bool = False,
         as_of: str | None = None,
         min_relevance: float = DEFAULT_MIN_RELEVANCE,
+        judgements: Sequence[tuple[JudgeQuestion, str]] = (),
     ) -> RecallResult:
         """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
 
@@ -142,9 +145,13 @@ class MemoryService:
         Hits below ``min_relevance`` (0 to 1) are left out, so ``k`` is a most, not a quota; no text
         appears twice; a memory a later one updates comes after the update and names it
         (``superseded_by``). ``max_tokens`` bounds the text the model reads
-        (``rendering.recall_text``). Raises InvalidInput for bad arguments.
+        (``rendering.recall_text``). ``judgements``: the client model's answers to
+        :meth:`judge_questions` (MCP sampling), stored first, so the result shows their links.
+        Raises InvalidInput for bad arguments.
         """
         name = self.resolve_namespace(namespace)
+        if judgements:
+            self.judging.apply(name, judgements)
         request = recall_request(
             query,
             k,
@@ -170,6 +177,7 @@ class MemoryService:
         namespace: str | None = None,
         *,
         answers: Sequence[tuple[SummaryQuestion, str]] = (),
+        judgements: Sequence[tuple[JudgeQuestion, str]] = (),
     ) -> SummaryResult:
         """A summary of the whole memory, of the subtree under ``node_id``, of a period or of a subject.
 
@@ -179,6 +187,8 @@ class MemoryService:
         arguments and NotFound for an unknown node.
         """
         name = self.resolve_namespace(namespace)
+        if judgements:
+            self.judging.apply(name, judgements)
         if answers:
             self.refinement.apply(name, answers)
         plan = self.reader.summary_plan(name, node_id, time_from, time_to, query, max_tokens)
@@ -361,6 +371,25 @@ class MemoryService:
 
     # -- LLM refinement --------------------------------------------------------------------------
 
+    def _loaded(self, space: Any) -> None:
+        # A namespace was (re)loaded: what it still marks pending goes to the background workers.
+        self.refinement.loaded(space)
+        self.judging.loaded(space)
+
+    def judge_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Judge, now, the memories awaiting an LLM's judgement of what they update (left by a
+        one-shot command, or by a model that was down); (judged, still waiting). Raises InvalidInput
+        without a litellm model and ProviderError when it fails."""
+        return self.judging.judge_pending(self.resolve_namespace(namespace), timeout)
+
+    def judge_questions(self, namespace: str | None = None) -> list[JudgeQuestion]:
+        """What to ask the client's model (MCP sampling) about the memories awaiting an LLM's
+        judgement of what they update, oldest first, at most MAX_INLINE_JUDGEMENTS. Empty without
+        MEMTREE_LLM."""
+        if not self.judging.enabled:
+            return []
+        return self.judging.questions(self.resolve_namespace(namespace))
+
     @property
     def refining(self) -> bool:
         """Whether an LLM is configured to write summaries (MEMTREE_LLM other than 'none')."""
@@ -451,4 +480,5 @@ class MemoryService:
         Branches still awaiting an LLM summary stay marked in the store; the next start finishes them.
         """
         self.refinement.close()
+        self.judging.close()
         self.spaces.close()

@@ -43,6 +43,7 @@ from memtree_mcp.inputs import (
     check_text,
     parse_timestamp,
 )
+from memtree_mcp.judging import MAX_JUDGED_CHUNKS, Judging
 from memtree_mcp.refine import Refinement
 from memtree_mcp.results import PathStep
 from memtree_mcp.spaces import Spaces
@@ -97,12 +98,18 @@ class Writer:
     """Remembers and forgets: every change to the trees goes through here."""
 
     def __init__(
-        self, settings: Settings, spaces: Spaces, embedder: Callable[[], Embedder], refinement: Refinement
+        self,
+        settings: Settings,
+        spaces: Spaces,
+        embedder: Callable[[], Embedder],
+        refinement: Refinement,
+        judging: Judging | None = None,
     ) -> None:
         self.settings = settings
         self._spaces = spaces
         self._embedder = embedder
         self._refinement = refinement
+        self._judging = judging
         self._large_writes = threading.BoundedSemaphore(LARGE_WRITES)
 
     def chunks(
@@ -212,13 +219,17 @@ class Writer:
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
 
-    def store(self, name: str, chunks: list[Chunk], supersedes: object = ()) -> Stored:
+    def store(
+        self, name: str, chunks: list[Chunk], supersedes: object = (), *, judge: bool = False
+    ) -> Stored:
         """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
 
         ``supersedes``: ids of earlier memories that this content updates (checked by
         ``inputs.check_supersedes``); the first chunk's leaf gets the links, the stored one when it
         is a duplicate. Each must name a memory held now, other than this content's own
-        duplicates: checked under the write lock, before anything is written.
+        duplicates: checked under the write lock, before anything is written. ``judge``: with an
+        LLM configured, the first new leaves are marked for its judgement of what they update
+        (``judging.py``), in the same commit, and handed to its worker after it.
 
         The new chunks are embedded before the namespace is locked. Raises InvalidInput past the
         namespace's quota or for an id of ``supersedes`` that names no memory (nothing written),
@@ -229,6 +240,8 @@ class Writer:
         hashes = [content_hash(chunk.text) for chunk in chunks]
         vectors = self._vectors(name, chunks, hashes)
         refine: list[tuple[int, str]] = []
+        judged: list[tuple[int, str]] = []
+        judge = judge and self._judging is not None and self._judging.enabled
         with self._spaces.writing(name) as space:
             assert space is not None  # writing() creates the namespace
             memory = space.memory
@@ -257,7 +270,10 @@ class Writer:
                         content_hash=hashes[i],
                         created=change.now,
                         supersedes=olders if not ids else (),
+                        judging=judge and len(judged) < MAX_JUDGED_CHUNKS,
                     )
+                    if leaf.judging:
+                        judged.append((-leaf.seq, leaf.id))
                     change.changed |= memory.add_leaf(leaf)
                     ids.append(leaf.id)
                     if len(ids) % READERS_EVERY == 0:
@@ -269,6 +285,8 @@ class Writer:
                 if b.kind != "root"
             ]
         self._refinement.submit(name, refine)
+        if judged and self._judging is not None:
+            self._judging.submit(name, judged)
         return Stored(ids, len(fresh), path, olders)
 
     def _vectors(self, name: str, chunks: Sequence[Chunk], hashes: Sequence[str]) -> dict[str, Vector]:

@@ -370,7 +370,10 @@ def test_cli_leaves_summaries_pending_and_refine_writes_them(
     capsys.readouterr()
     assert main(["refine"]) == 0
     written = capsys.readouterr().out
-    assert re.fullmatch(r"wrote [1-9]\d* summaries; 0 still waiting\n", written)
+    # The three memories are judged for updates too (this model's answers link nothing).
+    assert re.fullmatch(
+        r"judged 3 memories for updates; wrote [1-9]\d* summaries; 0 still waiting\n", written
+    )
     assert main(["refine"]) == 0 and "wrote 0 summaries" in capsys.readouterr().out
     assert main(["reindex"]) == 0
     assert "re-indexed 3 memories" in capsys.readouterr().out

@@ -250,6 +250,8 @@ class Memory:
         fresh = sorted((leaf for leaf in leaves if leaf.id not in self.leaves), key=lambda leaf: leaf.seq)
         for leaf in leaves:
             held = self.leaves.get(leaf.id)
+            if held is not None:
+                held.judging = leaf.judging
             if held is not None and held.supersedes != leaf.supersedes:
                 self._unlink(held)  # its record was written again with other links
                 held.supersedes = leaf.supersedes

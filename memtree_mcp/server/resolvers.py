@@ -8,7 +8,9 @@ the questions travel inside the tool's result and the client calls again with th
 - with MEMTREE_NAMESPACE=auto, ``Roots`` asks for the client's workspace folder, which names the
   namespace of a call that names none;
 - with MEMTREE_LLM=sampling, ``summarize`` asks the client's model for the summaries it is about
-  to show, and ``navigate``'s memory agent asks it one step at a time (see providers/sampling.py).
+  to show, ``recall`` and ``summarize`` ask it to judge the oldest memories awaiting judgement of
+  what they update (``judging.py``), and ``navigate``'s memory agent asks it one step at a time
+  (see providers/sampling.py).
 
 The SDK finds a resolver's inputs by parameter name, so the signatures of the sampling resolvers
 are generated (``_resolver``: the tool arguments they read, the client's roots, the context and the
@@ -36,6 +38,7 @@ from mcp.types import CreateMessageResult, ListRootsResult
 from memtree_mcp.config import AUTO_NAMESPACE
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS, MAX_NAMESPACE_CHARS
+from memtree_mcp.judging import JUDGE_TOKENS, MAX_INLINE_JUDGEMENTS, JudgeQuestion
 from memtree_mcp.providers.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
 from memtree_mcp.refine import MAX_INLINE_SUMMARIES, SUMMARY_TOKENS, SummaryQuestion
 from memtree_mcp.server.fields import MemoryContext
@@ -49,6 +52,7 @@ T = TypeVar("T")
 SAMPLED_AGENT_STEPS = 6
 SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "namespace")
 NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
+JUDGE_ARGS = ("namespace",)
 # Hex digits of the workspace path's hash in an automatic namespace (MEMTREE_NAMESPACE=auto).
 ROOT_HASH_CHARS = 8
 # Summary plans kept per server, the oldest dropped first; a call drops its own once it has its answers.
@@ -101,6 +105,7 @@ class _Memo:
     def __init__(self) -> None:
         self.said_no_sampling = threading.Event()
         self.summary_plans: OrderedDict[Hashable, list[SummaryQuestion]] = OrderedDict()
+        self.judge_plans: OrderedDict[Hashable, list[JudgeQuestion]] = OrderedDict()
 
 
 # Keyed by the server the SDK puts in every context; an entry goes with its server.
@@ -173,6 +178,43 @@ def _ask_summary(k: int) -> Callable[..., Any]:
     return _resolver(ask, f"ask_summary_{k}", SUMMARY_ARGS, {})
 
 
+def _judge_plan(ctx: MemoryContext, args: dict[str, Any]) -> list[JudgeQuestion]:
+    # The memories awaiting an LLM's judgement that this call asks about, the same for every
+    # resolver of the call and for the call itself.
+    plans = _memo(ctx).judge_plans
+    key = (ctx.request_id, _call_namespace(args))
+    if key not in plans:
+        try:
+            plans[key] = ctx.request_context.lifespan_context.judge_questions(_call_namespace(args))
+        except MemtreeError:
+            plans[key] = []  # the call itself reports the problem
+        while len(plans) > MAX_SUMMARY_PLANS:
+            plans.popitem(last=False)
+    return plans[key]
+
+
+def judge_answers(ctx: MemoryContext, args: dict[str, Any]) -> list[tuple[JudgeQuestion, str]]:
+    """The client model's verdicts a recall or summarize call received, each with its question."""
+    texts = [answer_text(args.get(f"judge_{k}")) for k in range(MAX_INLINE_JUDGEMENTS)]
+    if all(text is None for text in texts):
+        return []
+    questions = _judge_plan(ctx, args)
+    _memo(ctx).judge_plans.pop((ctx.request_id, _call_namespace(args)), None)
+    return [(q, text) for q, text in zip(questions, texts, strict=False) if text is not None]
+
+
+def _ask_judge(k: int) -> Callable[..., Any]:
+    def ask(**args: Any) -> Any:
+        if not can_sample(args["ctx"]):
+            return None
+        questions = _judge_plan(args["ctx"], args)
+        if k >= len(questions):
+            return None
+        return sample(questions[k].system, questions[k].user, JUDGE_TOKENS)
+
+    return _resolver(ask, f"ask_judge_{k}", JUDGE_ARGS, {})
+
+
 def _ask_agent_step(k: int, previous: list[Callable[..., Any]]) -> Callable[..., Any]:
     def ask(**args: Any) -> Any:
         if not args.get("agent") or not can_sample(args["ctx"]):
@@ -227,6 +269,7 @@ def _agent_resolvers() -> list[Callable[..., Any]]:
 
 
 summary_resolvers = [_ask_summary(k) for k in range(MAX_INLINE_SUMMARIES)]
+judge_resolvers = [_ask_judge(k) for k in range(MAX_INLINE_JUDGEMENTS)]
 agent_resolvers = _agent_resolvers()
 
 

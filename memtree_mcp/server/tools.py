@@ -58,6 +58,8 @@ from memtree_mcp.server.resolvers import (
     SAMPLED_AGENT_STEPS,
     Roots,
     agent_resolvers,
+    judge_answers,
+    judge_resolvers,
     namespace_from_roots,
     summary_answers,
     summary_resolvers,
@@ -108,6 +110,7 @@ def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[CallToolRes
     return limited
 
 
+@with_answers("judge", judge_resolvers)
 async def recall(
     ctx: MemoryContext,
     query: Annotated[Query, Field(description="The user's request or its subject.")],
@@ -128,15 +131,18 @@ async def recall(
     expand: Annotated[Flag, Field(description="Replace summaries by their memories.")] = False,
     roots: Roots = None,
     as_of: Annotated[Timestamp, Field(description="Memory as it was then: version or ISO 8601 time.")] = None,
+    **judges: Any,
 ) -> Annotated[CallToolResult, RecallOutput]:
     """Look up long-term memory. Call it before answering, with the user's request or its subject.
     Hits best first: rank. [relevance 0-1 · date] text {id}. A stale memory is marked "superseded
     by N", N its update's rank."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
+    judgements = judge_answers(ctx, {"namespace": namespace, **judges})
     found = await _run(
         functools.partial(
             service.recall,
+            judgements=judgements,
             strategy=strategy,
             kind=kind,
             time_from=time_from,
@@ -195,6 +201,7 @@ async def navigate(
     return _answer(rendering.navigate_text(shown), NavigateOutput.of(shown))
 
 
+@with_answers("judge", judge_resolvers)
 @with_answers("summary", summary_resolvers)
 async def summarize(
     ctx: MemoryContext,
@@ -223,8 +230,9 @@ async def summarize(
         **summaries,
     }
     answers = summary_answers(ctx, args)
+    judgements = judge_answers(ctx, args)
     summary = await _run(
-        functools.partial(service.summarize, answers=answers),
+        functools.partial(service.summarize, answers=answers, judgements=judgements),
         node_id,
         time_from,
         time_to,

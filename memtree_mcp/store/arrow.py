@@ -12,6 +12,7 @@ sliced rather than gathered, so over a memory-mapped file nothing is copied that
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,7 @@ import pyarrow.compute as pc
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import StoreError
-from memtree_mcp.store.rows import DELETED, refined
+from memtree_mcp.store.rows import DELETED, LEAF_JUDGING, refined
 
 
 def up_to(arrow: pa.Table, version: int) -> pa.Table:
@@ -80,6 +81,7 @@ LEAF_COLUMNS = (
     "content_hash",
     "created",
     "supersedes",
+    "metadata",
 )
 BRANCH_COLUMNS = (
     "id",
@@ -219,7 +221,9 @@ def leaves_at(
     part = rows_at(arrow.select(list(LEAF_COLUMNS)), positions)
     _no_nulls(part, ("id", "first_seq", "first_ts"))
     ids, texts, seqs, stamps, roles, sessions, hashes, created = (
-        part.column(name).to_pylist() for name in LEAF_COLUMNS if name not in ("tags", "supersedes")
+        part.column(name).to_pylist()
+        for name in LEAF_COLUMNS
+        if name not in ("tags", "supersedes", "metadata")
     )
     tags = _tags(part.column("tags"))
     links = _tags(part.column("supersedes"))
@@ -238,8 +242,15 @@ def leaves_at(
             [digest or "" for digest in hashes],
             [stamp or 0.0 for stamp in created],
             [links.get(i, ()) for i in range(len(ids))] if links else itertools.repeat(()),
+            _judging(part.column("metadata")),
         )
     )
+
+
+def _judging(column: pa.ChunkedArray) -> Iterable[bool]:
+    """Whether each leaf awaits an LLM's judgement (``rows.LEAF_JUDGING``): most rows hold none."""
+    marked = pc.fill_null(pc.equal(column, LEAF_JUDGING), False).to_numpy(zero_copy_only=False)
+    return marked.tolist() if marked.any() else itertools.repeat(False)
 
 
 def _tags(column: pa.ChunkedArray) -> dict[int, tuple[str, ...]]:

@@ -40,6 +40,9 @@ META_DIMENSION = b"memtree.dimension"
 META_GENERATION = b"memtree.generation"
 # The oldest commit (``rev``) whose memory the rows still hold whole: history starts there.
 META_FLOOR = b"memtree.history_from"
+# A leaf row's ``metadata`` while the memory awaits an LLM's judgement of what it updates
+# (``Leaf.judging``); None otherwise. Older code reads no leaf's metadata, so no new schema.
+LEAF_JUDGING = '{"judging":true}'
 
 
 def node_schema(embedder: str, dimension: int) -> pa.Schema:
@@ -177,7 +180,7 @@ def leaf_row(leaf: Leaf, now: float) -> dict[str, Any]:
         "role": leaf.role,
         "tags": list(leaf.tags),
         "session": leaf.session,
-        "metadata": None,
+        "metadata": LEAF_JUDGING if leaf.judging else None,
         "content_hash": leaf.content_hash,
         "created": leaf.created,
         "updated": now,
@@ -238,6 +241,7 @@ def leaf_from_row(row: dict[str, Any]) -> Leaf:
         content_hash=row["content_hash"] or "",
         created=float(row["created"] or 0.0),
         supersedes=tuple(row.get("supersedes") or ()),
+        judging=row.get("metadata") == LEAF_JUDGING,
     )
 
 
