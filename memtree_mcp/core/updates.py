@@ -9,15 +9,19 @@ token by token, no word that tells subjects apart (which environment, platform, 
 now works on…") may differ, nor may two separate slots (who *and* when); and the later one
 negates the earlier, says that it changed ("now", "moved", "resolved", "no longer") and replaces
 something, or differs in one value (a number with its unit), name or state only; the same value
-said again changes nothing, even with "now". A false mark tells the model to trust the wrong
-fact, a missed one still shows both memories with their dates, so the rule errs towards missing:
-``bench/update_rule.py`` measures it on the labelled pairs of ``bench/update_pairs.py``.
+said again changes nothing, even with "now". What a memory reports someone said
+('Alice said, "…"', "User: …") is read for what was said; questions, greetings and thanks state
+nothing; and the change must be said in a sentence of both memories on the shared subject, most
+of both being aligned. A false mark tells the model to trust the wrong fact, a missed one still
+shows both memories with their dates, so the rule errs towards missing: ``bench/update_rule.py``
+measures it on the labelled pairs of ``bench/update_pairs.py``, ``bench/update_chat.py`` counts
+its marks on real conversations (LoCoMo), where almost no turn updates another.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -34,18 +38,35 @@ if TYPE_CHECKING:
 UPDATE_MEANING = 0.45
 UPDATE_SHARED_WORDS = 0.2
 UPDATE_SUBJECT = 0.9
+# The two must be parallel: this share of the content tokens of each (and of each sentence that
+# tells the change) aligned with the other's; for a negation, the same fact said again negated.
+PARALLEL = 0.25
+NEGATED_PARALLEL = 0.5
 # From this many memories in the store on, the idf-weighted share of shared words counts too.
 IDF_MIN_MEMORIES = 20
 # Words that say a state changed: English change verbs and adverbs of time.
 UPDATE_CUES = frozenset(
     """
-    now anymore longer instead since currently moved moves changed changes switched replaced
+    now anymore longer instead currently moved moves changed changes switched replaced
     replaces fixed resolved closed reopened updated renamed became becomes promoted left joined
     cancelled canceled reverted dropped migrated deprecated retired stopped started resumed
     postponed rescheduled raised lowered increased decreased bumped cut reduced extended shortened
-    upgraded downgraded rewrote rewriting rewritten relocated scaled went
+    upgraded downgraded rewrote rewriting rewritten relocated scaled
     """.split()
 )
+# Words that say nothing of what a memory is about: "since" (that something changed, or only
+# when: "since we last talked") and the indefinite pronouns ("anything", "something").
+WEAK_WORDS = frozenset(
+    """
+    since anything something everything anyone someone everyone anybody somebody everybody
+    anywhere somewhere everywhere
+    """.split()
+)
+# Words before "now" that make it "at this moment", not "unlike before" ("right now", "for now").
+_AT_PRESENT = frozenset("right for until till by just".split())
+# Cues that say so little alone ("I started writing", "she joined us for dinner") that the later memory must
+# also name a value, a name or a state in place of the earlier one's.
+WEAK_CUES = frozenset("start started starts became becomes joined resumed".split())
 # Words that name a state a thing is in: a change to one of them is a change of value.
 STATE_WORDS = frozenset(
     """
@@ -95,12 +116,47 @@ NUMBER_WORDS = frozenset(
 )
 DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
 # Change cues of several words, each of which means little alone.
-_PHRASE_CUES = re.compile(r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bany more\b")
+_PHRASE_CUES = re.compile(
+    r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bnot any more\b"
+    r"|\bwent (?:up|down)\b"
+)
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*-\d+|#\d+")
 _TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
 _SENTENCE_BREAK = re.compile(r"[.!?:;]")
+_SENTENCE_END = re.compile(r"[.!?]")
 # Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
 _ABBREVIATIONS = frozenset("mr mrs ms dr prof st mt jr sr vs".split())
+# Reported speech: who spoke is attribution, what they said is the memory's content
+# ('Alice said, "I moved to Berlin."'; "User: I moved to Berlin."). Narration after the quote
+# ('… and shared a photo of …') is not what was said.
+_SPEECH = re.compile(
+    r"\s*(?P<who>[A-Z][\w'\u2019.\-]*(?:\s+[A-Z][\w'\u2019.\-]*){0,2})\s+"
+    r"(?:said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|texted|"
+    r"told\s+[\w'\u2019]+)\s*[,:]?\s*[\"\u201c]"
+)
+_ROLE = re.compile(r"\s*(?P<who>user|assistant|human|ai|bot)\s*:\s*", re.IGNORECASE)
+_CLOSING_QUOTES = '"\u201d'
+# Words that refer to the speaker or the one spoken to: two speakers saying them speak of two people.
+PERSONAL = frozenset(
+    """
+    i me my mine myself i'm i've i'd i'll we us our ours ourselves we're we've we'd we'll let's you your
+    yours yourself you're you've you'd you'll
+    """.split()
+)
+# Words of greetings, thanks, farewells and reactions: a sentence of these alone (and of the
+# names of those spoken to) states no fact ("Hey Tim!", "Thanks, Maria, that's so sweet!").
+SMALL_TALK = frozenset(
+    """
+    hi hey hello hiya howdy yo thanks thank thx bye goodbye cya cheers congrats congratulations wow
+    whoa yay yes yeah yep yup nope ok okay sure cool awesome great nice glad lol haha oh ah aw aww
+    ooh omg hmm sorry please welcome amazing wonderful fantastic lovely sweet good luck care soon
+    later see talk talking chat chatting catch hear long time day definitely totally absolutely
+    exactly really true right fun happy agree agreed indeed incredible impressive beautiful super
+    perfect worry worries problem wait lot mean means appreciate appreciated support kind word words
+    keep going go let know thing bet sound sounds look looks hope enjoy blast safe proud excited
+    thrilled love plan idea
+    """.split()
+)
 
 
 def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
@@ -117,6 +173,7 @@ class _Token(NamedTuple):
     kind: str  # one of _CONTENT, or "stop", "cue", "negation", "addition"
     capital: bool  # written with a capital letter
     possessive: bool  # "Alice's"
+    sentence: int = 0  # which sentence of the memory it is in
 
 
 _CONTENT = frozenset({"word", "name", "value", "state", "unit"})
@@ -125,12 +182,16 @@ _SUBJECT = frozenset({"word", "name", "state", "unit"})
 _TERMINAL_KEYS = frozenset(stem(word) for word in TERMINAL_STATES)
 _ROLE_KEYS = frozenset(stem(word) for word in ROLE_VERBS)
 _HANDOVER_KEYS = frozenset(stem(word) for word in HANDOVER_CUES)
+_SMALL_TALK_KEYS = frozenset(stem(word) for word in SMALL_TALK)
+_WEAK_KEYS = frozenset(stem(word) for word in WEAK_CUES)
 
 
 class _Reading(NamedTuple):
     """What the rule reads of one memory, once."""
 
-    tokens: tuple[_Token, ...]
+    speaker: str  # who said it, lower-cased, when the memory reports speech; else ""
+    personal: bool  # what was said names the speaker or the one spoken to ("I", "my", "you")
+    tokens: tuple[_Token, ...]  # of the sentences that state something (no questions, no small talk)
     cues: frozenset[str]  # change cues present (words and phrases)
     negated: bool
     adds: bool  # says "also", "too"…
@@ -140,47 +201,115 @@ class _Reading(NamedTuple):
     terminal: frozenset[str]  # keys of the TERMINAL_STATES it reaches (not negated)
 
 
+def speech(text: str) -> tuple[str, str]:
+    """Who ``text`` reports as speaking (lower-cased; "" when it reports no speech) and what
+    they said: 'Alice said, "I moved to Berlin." and shared a photo' → ("alice", "I moved to
+    Berlin."); "User: I moved to Berlin." → ("user", "I moved to Berlin.")."""
+    quoted = _SPEECH.match(text)
+    if quoted is not None:
+        body = text[quoted.end() :]
+        close = max(body.rfind(q) for q in _CLOSING_QUOTES)
+        return quoted.group("who").lower(), body[:close] if close >= 0 else body
+    role = _ROLE.match(text)
+    if role is not None:
+        return role.group("who").lower(), text[role.end() :]
+    return "", text
+
+
+def _small_talk(words: Sequence[_Token]) -> bool:
+    """Whether a sentence is a greeting, thanks, a farewell or a reaction: words of
+    :data:`SMALL_TALK`, and else only function words and the names of those spoken to."""
+    talk = False
+    for t in words:
+        if t.kind in {"word", "cue", "talk"} and t.key in _SMALL_TALK_KEYS:
+            talk = True
+        elif t.kind not in {"stop", "negation"} and not (t.kind in {"word", "name"} and t.capital):
+            return False
+    return talk
+
+
+def _vocative(initial: bool, after_talk: bool, before: str, after: str) -> bool:
+    """Whether a capitalised word of reported speech names the one spoken to ("Hey *Tim*!",
+    "Thanks, *Maria*.", "Sure thing, *Gina*!", "*John*, since we talked…"): set off by a greeting
+    or a comma before and by a comma or the end of the sentence after."""
+    if initial or after_talk:
+        return any(c in after for c in ",!?.")
+    return "," in before and any(c in after for c in "!?")
+
+
 def read(text: str) -> _Reading:
     """The tokens of ``text`` for the update rule, each with its kind (see :class:`UpdateJudge`)."""
-    tokens: list[_Token] = []
-    cues: set[str] = set(_PHRASE_CUES.findall(text.lower()))
-    end = 0
+    speaker, body = speech(text)
+    matches = list(_TOKEN.finditer(body))
+    # the text between each token and the one before it (the last: after the last token)
+    gaps = [
+        body[a.end() if a else 0 : b.start() if b else len(body)]
+        for a, b in zip([None, *matches], [*matches, None], strict=True)
+    ]
+    sentences: list[list[_Token]] = []
+    questions: list[bool] = []
+    cues: set[str] = set()
+    personal = False
     previous = ""
-    for match in _TOKEN.finditer(text):
+    sentence: list[_Token] = []
+    for n, match in enumerate(matches):
         raw = match.group().replace("\u2019", "'")
-        initial = not tokens or (
-            bool(_SENTENCE_BREAK.search(text, end, match.start())) and previous not in _ABBREVIATIONS
-        )
-        end = match.end()
+        between, after = gaps[n], gaps[n + 1]
+        initial = not sentence and not sentences
+        if sentence and _SENTENCE_BREAK.search(between) and previous not in _ABBREVIATIONS:
+            initial = True
+            if _SENTENCE_END.search(between):
+                sentences.append(sentence)
+                questions.append("?" in between)
+                sentence = []
+        after_talk = bool(sentence) and sentence[-1].key in _SMALL_TALK_KEYS
         lower = previous = raw.lower()
+        personal = personal or lower in PERSONAL
         possessive = lower.endswith("'s") and len(lower) > 2
         if possessive:
             lower, raw = lower[:-2], raw[:-2]
         capital = raw[:1].isupper()
         if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
             kind = "value"
-        elif lower in UNITS and tokens and tokens[-1].kind == "value":
+        elif lower in UNITS and sentence and sentence[-1].kind == "value":
             kind = "unit"
         elif lower in NEGATIONS or lower.endswith("n't"):
             kind = "negation"
         elif lower in STATE_WORDS:
             kind = "state"
-        elif lower in UPDATE_CUES:
+        elif lower in UPDATE_CUES and not (lower == "now" and sentence and sentence[-1].key in _AT_PRESENT):
             kind = "cue"
         elif lower in ADDITION_CUES:
             kind = "addition"
-        elif lower in STOPWORDS:
+        elif (
+            lower in STOPWORDS
+            or lower in WEAK_WORDS
+            or (speaker and capital and _vocative(initial, after_talk, between, after))
+        ):
             kind = "stop"
+        elif speaker and stem(lower) in _SMALL_TALK_KEYS:
+            kind = "talk"  # in a conversation, a word of greetings and reactions tells no subject
         elif any(c.isupper() for c in raw[1:]) or (capital and not initial):
             kind = "name"
         else:
             kind = "word"
-        if lower in UPDATE_CUES:
-            cues.add(lower)
         key = lower if kind == "value" else stem(lower)
-        tokens.append(_Token(key, kind, capital, possessive))
+        sentence.append(_Token(key, kind, capital, possessive, len(sentences)))
+    if sentence:
+        sentences.append(sentence)
+        questions.append("?" in gaps[-1])
+    tokens: list[_Token] = []
+    for words, question in zip(sentences, questions, strict=True):
+        if question or _small_talk(words):
+            continue  # a question or small talk states no fact
+        tokens.extend(words)
+        cues.update(t.key for t in words if t.kind == "cue")
+    if tokens:
+        cues.update(_PHRASE_CUES.findall(body.lower()))
     content = frozenset(t.key for t in tokens if t.kind in _CONTENT)
     return _Reading(
+        speaker=speaker,
+        personal=personal,
         tokens=tuple(tokens),
         cues=frozenset(cues),
         negated=any(t.kind == "negation" for t in tokens),
@@ -242,6 +371,14 @@ class UpdateJudge:
     words, and only from :data:`IDF_MIN_MEMORIES` memories on (a store of two memories is judged
     from the two texts alone):
 
+    Reading (:func:`read`): a memory that reports speech ('Alice said, "I moved to Berlin."',
+    "User: I moved to Berlin.", :func:`speech`) is read for what was said, the speaker kept apart;
+    its sentences that end with "?" (a question states no fact) and those of greetings, thanks
+    and reactions only (:data:`SMALL_TALK`, and the names of those spoken to: "Hey Tim!",
+    "Thanks, Maria, means a lot!") are left out; in reported speech, the name of the one spoken to
+    ("Sure thing, *Gina*!") and the words of :data:`SMALL_TALK` tell no subject; the words of
+    :data:`WEAK_WORDS` ("since", "anything") are function words.
+
     0. An issue or task named by its id among the first words of both ("ORION-172", "#412") is
        updated when the later memory gives it a state of :data:`TERMINAL_STATES` ("closed",
        "fixed") that is not negated and that the earlier did not say (:func:`closes_item`).
@@ -252,7 +389,9 @@ class UpdateJudge:
        :data:`UPDATE_SUBJECT`; or ``newer`` names a value or name of ``older`` again, gives one of
        its own and says it changed ("moved the gateway off 8080; it answers on 9443"). ``newer``
        does not add a fact beside the first ("also", "too", "another").
-    2. The two token sequences are aligned (a longest common subsequence, content tokens weighing
+    2. Two memories reporting what two speakers said, of whom one says "I", "my", "you"
+       (:data:`PERSONAL`), speak of two people ("Alice said she moved…" / "Bob said he moved…"):
+       no update. The two token sequences are aligned (a longest common subsequence, content tokens weighing
        twice a stopword); tokens that differ but appear on both sides were only moved. What is
        left are gaps: between two aligned tokens, the older memory's differing tokens against the
        newer one's. A gap with differing tokens on both sides is a *substitution*. A number and
@@ -271,11 +410,21 @@ class UpdateJudge:
        Two substitutions of the same kind of token (value for value, word for word, name for
        name) mean two things differ, of which only one can be the value: the other says which
        thing ("Priya is away May 3" / "Tom is away May 12").
+       And the two must be parallel: at least :data:`PARALLEL` of the content tokens of each are
+       aligned with the other's (not merely found somewhere in it).
     4. And the later memory must change a value. It negates what the earlier said ("no longer",
-       "not … anymore"); or it says it changed (a word of :data:`UPDATE_CUES`, "took over", or a
-       new state of :data:`STATE_WORDS`: "resolved", "shipped") and something was replaced (a
-       substitution, or a new state); or, without a cue, exactly one substitution of values,
-       names or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
+       "not … anymore": at least :data:`NEGATED_PARALLEL` of each aligned, and the content word
+       after the negation, in its sentence, an aligned one); or it says it changed (a word of
+       :data:`UPDATE_CUES`, "took over", or a new state of :data:`STATE_WORDS` said in place of
+       another state, or in a sentence that says nothing but the earlier subject and its state:
+       "We signed the offer from Acme") and something was replaced (a substitution, or a new
+       state); a cue of :data:`WEAK_CUES` ("started", "joined") or "new" before a shared word
+       counts only when a value, name or state takes another's place; "now" after "right" or
+       "for" says no change. Or, without a cue, exactly one substitution of values, names or
+       states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
+       What changed and the cue that says so count only in the sentences of each memory that
+       speak of what the other says (at least :data:`PARALLEL` of their content aligned): the
+       other sentences of a longer memory tell other facts.
        The earlier memory's values said again, with no value, name or state of the later one's
        own, change nothing, even with "now" ("Production Redis now runs on port 6379"). A value of
        the earlier memory that the later one drops without giving another value or a new state
@@ -471,10 +620,73 @@ def _own_values(new: _Reading, old: _Reading) -> bool:
     )
 
 
+def _aligned_share(tokens: Sequence[_Token], matched: set[int], aside: Collection[int] = ()) -> float:
+    """The share of the content tokens of one memory (but those ``aside``) that are aligned with
+    the other's."""
+    content = [k for k, t in enumerate(tokens) if t.kind in _CONTENT and k not in aside]
+    return sum(k in matched for k in content) / len(content) if content else 0.0
+
+
+def _negates_shared(
+    old: _Reading, new: _Reading, matched_old: set[int], matched_new: set[int], aside: set[int]
+) -> bool:
+    """Whether the negation of the one memory that negates is said of what both say: most of the
+    content of each is aligned, and the first content word after a negation is an aligned one
+    ("no longer *drinks* coffee", not "Keep going and never *give* up" against "Keep going")."""
+    if (
+        min(_aligned_share(old.tokens, matched_old), _aligned_share(new.tokens, matched_new, aside))
+        < NEGATED_PARALLEL
+    ):
+        return False
+    tokens, matched = (new.tokens, matched_new) if new.negated else (old.tokens, matched_old)
+    for k, t in enumerate(tokens):
+        if t.kind == "negation":
+            after = next(
+                (
+                    j
+                    for j in range(k + 1, len(tokens))
+                    if tokens[j].kind in _CONTENT and tokens[j].sentence == t.sentence
+                ),
+                None,
+            )
+            if after is not None and after in matched:
+                return True
+    return False
+
+
+def _parallel_sentences(tokens: Sequence[_Token], matched: set[int], aside: Collection[int] = ()) -> set[int]:
+    """The sentences of one memory that speak of what the other says: at least :data:`PARALLEL`
+    of their content tokens (but those ``aside``) are aligned with the other memory's."""
+    counts: dict[int, list[int]] = {}
+    for k, t in enumerate(tokens):
+        if t.kind in _CONTENT and k not in aside:
+            count = counts.setdefault(t.sentence, [0, 0])
+            count[0] += k in matched
+            count[1] += 1
+    return {sentence for sentence, (aligned, total) in counts.items() if aligned >= PARALLEL * total}
+
+
+def _only_state(new: _Reading, sentence: int, old: _Reading) -> bool:
+    """Whether a sentence of ``new`` says nothing but the earlier memory's subject and states and
+    values ("We signed the offer from Acme" after "The offer from Acme is under negotiation")."""
+    return all(
+        t.kind in {"state", "value", "unit"} or t.key in old.content
+        for t in new.tokens
+        if t.sentence == sentence and t.kind in _CONTENT
+    )
+
+
 def changes_value(old: _Reading, new: _Reading) -> bool:
     """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
+    if old.speaker != new.speaker and (old.personal or new.personal):
+        return False  # "I", "my", "you" said by two speakers: two people
     found, matched_old, matched_new = differences(old.tokens, new.tokens)
     aside, renewed = _asides(new, matched_new, old)
+    if (
+        min(_aligned_share(old.tokens, matched_old), _aligned_share(new.tokens, matched_new, aside))
+        < PARALLEL
+    ):
+        return False
     if aside:
         found = [
             _Gap(gap.old, [k for k in gap.new if k not in aside], gap.lead)
@@ -505,19 +717,60 @@ def changes_value(old: _Reading, new: _Reading) -> bool:
         parallel += bool({old.tokens[k].kind for k in gap.old} & {new.tokens[k].kind for k in gap.new})
     if parallel >= 2:
         return False
-    if new.negated != old.negated and not parallel:
+    if (
+        new.negated != old.negated
+        and not parallel
+        and _negates_shared(old, new, matched_old, matched_new, aside)
+    ):
         return True  # the same fact, negated or no longer negated
     numbers = {t.key for t in old.tokens if t.kind == "value"}
     if numbers and numbers <= new.content and not _own_values(new, old):
         return False  # every value said again, and no value, name or state of its own: no change
+    # What changed, and what says so, is said in a sentence on the shared subject: another
+    # sentence of a longer memory tells another fact.
+    old_said = _parallel_sentences(old.tokens, matched_old)
+    new_said = _parallel_sentences(new.tokens, matched_new, aside)
+    found = [
+        _Gap(
+            [k for k in gap.old if old.tokens[k].sentence in old_said],
+            [k for k in gap.new if new.tokens[k].sentence in new_said],
+            gap.lead,
+        )
+        for gap in found
+    ]
+    substitutions = [gap for gap in found if gap.old and gap.new]
+    # a state said in place of another state ("planned" -> "shipped", "in beta" -> "available")
+    replacing = {
+        k for gap in substitutions if any(old.tokens[i].kind == "state" for i in gap.old) for k in gap.new
+    }
     old_kinds = {old.tokens[k].kind for gap in found for k in gap.old}
     new_tokens = [new.tokens[k] for gap in found for k in gap.new]
-    new_state = any(t.kind == "state" and t.key not in old.content for t in new_tokens)
+    new_state = any(
+        t.kind == "state"
+        and t.key not in old.content
+        and (k in replacing or _only_state(new, t.sentence, old))
+        for k, t in ((k, new.tokens[k]) for gap in found for k in gap.new)
+    )
     if "value" in old_kinds and not new_state and all(t.kind != "value" for t in new_tokens):
         return False
-    if new.cues - old.cues or new_state or renewed:
+    cues = {t.key for t in new.tokens if t.kind == "cue" and t.sentence in new_said} | {
+        cue for cue in new.cues if " " in cue
+    }
+    if (cues - old.cues) - _WEAK_KEYS or new_state:
         # something was replaced, or the later memory brings a value, a name or a state of its own
         return bool(substitutions) or any(_value_like(t) for t in new_tokens)
+    if cues - old.cues:  # a weak cue: a value, a name or a state said in place of another
+        return any(
+            any(_value_like(old.tokens[k]) for k in gap.old)
+            and any(_value_like(new.tokens[k]) for k in gap.new)
+            for gap in substitutions
+        )
+    if renewed:  # "my new dentist": another holds the role, named in place of the earlier one
+        return any(
+            any(_value_like(old.tokens[k]) for k in gap.old)
+            and any(_value_like(new.tokens[k]) for k in gap.new)
+            for gap in substitutions
+        )
     new_kinds = {t.kind for t in new_tokens}
     return (
         len(substitutions) == 1
