@@ -315,6 +315,11 @@ def test_questions_greetings_and_reactions_of_a_chat_update_nothing(embedder: Mi
             'John said, "We\'re still deciding on the destination. Do you have any suggestions?"',
             'John said, "Hey Tim! Long time no talk - a lot has been going on since then!"',
         ),
+        # a state said in other words is the same state
+        (
+            'Mia said, "Tell me what you think when you are done!"',
+            'Mia said, "Tell me what you think when you are finished!"',
+        ),
         # two sentences with little in common: nothing was replaced
         (
             'Jess said, "I finally found a flat near the river. The rent is fair."',

@@ -76,6 +76,12 @@ STATE_WORDS = frozenset(
     progress active inactive enabled disabled paused suspended expired valid invalid
     """.split()
 )
+# States that are one state said in other words ("when you're done" / "when you're finished").
+_SAME_STATE = {
+    word: same
+    for same, words in {"done": "done complete completed finished"}.items()
+    for word in words.split()
+}
 # States that end what an issue, a task or a plan was: an identified item ("ORION-172",
 # "#412") that reaches one of them is updated whatever its earlier memory said about it.
 TERMINAL_STATES = frozenset(
@@ -293,7 +299,7 @@ def read(text: str) -> _Reading:
             kind = "name"
         else:
             kind = "word"
-        key = lower if kind == "value" else stem(lower)
+        key = lower if kind == "value" else _SAME_STATE.get(lower) or stem(lower)
         sentence.append(_Token(key, kind, capital, possessive, len(sentences)))
     if sentence:
         sentences.append(sentence)
@@ -412,19 +418,19 @@ class UpdateJudge:
        thing ("Priya is away May 3" / "Tom is away May 12").
        And the two must be parallel: at least :data:`PARALLEL` of the content tokens of each are
        aligned with the other's (not merely found somewhere in it).
-    4. And the later memory must change a value. It negates what the earlier said ("no longer",
-       "not … anymore": at least :data:`NEGATED_PARALLEL` of each aligned, and the content word
-       after the negation, in its sentence, an aligned one); or it says it changed (a word of
+    4. And the later memory must change a value. It negates what the earlier said ("no longer", "not …
+       anymore": at least :data:`NEGATED_PARALLEL` of each aligned, and the content word after the
+       negation, in its sentence, an aligned one); or it says it changed (a word of
        :data:`UPDATE_CUES`, "took over", or a new state of :data:`STATE_WORDS` said in place of
-       another state, or in a sentence that says nothing but the earlier subject and its state:
-       "We signed the offer from Acme") and something was replaced (a substitution, or a new
-       state); a cue of :data:`WEAK_CUES` ("started", "joined") or "new" before a shared word
-       counts only when a value, name or state takes another's place; "now" after "right" or
-       "for" says no change. Or, without a cue, exactly one substitution of values, names or
-       states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
-       What changed and the cue that says so count only in the sentences of each memory that
-       speak of what the other says (at least :data:`PARALLEL` of their content aligned): the
-       other sentences of a longer memory tell other facts.
+       another state, or in a sentence that says nothing but the earlier subject and its state: "We
+       signed the offer from Acme"; "done" and "finished" are one state) and something was replaced (a
+       substitution, or a new state); a cue of :data:`WEAK_CUES` ("started", "joined") or "new" before
+       a shared word counts only when a value, name or state takes another's place; "now" after
+       "right" or "for" says no change. Or, without a cue, exactly one substitution of values, names
+       or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15"). What
+       changed and the cue that says so count only in the sentences of each memory that speak of what
+       the other says (at least :data:`PARALLEL` of their content aligned): the other sentences of a
+       longer memory tell other facts.
        The earlier memory's values said again, with no value, name or state of the later one's
        own, change nothing, even with "now" ("Production Redis now runs on port 6379"). A value of
        the earlier memory that the later one drops without giving another value or a new state
