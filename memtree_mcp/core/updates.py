@@ -20,14 +20,19 @@ its marks on real conversations (LoCoMo), where almost no turn updates another.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem
+from memtree_mcp.core.lexical import LexicalIndex, stem
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.update_reading import (
+    CONTENT,
+    Reading,
+    Token,
+    read,
+)
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -44,60 +49,9 @@ PARALLEL = 0.25
 NEGATED_PARALLEL = 0.5
 # From this many memories in the store on, the idf-weighted share of shared words counts too.
 IDF_MIN_MEMORIES = 20
-# Words that say a state changed: English change verbs and adverbs of time.
-UPDATE_CUES = frozenset(
-    """
-    now anymore longer instead currently moved moves changed changes switched replaced
-    replaces fixed resolved closed reopened updated renamed became becomes promoted left joined
-    cancelled canceled reverted dropped migrated deprecated retired stopped started resumed
-    postponed rescheduled raised lowered increased decreased bumped cut reduced extended shortened
-    upgraded downgraded rewrote rewriting rewritten relocated scaled
-    """.split()
-)
-# Words that say nothing of what a memory is about: "since" (that something changed, or only
-# when: "since we last talked") and the indefinite pronouns ("anything", "something").
-WEAK_WORDS = frozenset(
-    """
-    since anything something everything anyone someone everyone anybody somebody everybody
-    anywhere somewhere everywhere
-    """.split()
-)
-# Words before "now" that make it "at this moment", not "unlike before" ("right now", "for now").
-_AT_PRESENT = frozenset("right for until till by just".split())
 # Cues that say so little alone ("I started writing", "she joined us for dinner") that the later memory must
 # also name a value, a name or a state in place of the earlier one's.
 WEAK_CUES = frozenset("start started starts became becomes joined resumed".split())
-# Words that name a state a thing is in: a change to one of them is a change of value.
-STATE_WORDS = frozenset(
-    """
-    open opened resolved fixed closed done complete completed finished shipped released launched
-    planned pending approved rejected accepted declined blocked unblocked cancelled canceled
-    deprecated removed available unavailable beta alpha deployed merged signed investigating
-    progress active inactive enabled disabled paused suspended expired valid invalid
-    """.split()
-)
-# States that are one state said in other words ("when you're done" / "when you're finished").
-_SAME_STATE = {
-    word: same
-    for same, words in {"done": "done complete completed finished"}.items()
-    for word in words.split()
-}
-# States that end what an issue, a task or a plan was: an identified item ("ORION-172",
-# "#412") that reaches one of them is updated whatever its earlier memory said about it.
-TERMINAL_STATES = frozenset(
-    """
-    resolved fixed closed done complete completed finished shipped released merged cancelled
-    canceled rejected declined removed
-    """.split()
-)
-# Units: a number and its unit are one value ("30 minutes" -> "2 hours" changes one slot).
-UNITS = frozenset(
-    """
-    ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour
-    hours day days week weeks month months year years kb mb gb tb pb kib mib gib tib km m cm mm mi
-    kg g lb lbs mph kmh rpm rps qps percent euro euros eur usd dollar dollars gbp pound pounds chf
-    """.split()
-)
 # Verbs of a role one person holds at a time: "Tomasz now leads the team" hands the role over,
 # "Bob now works on the team" does not say Alice left it.
 ROLE_VERBS = frozenset(
@@ -114,55 +68,7 @@ HANDOVER_CUES = frozenset(
 REASON_WORDS = frozenset("after since because following due".split())
 # Prepositions that attach a qualifier to the head noun ("the Redis for staging").
 QUALIFYING_PREPOSITIONS = frozenset("for in on at of from".split())
-# Words that add a second fact beside the first instead of replacing it.
-ADDITION_CUES = frozenset("also too additionally another besides".split())
-NEGATIONS = frozenset("no not never nor cannot anymore".split())
-NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve once twice half dozen".split()
-)
 DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
-# Change cues of several words, each of which means little alone.
-_PHRASE_CUES = re.compile(
-    r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bnot any more\b"
-    r"|\bwent (?:up|down)\b"
-)
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*-\d+|#\d+")
-_TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
-_SENTENCE_BREAK = re.compile(r"[.!?:;]")
-_SENTENCE_END = re.compile(r"[.!?]")
-# Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
-_ABBREVIATIONS = frozenset("mr mrs ms dr prof st mt jr sr vs".split())
-# Reported speech: who spoke is attribution, what they said is the memory's content
-# ('Alice said, "I moved to Berlin."'; "User: I moved to Berlin."). Narration after the quote
-# ('… and shared a photo of …') is not what was said.
-_SPEECH = re.compile(
-    r"\s*(?P<who>[A-Z][\w'\u2019.\-]*(?:\s+[A-Z][\w'\u2019.\-]*){0,2})\s+"
-    r"(?:said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|texted|"
-    r"told\s+[\w'\u2019]+)\s*[,:]?\s*[\"\u201c]"
-)
-_ROLE = re.compile(r"\s*(?P<who>user|assistant|human|ai|bot)\s*:\s*", re.IGNORECASE)
-_CLOSING_QUOTES = '"\u201d'
-# Words that refer to the speaker or the one spoken to: two speakers saying them speak of two people.
-PERSONAL = frozenset(
-    """
-    i me my mine myself i'm i've i'd i'll we us our ours ourselves we're we've we'd we'll let's you your
-    yours yourself you're you've you'd you'll
-    """.split()
-)
-# Words of greetings, thanks, farewells and reactions: a sentence of these alone (and of the
-# names of those spoken to) states no fact ("Hey Tim!", "Thanks, Maria, that's so sweet!").
-SMALL_TALK = frozenset(
-    """
-    hi hey hello hiya howdy yo thanks thank thx bye goodbye cya cheers congrats congratulations wow
-    whoa yay yes yeah yep yup nope ok okay sure cool awesome great nice glad lol haha oh ah aw aww
-    ooh omg hmm sorry please welcome amazing wonderful fantastic lovely sweet good luck care soon
-    later see talk talking chat chatting catch hear long time day definitely totally absolutely
-    exactly really true right fun happy agree agreed indeed incredible impressive beautiful super
-    perfect worry worries problem wait lot mean means appreciate appreciated support kind word words
-    keep going go let know thing bet sound sounds look looks hope enjoy blast safe proud excited
-    thrilled love plan idea
-    """.split()
-)
 
 
 def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
@@ -174,166 +80,12 @@ def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
     return UpdateJudge(lexical).supersedes(newer, older)
 
 
-class _Token(NamedTuple):
-    key: str  # lower-cased, stemmed unless it holds a digit
-    kind: str  # one of _CONTENT, or "stop", "cue", "negation", "addition"
-    capital: bool  # written with a capital letter
-    possessive: bool  # "Alice's"
-    sentence: int = 0  # which sentence of the memory it is in
-
-
-_CONTENT = frozenset({"word", "name", "value", "state", "unit"})
-# Kinds of the tokens that say what a memory is about (its values change, the subject stays).
-_SUBJECT = frozenset({"word", "name", "state", "unit"})
-_TERMINAL_KEYS = frozenset(stem(word) for word in TERMINAL_STATES)
 _ROLE_KEYS = frozenset(stem(word) for word in ROLE_VERBS)
 _HANDOVER_KEYS = frozenset(stem(word) for word in HANDOVER_CUES)
-_SMALL_TALK_KEYS = frozenset(stem(word) for word in SMALL_TALK)
 _WEAK_KEYS = frozenset(stem(word) for word in WEAK_CUES)
 
 
-class _Reading(NamedTuple):
-    """What the rule reads of one memory, once."""
-
-    speaker: str  # who said it, lower-cased, when the memory reports speech; else ""
-    personal: bool  # what was said names the speaker or the one spoken to ("I", "my", "you")
-    tokens: tuple[_Token, ...]  # of the sentences that state something (no questions, no small talk)
-    cues: frozenset[str]  # change cues present (words and phrases)
-    negated: bool
-    adds: bool  # says "also", "too"…
-    subject: frozenset[str]  # keys of its words, names, states and units (not values)
-    content: frozenset[str]  # keys of every content token
-    identifiers: frozenset[str]  # issue or ticket ids among its first words ("orion-172", "#412")
-    terminal: frozenset[str]  # keys of the TERMINAL_STATES it reaches (not negated)
-
-
-def speech(text: str) -> tuple[str, str]:
-    """Who ``text`` reports as speaking (lower-cased; "" when it reports no speech) and what
-    they said: 'Alice said, "I moved to Berlin." and shared a photo' → ("alice", "I moved to
-    Berlin."); "User: I moved to Berlin." → ("user", "I moved to Berlin.")."""
-    quoted = _SPEECH.match(text)
-    if quoted is not None:
-        body = text[quoted.end() :]
-        close = max(body.rfind(q) for q in _CLOSING_QUOTES)
-        return quoted.group("who").lower(), body[:close] if close >= 0 else body
-    role = _ROLE.match(text)
-    if role is not None:
-        return role.group("who").lower(), text[role.end() :]
-    return "", text
-
-
-def _small_talk(words: Sequence[_Token]) -> bool:
-    """Whether a sentence is a greeting, thanks, a farewell or a reaction: words of
-    :data:`SMALL_TALK`, and else only function words and the names of those spoken to."""
-    talk = False
-    for t in words:
-        if t.kind in {"word", "cue", "talk"} and t.key in _SMALL_TALK_KEYS:
-            talk = True
-        elif t.kind not in {"stop", "negation"} and not (t.kind in {"word", "name"} and t.capital):
-            return False
-    return talk
-
-
-def _vocative(initial: bool, after_talk: bool, before: str, after: str) -> bool:
-    """Whether a capitalised word of reported speech names the one spoken to ("Hey *Tim*!",
-    "Thanks, *Maria*.", "Sure thing, *Gina*!", "*John*, since we talked…"): set off by a greeting
-    or a comma before and by a comma or the end of the sentence after."""
-    if initial or after_talk:
-        return any(c in after for c in ",!?.")
-    return "," in before and any(c in after for c in "!?")
-
-
-def read(text: str) -> _Reading:
-    """The tokens of ``text`` for the update rule, each with its kind (see :class:`UpdateJudge`)."""
-    speaker, body = speech(text)
-    matches = list(_TOKEN.finditer(body))
-    # the text between each token and the one before it (the last: after the last token)
-    gaps = [
-        body[a.end() if a else 0 : b.start() if b else len(body)]
-        for a, b in zip([None, *matches], [*matches, None], strict=True)
-    ]
-    sentences: list[list[_Token]] = []
-    questions: list[bool] = []
-    cues: set[str] = set()
-    personal = False
-    previous = ""
-    sentence: list[_Token] = []
-    for n, match in enumerate(matches):
-        raw = match.group().replace("\u2019", "'")
-        between, after = gaps[n], gaps[n + 1]
-        initial = not sentence and not sentences
-        if sentence and _SENTENCE_BREAK.search(between) and previous not in _ABBREVIATIONS:
-            initial = True
-            if _SENTENCE_END.search(between):
-                sentences.append(sentence)
-                questions.append("?" in between)
-                sentence = []
-        after_talk = bool(sentence) and sentence[-1].key in _SMALL_TALK_KEYS
-        lower = previous = raw.lower()
-        personal = personal or lower in PERSONAL
-        possessive = lower.endswith("'s") and len(lower) > 2
-        if possessive:
-            lower, raw = lower[:-2], raw[:-2]
-        capital = raw[:1].isupper()
-        if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
-            kind = "value"
-        elif lower in UNITS and sentence and sentence[-1].kind == "value":
-            kind = "unit"
-        elif lower in NEGATIONS or lower.endswith("n't"):
-            kind = "negation"
-        elif lower in STATE_WORDS:
-            kind = "state"
-        elif lower in UPDATE_CUES and not (lower == "now" and sentence and sentence[-1].key in _AT_PRESENT):
-            kind = "cue"
-        elif lower in ADDITION_CUES:
-            kind = "addition"
-        elif (
-            lower in STOPWORDS
-            or lower in WEAK_WORDS
-            or (speaker and capital and _vocative(initial, after_talk, between, after))
-        ):
-            kind = "stop"
-        elif speaker and stem(lower) in _SMALL_TALK_KEYS:
-            kind = "talk"  # in a conversation, a word of greetings and reactions tells no subject
-        elif any(c.isupper() for c in raw[1:]) or (capital and not initial):
-            kind = "name"
-        else:
-            kind = "word"
-        key = lower if kind == "value" else _SAME_STATE.get(lower) or stem(lower)
-        sentence.append(_Token(key, kind, capital, possessive, len(sentences)))
-    if sentence:
-        sentences.append(sentence)
-        questions.append("?" in gaps[-1])
-    tokens: list[_Token] = []
-    for words, question in zip(sentences, questions, strict=True):
-        if question or _small_talk(words):
-            continue  # a question or small talk states no fact
-        tokens.extend(words)
-        cues.update(t.key for t in words if t.kind == "cue")
-    if tokens:
-        cues.update(_PHRASE_CUES.findall(body.lower()))
-    content = frozenset(t.key for t in tokens if t.kind in _CONTENT)
-    return _Reading(
-        speaker=speaker,
-        personal=personal,
-        tokens=tuple(tokens),
-        cues=frozenset(cues),
-        negated=any(t.kind == "negation" for t in tokens),
-        adds=any(t.kind == "addition" for t in tokens),
-        subject=frozenset(t.key for t in tokens if t.kind in _SUBJECT),
-        content=content,
-        identifiers=frozenset(t.key for t in tokens[:3] if _IDENTIFIER.fullmatch(t.key)),
-        terminal=frozenset(
-            t.key
-            for k, t in enumerate(tokens)
-            if t.kind == "state"
-            and t.key in _TERMINAL_KEYS
-            and all(before.kind != "negation" for before in tokens[max(k - 2, 0) : k])
-        ),
-    )
-
-
-def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, int]]:
+def _aligned(old: Sequence[Token], new: Sequence[Token]) -> list[tuple[int, int]]:
     """The pairs of positions of a longest common subsequence of the two token keys, a content
     token counting twice a stopword's, in order."""
     n, m = len(old), len(new)
@@ -341,7 +93,7 @@ def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, in
     for i in range(n - 1, -1, -1):
         row, below = table[i], table[i + 1]
         key = old[i].key
-        weight = 2 if old[i].kind in _CONTENT else 1
+        weight = 2 if old[i].kind in CONTENT else 1
         for j in range(m - 1, -1, -1):
             if key == new[j].key:
                 row[j] = below[j + 1] + weight
@@ -351,7 +103,7 @@ def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, in
     i = j = 0
     while i < n and j < m:
         if old[i].key == new[j].key and table[i][j] == table[i + 1][j + 1] + (
-            2 if old[i].kind in _CONTENT else 1
+            2 if old[i].kind in CONTENT else 1
         ):
             pairs.append((i, j))
             i, j = i + 1, j + 1
@@ -442,7 +194,7 @@ class UpdateJudge:
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
-        self._read: dict[str, _Reading] = {}
+        self._read: dict[str, Reading] = {}
         self._weights: dict[str, dict[str, float]] = {}
 
     def supersedes(self, newer: Leaf, older: Leaf) -> bool:
@@ -461,7 +213,7 @@ class UpdateJudge:
             return False
         return changes_value(old, new)
 
-    def weighted_share(self, older: Leaf, old: _Reading, new: _Reading) -> float | None:
+    def weighted_share(self, older: Leaf, old: Reading, new: Reading) -> float | None:
         """The idf-weighted share of ``older``'s subject words that ``newer`` has, or None in a
         store of fewer than :data:`IDF_MIN_MEMORIES` memories (where idf means nothing)."""
         if len(self._lexical) < IDF_MIN_MEMORIES or not old.subject:
@@ -472,7 +224,7 @@ class UpdateJudge:
         total = sum(weights.values())
         return sum(w for key, w in weights.items() if key in new.content) / total if total else 0.0
 
-    def reading(self, leaf: Leaf) -> _Reading:
+    def reading(self, leaf: Leaf) -> Reading:
         """:func:`read` of ``leaf``'s text, read once per memory."""
         known = self._read.get(leaf.id)
         if known is None:
@@ -480,14 +232,14 @@ class UpdateJudge:
         return known
 
 
-def closes_item(old: _Reading, new: _Reading) -> bool:
+def closes_item(old: Reading, new: Reading) -> bool:
     """Whether ``new`` says that an issue or task ``old`` named by its id among its first words
     ("ORION-172", "#412") reached a state that ends it ("closed", "fixed", "shipped"), which
     ``old`` did not say: whatever ``old`` said about the item, its state is no longer current."""
     return bool(old.identifiers & new.identifiers) and bool(new.terminal - old.content)
 
 
-def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | None = None) -> bool:
+def same_subject(old: Reading, new: Reading, cosine: float, weighted: float | None = None) -> bool:
     """Step 1 of the rule of :class:`UpdateJudge`: whether two memories close in meaning share
     enough words to speak of the same subject.
 
@@ -506,33 +258,33 @@ def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | 
     return bool(named & new.content) and bool(own) and bool(new.cues - old.cues)
 
 
-def differences(old: Sequence[_Token], new: Sequence[_Token]) -> tuple[list[_Gap], set[int], set[int]]:
+def differences(old: Sequence[Token], new: Sequence[Token]) -> tuple[list[_Gap], set[int], set[int]]:
     """The gaps between the aligned tokens of two memories, and the aligned positions of each."""
     pairs = _aligned(old, new)
     matched_old = {i for i, _ in pairs}
     matched_new = {j for _, j in pairs}
-    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in _CONTENT}
-    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in _CONTENT}
+    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in CONTENT}
+    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in CONTENT}
     moved = unmatched_old & unmatched_new
     found: list[_Gap] = []
     lead = True
     previous = (-1, -1)
     for i, j in [*pairs, (len(old), len(new))]:
         old_diff = [
-            k for k in range(previous[0] + 1, i) if old[k].kind in _CONTENT and old[k].key not in moved
+            k for k in range(previous[0] + 1, i) if old[k].kind in CONTENT and old[k].key not in moved
         ]
         new_diff = [
-            k for k in range(previous[1] + 1, j) if new[k].kind in _CONTENT and new[k].key not in moved
+            k for k in range(previous[1] + 1, j) if new[k].kind in CONTENT and new[k].key not in moved
         ]
         if old_diff or new_diff:
             found.append(_Gap(old_diff, new_diff, lead))
-        if i < len(old) and old[i].kind in _CONTENT:
+        if i < len(old) and old[i].kind in CONTENT:
             lead = False
         previous = (i, j)
     return found, matched_old, matched_new
 
 
-def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool) -> bool:
+def _qualifies(tokens: Sequence[Token], at: int, matched: set[int], lead: bool) -> bool:
     """Whether the differing token at ``at`` qualifies the subject (see :class:`UpdateJudge`)."""
     token = tokens[at]
     if token.possessive:
@@ -544,20 +296,20 @@ def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool)
     follows = at + 1
     return (
         follows in matched
-        and tokens[follows].kind in _CONTENT
+        and tokens[follows].kind in CONTENT
         and any(t.key in DETERMINERS for t in tokens[:at])
     )
 
 
-def _value_like(token: _Token) -> bool:
+def _value_like(token: Token) -> bool:
     return token.kind in {"value", "name", "state"} or (token.kind == "word" and token.capital)
 
 
-def _first_content(tokens: Sequence[_Token]) -> int:
-    return next((k for k, t in enumerate(tokens) if t.kind in _CONTENT), len(tokens))
+def _first_content(tokens: Sequence[Token]) -> int:
+    return next((k for k, t in enumerate(tokens) if t.kind in CONTENT), len(tokens))
 
 
-def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
+def _after_head(tokens: Sequence[Token], at: int, matched: set[int]) -> bool:
     """Whether the word at ``at`` is attached by a preposition to the first word of the sentence,
     a shared one: a qualifier after the head noun ("the Redis *for staging*")."""
     k = at - 1
@@ -571,7 +323,7 @@ def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
     )
 
 
-def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]) -> bool:
+def _modifies_a_name(tokens: Sequence[Token], gap: list[int], matched: set[int]) -> bool:
     """Whether a capitalised differing word of ``gap`` is followed by a shared name or value that
     it qualifies ("*Staging* Redis", "*Production* Postgres")."""
     follows = gap[-1] + 1
@@ -582,7 +334,7 @@ def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]
     )
 
 
-def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]) -> bool:
+def _other_holder(old: Reading, new: Reading, gap: _Gap, matched_new: set[int]) -> bool:
     """Whether a substitution of the capitalised first words of both memories (who or what the
     sentence is about: "*Alice* works on…" / "*Bob* now works on…") names another subject rather
     than a new holder of the same role. It is a new holder when the later memory says so (a
@@ -595,11 +347,11 @@ def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]
         return False
     if any(t.key in _HANDOVER_KEYS for t in new.tokens):
         return False
-    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in _CONTENT), None)
+    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in CONTENT), None)
     return not (after is not None and after in matched_new and new.tokens[after].key in _ROLE_KEYS)
 
 
-def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[int], bool]:
+def _asides(new: Reading, matched_new: set[int], old: Reading) -> tuple[set[int], bool]:
     """Positions of ``new``'s differing words that change nothing, and whether it calls its
     subject new: "new" before a shared word ("my *new* dentist", when ``old`` has no "new"),
     and a closing clause of reason or time after the last shared word ("at v5.0 *after the
@@ -619,22 +371,22 @@ def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[in
     return aside, renewed
 
 
-def _own_values(new: _Reading, old: _Reading) -> bool:
+def _own_values(new: Reading, old: Reading) -> bool:
     """Whether ``new`` has a value, a name, a state or a capitalised word that ``old`` has not."""
     return any(
         (t.kind in {"value", "name", "state"} or t.capital) and t.key not in old.content for t in new.tokens
     )
 
 
-def _aligned_share(tokens: Sequence[_Token], matched: set[int], aside: Collection[int] = ()) -> float:
+def _aligned_share(tokens: Sequence[Token], matched: set[int], aside: Collection[int] = ()) -> float:
     """The share of the content tokens of one memory (but those ``aside``) that are aligned with
     the other's."""
-    content = [k for k, t in enumerate(tokens) if t.kind in _CONTENT and k not in aside]
+    content = [k for k, t in enumerate(tokens) if t.kind in CONTENT and k not in aside]
     return sum(k in matched for k in content) / len(content) if content else 0.0
 
 
 def _negates_shared(
-    old: _Reading, new: _Reading, matched_old: set[int], matched_new: set[int], aside: set[int]
+    old: Reading, new: Reading, matched_old: set[int], matched_new: set[int], aside: set[int]
 ) -> bool:
     """Whether the negation of the one memory that negates is said of what both say: most of the
     content of each is aligned, and the first content word after a negation is an aligned one
@@ -651,7 +403,7 @@ def _negates_shared(
                 (
                     j
                     for j in range(k + 1, len(tokens))
-                    if tokens[j].kind in _CONTENT and tokens[j].sentence == t.sentence
+                    if tokens[j].kind in CONTENT and tokens[j].sentence == t.sentence
                 ),
                 None,
             )
@@ -660,29 +412,29 @@ def _negates_shared(
     return False
 
 
-def _parallel_sentences(tokens: Sequence[_Token], matched: set[int], aside: Collection[int] = ()) -> set[int]:
+def _parallel_sentences(tokens: Sequence[Token], matched: set[int], aside: Collection[int] = ()) -> set[int]:
     """The sentences of one memory that speak of what the other says: at least :data:`PARALLEL`
     of their content tokens (but those ``aside``) are aligned with the other memory's."""
     counts: dict[int, list[int]] = {}
     for k, t in enumerate(tokens):
-        if t.kind in _CONTENT and k not in aside:
+        if t.kind in CONTENT and k not in aside:
             count = counts.setdefault(t.sentence, [0, 0])
             count[0] += k in matched
             count[1] += 1
     return {sentence for sentence, (aligned, total) in counts.items() if aligned >= PARALLEL * total}
 
 
-def _only_state(new: _Reading, sentence: int, old: _Reading) -> bool:
+def _only_state(new: Reading, sentence: int, old: Reading) -> bool:
     """Whether a sentence of ``new`` says nothing but the earlier memory's subject and states and
     values ("We signed the offer from Acme" after "The offer from Acme is under negotiation")."""
     return all(
         t.kind in {"state", "value", "unit"} or t.key in old.content
         for t in new.tokens
-        if t.sentence == sentence and t.kind in _CONTENT
+        if t.sentence == sentence and t.kind in CONTENT
     )
 
 
-def changes_value(old: _Reading, new: _Reading) -> bool:
+def changes_value(old: Reading, new: Reading) -> bool:
     """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
     if old.speaker != new.speaker and (old.personal or new.personal):
         return False  # "I", "my", "you" said by two speakers: two people
