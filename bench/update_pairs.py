@@ -17,7 +17,11 @@ earlier said about the same subject, so the earlier is no longer the current tru
   (a second fact about the same thing that does not contradict the first, often with "also"),
   ``shared-words`` (an unrelated fact that shares words), ``restated`` (the same value said again,
   no change), ``mechanism`` (a change of how something is done that leaves an earlier value
-  untouched).
+  untouched), ``question`` (the later memory asks about the fact: a question states nothing),
+  ``small-talk`` (greetings, thanks, reactions).
+
+The last pairs are told in chat form ('Alice said, "…"', "User: …"), as a conversation's turns
+are stored; ``lookalike-speaker`` there is the same fact said by another speaker of themselves.
 
 ``DEV`` and ``HELD_OUT`` split the pairs: every third pair (index 2, 5, 8…) is held out, the
 rule was tuned on ``DEV`` only. ``python bench/update_pairs.py`` checks the data and prints counts.
@@ -750,6 +754,121 @@ PAIRS: list[Pair] = [
     Pair("lookalike-person", N, "Chen's flight lands at 18:20.", "Maria's flight now lands at 19:05."),
     Pair("value", U, "The trial lasts 14 days.", "The trial lasts one month."),
     Pair("addition", N, "The API returns JSON.", "The API can now also return CSV."),
+    # --- chat: what someone said, as a conversation stores it ('<Name> said, "…"', "User: …") ---
+    Pair(
+        "value",
+        U,
+        'Priya said, "My rent is 950 euros a month."',
+        'Priya said, "My rent is 1,100 euros a month."',
+    ),
+    Pair(
+        "question",
+        N,
+        'Ben said, "Alice works at the bakery on Main Street."',
+        'Ben said, "Does Alice still work at the bakery on Main Street?"',
+    ),
+    Pair(
+        "lookalike-speaker",
+        N,
+        'Alice said, "I moved to Paris last year."',
+        'Bob said, "I moved to Berlin last year."',
+    ),
+    Pair(
+        "negation",
+        U,
+        'Sam said, "I drink coffee every morning."',
+        'Sam said, "I don\'t drink coffee anymore."',
+    ),
+    Pair(
+        "small-talk",
+        N,
+        'Omar said, "I am still looking for a flat near the river."',
+        'Omar said, "Hey Jess! Long time no see, so much has changed since then!"',
+    ),
+    Pair(
+        "value-cue",
+        U,
+        'Tom said, "I run 10 km every Sunday."',
+        'Tom said, "I now run 15 km every Sunday."',
+    ),
+    Pair(
+        "small-talk",
+        N,
+        'Omar said, "Wow, that sounds amazing! Enjoy the trip!"',
+        'Omar said, "Wow, that sounds great! Have fun at the concert!"',
+    ),
+    Pair(
+        "name",
+        U,
+        'Maria said, "My piano teacher is Mrs. Dubois."',
+        'Maria said, "My new piano teacher is Mr. Haddad."',
+    ),
+    Pair(
+        "question",
+        N,
+        'Lena said, "We are still deciding where to go in August."',
+        'Lena said, "Any ideas where we should go in August now?"',
+    ),
+    Pair(
+        "status",
+        U,
+        'Kofi said, "The kitchen renovation is planned for June."',
+        'Kofi said, "The kitchen renovation is finished!"',
+    ),
+    Pair(
+        "lookalike-speaker",
+        N,
+        'Nina said, "My daughter is 7 now."',
+        'Raj said, "My daughter is 9 now."',
+    ),
+    Pair(
+        "negation",
+        U,
+        'Alice said, "I work at the bakery on Main Street."',
+        'Alice said, "I no longer work at the bakery on Main Street."',
+    ),
+    Pair(
+        "small-talk",
+        N,
+        'Jess said, "Thanks, Omar! I finally found a flat near the river."',
+        'Jess said, "Thanks, Omar! That means a lot."',
+    ),
+    Pair(
+        "value",
+        U,
+        "Assistant: Your dentist appointment is on Tuesday at 3 pm.",
+        "Assistant: Your dentist appointment is on Thursday at 3 pm.",
+    ),
+    Pair(
+        "restated",
+        N,
+        'Tom said, "I run 10 km every Sunday."',
+        'Tom said, "Yep, still doing my 10 km every Sunday!"',
+    ),
+    Pair(
+        "moved",
+        U,
+        "User: My home office is in Leeds.",
+        "User: My home office moved to Bristol.",
+    ),
+    Pair(
+        "addition",
+        N,
+        'Priya said, "I play the violin in a quartet."',
+        'Priya said, "I also started playing the cello."',
+    ),
+    Pair(
+        "reworded",
+        U,
+        'Alice said, "I work at the bakery on Main Street."',
+        'Alice said, "I finally quit my job at the bakery."',
+    ),
+    Pair(
+        "small-talk",
+        N,
+        'Kofi said, "See you next week!"',
+        'Kofi said, "Talk soon, I\'m off now!"',
+    ),
 ]
 
 DEV = [pair for i, pair in enumerate(PAIRS) if i % 3 != 2]
@@ -771,7 +890,7 @@ def check() -> None:
 UPDATE_KINDS = frozenset(
     {"value", "value-cue", "reworded", "name", "status", "negation", "version", "moved", "renamed"}
 )
-KINDS = UPDATE_KINDS | {"addition", "shared-words", "restated", "mechanism"}
+KINDS = UPDATE_KINDS | {"addition", "shared-words", "restated", "mechanism", "question", "small-talk"}
 
 if __name__ == "__main__":
     check()

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from memtree_mcp.core.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.lexical import LexicalIndex, stem, tokenize
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.relevance import DENSE_SAME, DENSE_UNRELATED, meaning, relevance
-from memtree_mcp.core.updates import UpdateJudge, read, supersedes
+from memtree_mcp.core.updates import UPDATE_MEANING, UpdateJudge, read, supersedes
 from memtree_mcp.providers.local import MiniLMEmbedder
 
 DOCS = {
@@ -270,3 +270,90 @@ def test_rare_shared_words_count_more_in_a_large_store(embedder: MiniLMEmbedder)
     share = UpdateJudge(big).weighted_share(leaves[0], old, new)
     uniform = len(old.subject & new.content) / len(old.subject)  # "kestrel" and "queue" of seven
     assert share is not None and share > uniform + 0.1  # rare "kestrel" weighs more than "every job"
+
+
+def close_in_meaning(embedder: MiniLMEmbedder, older: str, newer: str) -> bool:
+    """Whether the two are close enough in meaning for the rule to read their words at all."""
+    old_vector, new_vector = embedder.embed_batch([older, newer])
+    return float(old_vector @ new_vector) >= UPDATE_MEANING
+
+
+def test_reported_speech_is_read_for_what_was_said() -> None:
+    said = read('Alice said, "I moved to Berlin in May." and shared a photo of a station')
+    assert said.speaker == "alice" and said.personal
+    assert [t.key for t in said.tokens if t.kind != "stop"] == [stem("moved"), "berlin", "may"]
+    assert read("User: I moved to Berlin in May.").speaker == "user"
+    assert read("ORION-172: webhook retries fire twice.").speaker == ""  # an issue id is no speaker
+    # a question, greetings and thanks state nothing; the fact beside them is kept
+    assert read('Tom said, "Do you have any suggestions?"').tokens == ()
+    assert read('Tom said, "Hey Maria! Thanks, that means a lot."').tokens == ()
+    kept = read('Tom said, "Hey Maria! How are you? I sold my bike last week."')
+    assert {t.key for t in kept.tokens if t.kind == "word"} == {
+        stem(w) for w in ("sold", "bike", "last", "week")
+    }
+
+
+def test_questions_greetings_and_reactions_of_a_chat_update_nothing(embedder: MiniLMEmbedder) -> None:
+    pairs = [
+        # a question, even one that says "still" or "now", states no fact
+        (
+            'Lena said, "We are still deciding where to go in August."',
+            'Lena said, "Any ideas where we should go in August now?"',
+        ),
+        ('Ben said, "Alice works at the bakery."', 'Ben said, "Does Alice still work at the bakery?"'),
+        # greetings and small talk, with "since then" or "now", and the speaker's name shared
+        (
+            'Omar said, "I am still looking for a flat near the river."',
+            'Omar said, "Hey Jess! Long time no see, so much has changed since then!"',
+        ),
+        ('Kofi said, "See you next week!"', 'Kofi said, "Talk soon, I\'m off now!"'),
+        (
+            'Omar said, "Wow, that sounds amazing! Enjoy the trip!"',
+            'Omar said, "Wow, that sounds great! Have fun at the concert!"',
+        ),
+        (
+            'John said, "We\'re still deciding on the destination. Do you have any suggestions?"',
+            'John said, "Hey Tim! Long time no talk - a lot has been going on since then!"',
+        ),
+        # a state said in other words is the same state
+        (
+            'Mia said, "Tell me what you think when you are done!"',
+            'Mia said, "Tell me what you think when you are finished!"',
+        ),
+        # two sentences with little in common: nothing was replaced
+        (
+            'Jess said, "I finally found a flat near the river. The rent is fair."',
+            'Jess said, "My sister found a new job in the city."',
+        ),
+    ]
+    for older, newer in pairs:
+        assert close_in_meaning(embedder, older, newer), (older, newer)
+        assert not updates(embedder, older, newer), (older, newer)
+
+
+def test_the_same_fact_said_by_another_speaker_is_about_another_person(embedder: MiniLMEmbedder) -> None:
+    assert not updates(
+        embedder, 'Alice said, "I moved to Paris last year."', 'Bob said, "I moved to Berlin last year."'
+    )
+    assert not updates(embedder, 'Nina said, "My daughter is 7 now."', 'Raj said, "My daughter is 9 now."')
+    assert updates(embedder, 'Nina said, "My daughter is 7."', 'Nina said, "My daughter is 8 now."')
+
+
+def test_an_update_told_in_a_chat_is_an_update(embedder: MiniLMEmbedder) -> None:
+    assert updates(
+        embedder,
+        'Priya said, "My rent is 950 euros a month."',
+        'Priya said, "My rent is 1,100 euros a month."',
+    )
+    assert updates(
+        embedder,
+        'Alice said, "I work at the bakery on Main Street."',
+        'Alice said, "I no longer work at the bakery on Main Street."',
+    )
+    assert updates(embedder, "User: My home office is in Leeds.", "User: My home office moved to Bristol.")
+    # the fact changed in one sentence of a longer turn, beside a greeting and a question
+    assert updates(
+        embedder,
+        'Tom said, "I run 10 km every Sunday."',
+        'Tom said, "Hi Ana! I now run 15 km every Sunday. How about you?"',
+    )

@@ -9,21 +9,30 @@ token by token, no word that tells subjects apart (which environment, platform, 
 now works on…") may differ, nor may two separate slots (who *and* when); and the later one
 negates the earlier, says that it changed ("now", "moved", "resolved", "no longer") and replaces
 something, or differs in one value (a number with its unit), name or state only; the same value
-said again changes nothing, even with "now". A false mark tells the model to trust the wrong
-fact, a missed one still shows both memories with their dates, so the rule errs towards missing:
-``bench/update_rule.py`` measures it on the labelled pairs of ``bench/update_pairs.py``.
+said again changes nothing, even with "now". What a memory reports someone said
+('Alice said, "…"', "User: …") is read for what was said; questions, greetings and thanks state
+nothing; and the change must be said in a sentence of both memories on the shared subject, most
+of both being aligned. A false mark tells the model to trust the wrong fact, a missed one still
+shows both memories with their dates, so the rule errs towards missing: ``bench/update_rule.py``
+measures it on the labelled pairs of ``bench/update_pairs.py``, ``bench/update_chat.py`` counts
+its marks on real conversations (LoCoMo), where almost no turn updates another.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem
+from memtree_mcp.core.lexical import LexicalIndex, stem
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.update_reading import (
+    CONTENT,
+    Reading,
+    Token,
+    read,
+)
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -34,43 +43,15 @@ if TYPE_CHECKING:
 UPDATE_MEANING = 0.45
 UPDATE_SHARED_WORDS = 0.2
 UPDATE_SUBJECT = 0.9
+# The two must be parallel: this share of the content tokens of each (and of each sentence that
+# tells the change) aligned with the other's; for a negation, the same fact said again negated.
+PARALLEL = 0.25
+NEGATED_PARALLEL = 0.5
 # From this many memories in the store on, the idf-weighted share of shared words counts too.
 IDF_MIN_MEMORIES = 20
-# Words that say a state changed: English change verbs and adverbs of time.
-UPDATE_CUES = frozenset(
-    """
-    now anymore longer instead since currently moved moves changed changes switched replaced
-    replaces fixed resolved closed reopened updated renamed became becomes promoted left joined
-    cancelled canceled reverted dropped migrated deprecated retired stopped started resumed
-    postponed rescheduled raised lowered increased decreased bumped cut reduced extended shortened
-    upgraded downgraded rewrote rewriting rewritten relocated scaled went
-    """.split()
-)
-# Words that name a state a thing is in: a change to one of them is a change of value.
-STATE_WORDS = frozenset(
-    """
-    open opened resolved fixed closed done complete completed finished shipped released launched
-    planned pending approved rejected accepted declined blocked unblocked cancelled canceled
-    deprecated removed available unavailable beta alpha deployed merged signed investigating
-    progress active inactive enabled disabled paused suspended expired valid invalid
-    """.split()
-)
-# States that end what an issue, a task or a plan was: an identified item ("ORION-172",
-# "#412") that reaches one of them is updated whatever its earlier memory said about it.
-TERMINAL_STATES = frozenset(
-    """
-    resolved fixed closed done complete completed finished shipped released merged cancelled
-    canceled rejected declined removed
-    """.split()
-)
-# Units: a number and its unit are one value ("30 minutes" -> "2 hours" changes one slot).
-UNITS = frozenset(
-    """
-    ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour
-    hours day days week weeks month months year years kb mb gb tb pb kib mib gib tib km m cm mm mi
-    kg g lb lbs mph kmh rpm rps qps percent euro euros eur usd dollar dollars gbp pound pounds chf
-    """.split()
-)
+# Cues that say so little alone ("I started writing", "she joined us for dinner") that the later memory must
+# also name a value, a name or a state in place of the earlier one's.
+WEAK_CUES = frozenset("start started starts became becomes joined resumed".split())
 # Verbs of a role one person holds at a time: "Tomasz now leads the team" hands the role over,
 # "Bob now works on the team" does not say Alice left it.
 ROLE_VERBS = frozenset(
@@ -87,20 +68,7 @@ HANDOVER_CUES = frozenset(
 REASON_WORDS = frozenset("after since because following due".split())
 # Prepositions that attach a qualifier to the head noun ("the Redis for staging").
 QUALIFYING_PREPOSITIONS = frozenset("for in on at of from".split())
-# Words that add a second fact beside the first instead of replacing it.
-ADDITION_CUES = frozenset("also too additionally another besides".split())
-NEGATIONS = frozenset("no not never nor cannot anymore".split())
-NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve once twice half dozen".split()
-)
 DETERMINERS = frozenset("the a an my our your his her their its this that these those".split())
-# Change cues of several words, each of which means little alone.
-_PHRASE_CUES = re.compile(r"\b(?:took|taken|takes|taking) over\b|\bfrom now on\b|\bthese days\b|\bany more\b")
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*-\d+|#\d+")
-_TOKEN = re.compile(r"[#$\u20ac\u00a3]?[^\W_]+(?:['\u2019.,:/\-][^\W_]+)*%?")
-_SENTENCE_BREAK = re.compile(r"[.!?:;]")
-# Abbreviations whose full stop ends no sentence: the name after "Dr." is not a sentence's first word.
-_ABBREVIATIONS = frozenset("mr mrs ms dr prof st mt jr sr vs".split())
 
 
 def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
@@ -112,93 +80,12 @@ def supersedes(newer: Leaf, older: Leaf, lexical: LexicalIndex) -> bool:
     return UpdateJudge(lexical).supersedes(newer, older)
 
 
-class _Token(NamedTuple):
-    key: str  # lower-cased, stemmed unless it holds a digit
-    kind: str  # one of _CONTENT, or "stop", "cue", "negation", "addition"
-    capital: bool  # written with a capital letter
-    possessive: bool  # "Alice's"
-
-
-_CONTENT = frozenset({"word", "name", "value", "state", "unit"})
-# Kinds of the tokens that say what a memory is about (its values change, the subject stays).
-_SUBJECT = frozenset({"word", "name", "state", "unit"})
-_TERMINAL_KEYS = frozenset(stem(word) for word in TERMINAL_STATES)
 _ROLE_KEYS = frozenset(stem(word) for word in ROLE_VERBS)
 _HANDOVER_KEYS = frozenset(stem(word) for word in HANDOVER_CUES)
+_WEAK_KEYS = frozenset(stem(word) for word in WEAK_CUES)
 
 
-class _Reading(NamedTuple):
-    """What the rule reads of one memory, once."""
-
-    tokens: tuple[_Token, ...]
-    cues: frozenset[str]  # change cues present (words and phrases)
-    negated: bool
-    adds: bool  # says "also", "too"…
-    subject: frozenset[str]  # keys of its words, names, states and units (not values)
-    content: frozenset[str]  # keys of every content token
-    identifiers: frozenset[str]  # issue or ticket ids among its first words ("orion-172", "#412")
-    terminal: frozenset[str]  # keys of the TERMINAL_STATES it reaches (not negated)
-
-
-def read(text: str) -> _Reading:
-    """The tokens of ``text`` for the update rule, each with its kind (see :class:`UpdateJudge`)."""
-    tokens: list[_Token] = []
-    cues: set[str] = set(_PHRASE_CUES.findall(text.lower()))
-    end = 0
-    previous = ""
-    for match in _TOKEN.finditer(text):
-        raw = match.group().replace("\u2019", "'")
-        initial = not tokens or (
-            bool(_SENTENCE_BREAK.search(text, end, match.start())) and previous not in _ABBREVIATIONS
-        )
-        end = match.end()
-        lower = previous = raw.lower()
-        possessive = lower.endswith("'s") and len(lower) > 2
-        if possessive:
-            lower, raw = lower[:-2], raw[:-2]
-        capital = raw[:1].isupper()
-        if any(c.isdigit() for c in lower) or lower[:1] in "#$\u20ac\u00a3" or lower in NUMBER_WORDS:
-            kind = "value"
-        elif lower in UNITS and tokens and tokens[-1].kind == "value":
-            kind = "unit"
-        elif lower in NEGATIONS or lower.endswith("n't"):
-            kind = "negation"
-        elif lower in STATE_WORDS:
-            kind = "state"
-        elif lower in UPDATE_CUES:
-            kind = "cue"
-        elif lower in ADDITION_CUES:
-            kind = "addition"
-        elif lower in STOPWORDS:
-            kind = "stop"
-        elif any(c.isupper() for c in raw[1:]) or (capital and not initial):
-            kind = "name"
-        else:
-            kind = "word"
-        if lower in UPDATE_CUES:
-            cues.add(lower)
-        key = lower if kind == "value" else stem(lower)
-        tokens.append(_Token(key, kind, capital, possessive))
-    content = frozenset(t.key for t in tokens if t.kind in _CONTENT)
-    return _Reading(
-        tokens=tuple(tokens),
-        cues=frozenset(cues),
-        negated=any(t.kind == "negation" for t in tokens),
-        adds=any(t.kind == "addition" for t in tokens),
-        subject=frozenset(t.key for t in tokens if t.kind in _SUBJECT),
-        content=content,
-        identifiers=frozenset(t.key for t in tokens[:3] if _IDENTIFIER.fullmatch(t.key)),
-        terminal=frozenset(
-            t.key
-            for k, t in enumerate(tokens)
-            if t.kind == "state"
-            and t.key in _TERMINAL_KEYS
-            and all(before.kind != "negation" for before in tokens[max(k - 2, 0) : k])
-        ),
-    )
-
-
-def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, int]]:
+def _aligned(old: Sequence[Token], new: Sequence[Token]) -> list[tuple[int, int]]:
     """The pairs of positions of a longest common subsequence of the two token keys, a content
     token counting twice a stopword's, in order."""
     n, m = len(old), len(new)
@@ -206,7 +93,7 @@ def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, in
     for i in range(n - 1, -1, -1):
         row, below = table[i], table[i + 1]
         key = old[i].key
-        weight = 2 if old[i].kind in _CONTENT else 1
+        weight = 2 if old[i].kind in CONTENT else 1
         for j in range(m - 1, -1, -1):
             if key == new[j].key:
                 row[j] = below[j + 1] + weight
@@ -216,7 +103,7 @@ def _aligned(old: Sequence[_Token], new: Sequence[_Token]) -> list[tuple[int, in
     i = j = 0
     while i < n and j < m:
         if old[i].key == new[j].key and table[i][j] == table[i + 1][j + 1] + (
-            2 if old[i].kind in _CONTENT else 1
+            2 if old[i].kind in CONTENT else 1
         ):
             pairs.append((i, j))
             i, j = i + 1, j + 1
@@ -242,6 +129,14 @@ class UpdateJudge:
     words, and only from :data:`IDF_MIN_MEMORIES` memories on (a store of two memories is judged
     from the two texts alone):
 
+    Reading (:func:`read`): a memory that reports speech ('Alice said, "I moved to Berlin."',
+    "User: I moved to Berlin.", :func:`speech`) is read for what was said, the speaker kept apart;
+    its sentences that end with "?" (a question states no fact) and those of greetings, thanks
+    and reactions only (:data:`SMALL_TALK`, and the names of those spoken to: "Hey Tim!",
+    "Thanks, Maria, means a lot!") are left out; in reported speech, the name of the one spoken to
+    ("Sure thing, *Gina*!") and the words of :data:`SMALL_TALK` tell no subject; the words of
+    :data:`WEAK_WORDS` ("since", "anything") are function words.
+
     0. An issue or task named by its id among the first words of both ("ORION-172", "#412") is
        updated when the later memory gives it a state of :data:`TERMINAL_STATES` ("closed",
        "fixed") that is not negated and that the earlier did not say (:func:`closes_item`).
@@ -252,7 +147,9 @@ class UpdateJudge:
        :data:`UPDATE_SUBJECT`; or ``newer`` names a value or name of ``older`` again, gives one of
        its own and says it changed ("moved the gateway off 8080; it answers on 9443"). ``newer``
        does not add a fact beside the first ("also", "too", "another").
-    2. The two token sequences are aligned (a longest common subsequence, content tokens weighing
+    2. Two memories reporting what two speakers said, of whom one says "I", "my", "you"
+       (:data:`PERSONAL`), speak of two people ("Alice said she moved…" / "Bob said he moved…"):
+       no update. The two token sequences are aligned (a longest common subsequence, content tokens weighing
        twice a stopword); tokens that differ but appear on both sides were only moved. What is
        left are gaps: between two aligned tokens, the older memory's differing tokens against the
        newer one's. A gap with differing tokens on both sides is a *substitution*. A number and
@@ -271,11 +168,21 @@ class UpdateJudge:
        Two substitutions of the same kind of token (value for value, word for word, name for
        name) mean two things differ, of which only one can be the value: the other says which
        thing ("Priya is away May 3" / "Tom is away May 12").
-    4. And the later memory must change a value. It negates what the earlier said ("no longer",
-       "not … anymore"); or it says it changed (a word of :data:`UPDATE_CUES`, "took over", or a
-       new state of :data:`STATE_WORDS`: "resolved", "shipped") and something was replaced (a
-       substitution, or a new state); or, without a cue, exactly one substitution of values,
-       names or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15").
+       And the two must be parallel: at least :data:`PARALLEL` of the content tokens of each are
+       aligned with the other's (not merely found somewhere in it).
+    4. And the later memory must change a value. It negates what the earlier said ("no longer", "not …
+       anymore": at least :data:`NEGATED_PARALLEL` of each aligned, and the content word after the
+       negation, in its sentence, an aligned one); or it says it changed (a word of
+       :data:`UPDATE_CUES`, "took over", or a new state of :data:`STATE_WORDS` said in place of
+       another state, or in a sentence that says nothing but the earlier subject and its state: "We
+       signed the offer from Acme"; "done" and "finished" are one state) and something was replaced (a
+       substitution, or a new state); a cue of :data:`WEAK_CUES` ("started", "joined") or "new" before
+       a shared word counts only when a value, name or state takes another's place; "now" after
+       "right" or "for" says no change. Or, without a cue, exactly one substitution of values, names
+       or states, after the lead, is all that differs ("Standup is at 9:30" → "… at 10:15"). What
+       changed and the cue that says so count only in the sentences of each memory that speak of what
+       the other says (at least :data:`PARALLEL` of their content aligned): the other sentences of a
+       longer memory tell other facts.
        The earlier memory's values said again, with no value, name or state of the later one's
        own, change nothing, even with "now" ("Production Redis now runs on port 6379"). A value of
        the earlier memory that the later one drops without giving another value or a new state
@@ -287,7 +194,7 @@ class UpdateJudge:
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
-        self._read: dict[str, _Reading] = {}
+        self._read: dict[str, Reading] = {}
         self._weights: dict[str, dict[str, float]] = {}
 
     def supersedes(self, newer: Leaf, older: Leaf) -> bool:
@@ -306,7 +213,7 @@ class UpdateJudge:
             return False
         return changes_value(old, new)
 
-    def weighted_share(self, older: Leaf, old: _Reading, new: _Reading) -> float | None:
+    def weighted_share(self, older: Leaf, old: Reading, new: Reading) -> float | None:
         """The idf-weighted share of ``older``'s subject words that ``newer`` has, or None in a
         store of fewer than :data:`IDF_MIN_MEMORIES` memories (where idf means nothing)."""
         if len(self._lexical) < IDF_MIN_MEMORIES or not old.subject:
@@ -317,7 +224,7 @@ class UpdateJudge:
         total = sum(weights.values())
         return sum(w for key, w in weights.items() if key in new.content) / total if total else 0.0
 
-    def reading(self, leaf: Leaf) -> _Reading:
+    def reading(self, leaf: Leaf) -> Reading:
         """:func:`read` of ``leaf``'s text, read once per memory."""
         known = self._read.get(leaf.id)
         if known is None:
@@ -325,14 +232,14 @@ class UpdateJudge:
         return known
 
 
-def closes_item(old: _Reading, new: _Reading) -> bool:
+def closes_item(old: Reading, new: Reading) -> bool:
     """Whether ``new`` says that an issue or task ``old`` named by its id among its first words
     ("ORION-172", "#412") reached a state that ends it ("closed", "fixed", "shipped"), which
     ``old`` did not say: whatever ``old`` said about the item, its state is no longer current."""
     return bool(old.identifiers & new.identifiers) and bool(new.terminal - old.content)
 
 
-def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | None = None) -> bool:
+def same_subject(old: Reading, new: Reading, cosine: float, weighted: float | None = None) -> bool:
     """Step 1 of the rule of :class:`UpdateJudge`: whether two memories close in meaning share
     enough words to speak of the same subject.
 
@@ -351,33 +258,33 @@ def same_subject(old: _Reading, new: _Reading, cosine: float, weighted: float | 
     return bool(named & new.content) and bool(own) and bool(new.cues - old.cues)
 
 
-def differences(old: Sequence[_Token], new: Sequence[_Token]) -> tuple[list[_Gap], set[int], set[int]]:
+def differences(old: Sequence[Token], new: Sequence[Token]) -> tuple[list[_Gap], set[int], set[int]]:
     """The gaps between the aligned tokens of two memories, and the aligned positions of each."""
     pairs = _aligned(old, new)
     matched_old = {i for i, _ in pairs}
     matched_new = {j for _, j in pairs}
-    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in _CONTENT}
-    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in _CONTENT}
+    unmatched_old = {old[i].key for i in range(len(old)) if i not in matched_old and old[i].kind in CONTENT}
+    unmatched_new = {new[j].key for j in range(len(new)) if j not in matched_new and new[j].kind in CONTENT}
     moved = unmatched_old & unmatched_new
     found: list[_Gap] = []
     lead = True
     previous = (-1, -1)
     for i, j in [*pairs, (len(old), len(new))]:
         old_diff = [
-            k for k in range(previous[0] + 1, i) if old[k].kind in _CONTENT and old[k].key not in moved
+            k for k in range(previous[0] + 1, i) if old[k].kind in CONTENT and old[k].key not in moved
         ]
         new_diff = [
-            k for k in range(previous[1] + 1, j) if new[k].kind in _CONTENT and new[k].key not in moved
+            k for k in range(previous[1] + 1, j) if new[k].kind in CONTENT and new[k].key not in moved
         ]
         if old_diff or new_diff:
             found.append(_Gap(old_diff, new_diff, lead))
-        if i < len(old) and old[i].kind in _CONTENT:
+        if i < len(old) and old[i].kind in CONTENT:
             lead = False
         previous = (i, j)
     return found, matched_old, matched_new
 
 
-def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool) -> bool:
+def _qualifies(tokens: Sequence[Token], at: int, matched: set[int], lead: bool) -> bool:
     """Whether the differing token at ``at`` qualifies the subject (see :class:`UpdateJudge`)."""
     token = tokens[at]
     if token.possessive:
@@ -389,20 +296,20 @@ def _qualifies(tokens: Sequence[_Token], at: int, matched: set[int], lead: bool)
     follows = at + 1
     return (
         follows in matched
-        and tokens[follows].kind in _CONTENT
+        and tokens[follows].kind in CONTENT
         and any(t.key in DETERMINERS for t in tokens[:at])
     )
 
 
-def _value_like(token: _Token) -> bool:
+def _value_like(token: Token) -> bool:
     return token.kind in {"value", "name", "state"} or (token.kind == "word" and token.capital)
 
 
-def _first_content(tokens: Sequence[_Token]) -> int:
-    return next((k for k, t in enumerate(tokens) if t.kind in _CONTENT), len(tokens))
+def _first_content(tokens: Sequence[Token]) -> int:
+    return next((k for k, t in enumerate(tokens) if t.kind in CONTENT), len(tokens))
 
 
-def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
+def _after_head(tokens: Sequence[Token], at: int, matched: set[int]) -> bool:
     """Whether the word at ``at`` is attached by a preposition to the first word of the sentence,
     a shared one: a qualifier after the head noun ("the Redis *for staging*")."""
     k = at - 1
@@ -416,7 +323,7 @@ def _after_head(tokens: Sequence[_Token], at: int, matched: set[int]) -> bool:
     )
 
 
-def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]) -> bool:
+def _modifies_a_name(tokens: Sequence[Token], gap: list[int], matched: set[int]) -> bool:
     """Whether a capitalised differing word of ``gap`` is followed by a shared name or value that
     it qualifies ("*Staging* Redis", "*Production* Postgres")."""
     follows = gap[-1] + 1
@@ -427,7 +334,7 @@ def _modifies_a_name(tokens: Sequence[_Token], gap: list[int], matched: set[int]
     )
 
 
-def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]) -> bool:
+def _other_holder(old: Reading, new: Reading, gap: _Gap, matched_new: set[int]) -> bool:
     """Whether a substitution of the capitalised first words of both memories (who or what the
     sentence is about: "*Alice* works on…" / "*Bob* now works on…") names another subject rather
     than a new holder of the same role. It is a new holder when the later memory says so (a
@@ -440,11 +347,11 @@ def _other_holder(old: _Reading, new: _Reading, gap: _Gap, matched_new: set[int]
         return False
     if any(t.key in _HANDOVER_KEYS for t in new.tokens):
         return False
-    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in _CONTENT), None)
+    after = next((k for k in range(gap.new[-1] + 1, len(new.tokens)) if new.tokens[k].kind in CONTENT), None)
     return not (after is not None and after in matched_new and new.tokens[after].key in _ROLE_KEYS)
 
 
-def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[int], bool]:
+def _asides(new: Reading, matched_new: set[int], old: Reading) -> tuple[set[int], bool]:
     """Positions of ``new``'s differing words that change nothing, and whether it calls its
     subject new: "new" before a shared word ("my *new* dentist", when ``old`` has no "new"),
     and a closing clause of reason or time after the last shared word ("at v5.0 *after the
@@ -464,17 +371,80 @@ def _asides(new: _Reading, matched_new: set[int], old: _Reading) -> tuple[set[in
     return aside, renewed
 
 
-def _own_values(new: _Reading, old: _Reading) -> bool:
+def _own_values(new: Reading, old: Reading) -> bool:
     """Whether ``new`` has a value, a name, a state or a capitalised word that ``old`` has not."""
     return any(
         (t.kind in {"value", "name", "state"} or t.capital) and t.key not in old.content for t in new.tokens
     )
 
 
-def changes_value(old: _Reading, new: _Reading) -> bool:
+def _aligned_share(tokens: Sequence[Token], matched: set[int], aside: Collection[int] = ()) -> float:
+    """The share of the content tokens of one memory (but those ``aside``) that are aligned with
+    the other's."""
+    content = [k for k, t in enumerate(tokens) if t.kind in CONTENT and k not in aside]
+    return sum(k in matched for k in content) / len(content) if content else 0.0
+
+
+def _negates_shared(
+    old: Reading, new: Reading, matched_old: set[int], matched_new: set[int], aside: set[int]
+) -> bool:
+    """Whether the negation of the one memory that negates is said of what both say: most of the
+    content of each is aligned, and the first content word after a negation is an aligned one
+    ("no longer *drinks* coffee", not "Keep going and never *give* up" against "Keep going")."""
+    if (
+        min(_aligned_share(old.tokens, matched_old), _aligned_share(new.tokens, matched_new, aside))
+        < NEGATED_PARALLEL
+    ):
+        return False
+    tokens, matched = (new.tokens, matched_new) if new.negated else (old.tokens, matched_old)
+    for k, t in enumerate(tokens):
+        if t.kind == "negation":
+            after = next(
+                (
+                    j
+                    for j in range(k + 1, len(tokens))
+                    if tokens[j].kind in CONTENT and tokens[j].sentence == t.sentence
+                ),
+                None,
+            )
+            if after is not None and after in matched:
+                return True
+    return False
+
+
+def _parallel_sentences(tokens: Sequence[Token], matched: set[int], aside: Collection[int] = ()) -> set[int]:
+    """The sentences of one memory that speak of what the other says: at least :data:`PARALLEL`
+    of their content tokens (but those ``aside``) are aligned with the other memory's."""
+    counts: dict[int, list[int]] = {}
+    for k, t in enumerate(tokens):
+        if t.kind in CONTENT and k not in aside:
+            count = counts.setdefault(t.sentence, [0, 0])
+            count[0] += k in matched
+            count[1] += 1
+    return {sentence for sentence, (aligned, total) in counts.items() if aligned >= PARALLEL * total}
+
+
+def _only_state(new: Reading, sentence: int, old: Reading) -> bool:
+    """Whether a sentence of ``new`` says nothing but the earlier memory's subject and states and
+    values ("We signed the offer from Acme" after "The offer from Acme is under negotiation")."""
+    return all(
+        t.kind in {"state", "value", "unit"} or t.key in old.content
+        for t in new.tokens
+        if t.sentence == sentence and t.kind in CONTENT
+    )
+
+
+def changes_value(old: Reading, new: Reading) -> bool:
     """Steps 2 to 4 of the rule of :class:`UpdateJudge`, for two memories on a shared subject."""
+    if old.speaker != new.speaker and (old.personal or new.personal):
+        return False  # "I", "my", "you" said by two speakers: two people
     found, matched_old, matched_new = differences(old.tokens, new.tokens)
     aside, renewed = _asides(new, matched_new, old)
+    if (
+        min(_aligned_share(old.tokens, matched_old), _aligned_share(new.tokens, matched_new, aside))
+        < PARALLEL
+    ):
+        return False
     if aside:
         found = [
             _Gap(gap.old, [k for k in gap.new if k not in aside], gap.lead)
@@ -505,19 +475,60 @@ def changes_value(old: _Reading, new: _Reading) -> bool:
         parallel += bool({old.tokens[k].kind for k in gap.old} & {new.tokens[k].kind for k in gap.new})
     if parallel >= 2:
         return False
-    if new.negated != old.negated and not parallel:
+    if (
+        new.negated != old.negated
+        and not parallel
+        and _negates_shared(old, new, matched_old, matched_new, aside)
+    ):
         return True  # the same fact, negated or no longer negated
     numbers = {t.key for t in old.tokens if t.kind == "value"}
     if numbers and numbers <= new.content and not _own_values(new, old):
         return False  # every value said again, and no value, name or state of its own: no change
+    # What changed, and what says so, is said in a sentence on the shared subject: another
+    # sentence of a longer memory tells another fact.
+    old_said = _parallel_sentences(old.tokens, matched_old)
+    new_said = _parallel_sentences(new.tokens, matched_new, aside)
+    found = [
+        _Gap(
+            [k for k in gap.old if old.tokens[k].sentence in old_said],
+            [k for k in gap.new if new.tokens[k].sentence in new_said],
+            gap.lead,
+        )
+        for gap in found
+    ]
+    substitutions = [gap for gap in found if gap.old and gap.new]
+    # a state said in place of another state ("planned" -> "shipped", "in beta" -> "available")
+    replacing = {
+        k for gap in substitutions if any(old.tokens[i].kind == "state" for i in gap.old) for k in gap.new
+    }
     old_kinds = {old.tokens[k].kind for gap in found for k in gap.old}
     new_tokens = [new.tokens[k] for gap in found for k in gap.new]
-    new_state = any(t.kind == "state" and t.key not in old.content for t in new_tokens)
+    new_state = any(
+        t.kind == "state"
+        and t.key not in old.content
+        and (k in replacing or _only_state(new, t.sentence, old))
+        for k, t in ((k, new.tokens[k]) for gap in found for k in gap.new)
+    )
     if "value" in old_kinds and not new_state and all(t.kind != "value" for t in new_tokens):
         return False
-    if new.cues - old.cues or new_state or renewed:
+    cues = {t.key for t in new.tokens if t.kind == "cue" and t.sentence in new_said} | {
+        cue for cue in new.cues if " " in cue
+    }
+    if (cues - old.cues) - _WEAK_KEYS or new_state:
         # something was replaced, or the later memory brings a value, a name or a state of its own
         return bool(substitutions) or any(_value_like(t) for t in new_tokens)
+    if cues - old.cues:  # a weak cue: a value, a name or a state said in place of another
+        return any(
+            any(_value_like(old.tokens[k]) for k in gap.old)
+            and any(_value_like(new.tokens[k]) for k in gap.new)
+            for gap in substitutions
+        )
+    if renewed:  # "my new dentist": another holds the role, named in place of the earlier one
+        return any(
+            any(_value_like(old.tokens[k]) for k in gap.old)
+            and any(_value_like(new.tokens[k]) for k in gap.new)
+            for gap in substitutions
+        )
     new_kinds = {t.kind for t in new_tokens}
     return (
         len(substitutions) == 1
