@@ -89,6 +89,27 @@ def links(found: dict[str, Any]) -> list[str]:
     ]
 
 
+def update_rule(d: dict[str, Any]) -> list[str]:
+    r = d["results"]["pair"]
+    return [
+        f"{d['pairs']} labelled pairs, each in a store of its two memories: precision / recall dev "
+        f"**{n(r['dev']['precision'], 3)} / {n(r['dev']['recall'], 3)}**, held out "
+        f"**{n(r['held_out']['precision'], 3)} / {n(r['held_out']['recall'], 3)}** "
+        f"(false marks {r['all']['fp']}, missed {r['all']['fn']})",
+        f"{n(d['timing']['fresh_judge_us_per_pair'])} µs per pair with a fresh judge, "
+        f"{n(d['timing']['cached_judge_us_per_pair'])} µs once both memories are read",
+    ]
+
+
+def update_chat(d: dict[str, Any]) -> list[str]:
+    labelled = d.get("hand_labelled", {})
+    return [
+        f"LoCoMo dev chat: **{d['marked']:,}** pairs marked as updates of {d['judged']:,} judged "
+        f"(close in meaning, same conversation); of those labelled by hand, "
+        f"{labelled.get('true_updates', '?')} true, {labelled.get('false', '?')} false",
+    ]
+
+
 def scale(d: dict[str, Any]) -> list[str]:
     rows = []
     for size, e in d["sizes"].items():
@@ -174,6 +195,8 @@ def firstcall(d: dict[str, Any]) -> list[str]:
 FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "locomo": locomo,
     "updates": updates,
+    "update-rule": update_rule,
+    "update-chat": update_chat,
     "scale": scale,
     "scale-s3-moto": s3,
     "multiclient": multiclient,

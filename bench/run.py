@@ -63,6 +63,20 @@ BENCHES: dict[str, Bench] = {
         "scripted verdicts (~30 s).",
         (),
     ),
+    "update-rule": Bench(
+        "update_rule.py",
+        "Quality of the update rule alone: precision/recall on the labelled pairs of "
+        "bench/update_pairs.py (dev and held-out; a store of the two memories, and of all of "
+        "them), the misses listed, microseconds per pair (~20 s).",
+        (),
+    ),
+    "update-chat": Bench(
+        "update_chat.py",
+        "False update marks on chat: every pair of LoCoMo dev turns close in meaning judged by the "
+        "rule, marks counted per conversation, a seeded sample written out to label by hand (~2 min).",
+        ("{data}",),
+        needs="the LoCoMo dev split (--data)",
+    ),
     "scale": Bench(
         "scale.py",
         "Speed at scale: stores of 10k and 100k memories through the service: import rate, "
