@@ -178,6 +178,7 @@ async def test_the_agents_found_lines_mark_every_stale_memory_and_show_its_updat
     assert marked >= 1
 
 
+@pytest.mark.slow
 def test_the_llm_writing_summaries_is_told_which_memories_were_superseded(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:

@@ -342,6 +342,7 @@ def test_the_rows_of_a_leaf_carry_its_links_and_a_load_reads_them_back(
     assert all(links == [] for node_id, links in rows.items() if node_id != newer)
 
 
+@pytest.mark.slow
 def test_the_cli_remembers_with_supersedes_and_refuses_an_unknown_id(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
