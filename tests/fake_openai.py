@@ -24,9 +24,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memtree_mcp.config import Settings
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:
@@ -199,3 +202,15 @@ def fake_openai(*, reply: str = "scripted reply", dimension: int = 8) -> Iterato
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def llm_settings(tmp_path: Path, server: FakeOpenAI) -> Settings:
+    """Settings of a store under ``tmp_path`` whose LLM is ``server`` (no retries, a 20 s timeout)."""
+    return Settings(
+        home=str(tmp_path / "store"),
+        llm="litellm:openai/fake-model",
+        llm_api_base=server.url,
+        llm_api_key="sk-test",
+        llm_timeout=20,
+        llm_retries=0,
+    )

@@ -12,11 +12,10 @@ import pytest
 from mcp import Client
 
 from memtree_mcp.providers.local import MiniLMEmbedder
-from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from tests.fake_openai import fake_openai
-from tests.mcp_text import text_of
-from tests.test_refinement import echo_summary, llm_settings
+from tests.fake_openai import fake_openai, llm_settings
+from tests.mcp_text import client_remembering, text_of
+from tests.test_refinement import echo_summary
 
 pytestmark = pytest.mark.anyio
 
@@ -56,11 +55,7 @@ DAY = re.compile(r"\((\d{4}-\d\d-\d\d)")
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with Client(build_server(service)) as connected:
-        for timestamp, session, text in FACTS:
-            await connected.call_tool(
-                "remember", {"content": text, "timestamp": timestamp, "session": session}
-            )
+    async with client_remembering(service, FACTS) as connected:
         yield connected
 
 

@@ -23,7 +23,7 @@ from memtree_mcp.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from tests.fake_openai import FakeOpenAI, fake_openai
+from tests.fake_openai import FakeOpenAI, fake_openai, llm_settings
 
 pytestmark = pytest.mark.slow
 
@@ -57,17 +57,6 @@ def scripted(updates: dict[str, str]) -> Callable[[Any], str]:
         )
 
     return reply
-
-
-def llm_settings(tmp_path: Path, server: FakeOpenAI) -> Settings:
-    return Settings(
-        home=str(tmp_path / "store"),
-        llm="litellm:openai/fake-model",
-        llm_api_base=server.url,
-        llm_api_key="sk-test",
-        llm_timeout=20,
-        llm_retries=0,
-    )
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ from mcp import Client
 
 from memtree_mcp.core.extractive import PART_SEPARATOR
 from memtree_mcp.core.relevance import CONFIDENT, DEFAULT_MIN_RELEVANCE
-from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from tests.mcp_text import text_of
+from tests.mcp_text import client_remembering, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -61,11 +60,7 @@ MARK = re.compile(r" · superseded by (\d+)$")
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with Client(build_server(service)) as connected:
-        for timestamp, session, text in MEMORIES:
-            await connected.call_tool(
-                "remember", {"content": text, "timestamp": timestamp, "session": session}
-            )
+    async with client_remembering(service, MEMORIES) as connected:
         yield connected
 
 

@@ -24,7 +24,7 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from tests.fake_openai import FakeOpenAI, fake_openai
+from tests.fake_openai import FakeOpenAI, fake_openai, llm_settings
 
 NOTES = [
     "The staging database is Postgres 16 and listens on port 5433.",
@@ -48,17 +48,6 @@ def all_branches(service: MemoryService) -> list[Branch]:
     memory = service.memory()
     assert memory is not None
     return [*memory.semantic.branches.values(), *memory.temporal.branches.values()]
-
-
-def llm_settings(tmp_path: Path, server: FakeOpenAI) -> Settings:
-    return Settings(
-        home=str(tmp_path / "store"),
-        llm="litellm:openai/fake-model",
-        llm_api_base=server.url,
-        llm_api_key="sk-test",
-        llm_timeout=20,
-        llm_retries=0,
-    )
 
 
 @pytest.fixture

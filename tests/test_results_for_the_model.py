@@ -11,9 +11,8 @@ import pytest
 from mcp import Client
 
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
-from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from tests.mcp_text import text_of
+from tests.mcp_text import client_remembering, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -45,11 +44,7 @@ LINE = re.compile(r"^(\d+)\. \[(\d\.\d\d)( · [^\]]+)?\] (.+) \{([a-z0-9-]+)\}$"
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with Client(build_server(service)) as connected:
-        for timestamp, session, text in FACTS:
-            await connected.call_tool(
-                "remember", {"content": text, "timestamp": timestamp, "session": session}
-            )
+    async with client_remembering(service, FACTS) as connected:
         yield connected
 
 
