@@ -37,7 +37,7 @@ from memtree_mcp.core.model import Leaf
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.providers.llm import TextGenerator
-from memtree_mcp.refine import Refinement, Refiner
+from memtree_mcp.refine import CLOSE_SECONDS, Refinement, Refiner
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -152,10 +152,18 @@ class Judging:
 
     def close(self) -> None:
         """Stop the worker; memories still awaiting judgement stay marked in the store."""
+        worker = self.stop()
+        if worker is not None:
+            worker.join(time.monotonic() + CLOSE_SECONDS)
+
+    def stop(self) -> Refiner | None:
+        """Tell the worker to stop and let go of it (the next use starts a new one); returns it,
+        for the caller to :meth:`Refiner.join`."""
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:
-            worker.close()
+            worker.stop()
+        return worker
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until the background worker has judged what it was given; False on timeout or

@@ -257,10 +257,17 @@ class Refiner:
 
         Pending branches stay marked in the store; an answer that arrives later is not committed.
         """
+        self.stop()
+        self.join(time.monotonic() + CLOSE_SECONDS)
+
+    def stop(self) -> None:
+        """Tell the workers to stop: from now on no answer is committed and nothing new is asked."""
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        deadline = time.monotonic() + CLOSE_SECONDS
+
+    def join(self, deadline: float) -> None:
+        """Wait for the workers to end, until ``deadline`` (``time.monotonic()``) at most."""
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=max(deadline - time.monotonic(), 0.0))
@@ -449,10 +456,18 @@ class Refinement:
 
     def close(self) -> None:
         """Stop the worker; branches still awaiting a summary stay marked in the store."""
+        refiner = self.stop()
+        if refiner is not None:
+            refiner.join(time.monotonic() + CLOSE_SECONDS)
+
+    def stop(self) -> Refiner | None:
+        """Tell the worker to stop and let go of it (the next use starts a new one); returns it,
+        for the caller to :meth:`Refiner.join`."""
         with self._lock:
             refiner, self._refiner = self._refiner, None
         if refiner is not None:
-            refiner.close()
+            refiner.stop()
+        return refiner
 
     # -- fed by the writers and the spaces ---------------------------------------------------------
 

@@ -33,7 +33,7 @@ from memtree_mcp.inputs import MAX_FORGET, check_flag, check_namespace
 from memtree_mcp.judging import JudgeQuestion, Judging
 from memtree_mcp.maintenance import Maintenance
 from memtree_mcp.reading import Reader, recall_request
-from memtree_mcp.refine import Refinement, SummaryQuestion
+from memtree_mcp.refine import CLOSE_SECONDS, Refinement, SummaryQuestion
 from memtree_mcp.results import (
     ForgetResult,
     NavigateResult,
@@ -479,6 +479,14 @@ class MemoryService:
 
         Branches still awaiting an LLM summary stay marked in the store; the next start finishes them.
         """
-        self.refinement.close()
-        self.judging.close()
+        # Both workers stop before either is waited for: an answer arriving while one was waited
+        # for would otherwise still be committed by the other (5 s at most in all).
+        stopping = [self.judging.stop(), self.refinement.stop()]
+        deadline = time.monotonic() + CLOSE_SECONDS
+        for worker in stopping:
+            if worker is not None:
+                worker.join(deadline)
+        # A verdict committed just before the judge stopped may have handed the summaries it
+        # touched to a worker started since: stop that one too (the store keeps them pending).
+        self.refinement.stop()
         self.spaces.close()
