@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import cast
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
@@ -41,19 +42,21 @@ def serve_stdio(server: MCPServer) -> int:
     Returns 0 when the client closes standard input, or the number of the signal (SIGINT,
     SIGTERM) that stopped the server.
     """
-    if sys.stdin is not None and sys.stdin.isatty():
-        print(WAITING_ON_A_TERMINAL, file=sys.stderr, flush=True)
-    return anyio.run(_serve, server, sys.stdin.fileno())
+    on_a_terminal = sys.stdin is not None and sys.stdin.isatty()
+    return anyio.run(_serve, server, sys.stdin.fileno(), on_a_terminal)
 
 
-async def _serve(server: MCPServer, fd: int) -> int:
+async def _serve(server: MCPServer, fd: int, on_a_terminal: bool) -> int:
     stopped_by = 0
     async with anyio.create_task_group() as group:
 
-        async def stop_on_signal() -> None:
+        async def stop_on_signal(
+            *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        ) -> None:
             nonlocal stopped_by
             try:
                 with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                    task_status.started()
                     async for number in signals:
                         stopped_by = number
                         group.cancel_scope.cancel()
@@ -61,9 +64,14 @@ async def _serve(server: MCPServer, fd: int) -> int:
             except NotImplementedError:
                 # Windows' event loops take no signal handlers: Ctrl-C still raises
                 # KeyboardInterrupt, and reading standard input no longer holds the loop up.
+                task_status.started()
                 return
 
-        group.start_soon(stop_on_signal)
+        # The person at the terminal is told how to stop the server only once a signal stops it
+        # in order: one sent earlier would land in the middle of the event loop's start.
+        await group.start(stop_on_signal)
+        if on_a_terminal:
+            print(WAITING_ON_A_TERMINAL, file=sys.stderr, flush=True)
         lines = StdinLines(fd)
         # stdio_server only iterates its stdin; it still claims standard output (fd 1 points at
         # standard error while it serves, so stray prints cannot corrupt the protocol).
