@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
+from latency import source_state
 from locomo_data import load_conversations
 from locomo_sweep import cached_vectors
 from update_rule import load_rule
@@ -121,16 +121,10 @@ def main() -> None:
     for pair in sample:
         print(f"  {pair['older']!r}\n    -> {pair['newer']!r}")
 
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain"], capture_output=True, text=True, check=False
-    ).stdout
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "rule": str(rule.__file__),
-        "source": {"head": head, "uncommitted": dirty.split("\n") if dirty else []},
+        "source": source_state(),
         "judged": judged_total,
         "marked": total,
         "per_conversation": per_conversation,

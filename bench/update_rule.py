@@ -29,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import platform
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -37,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from latency import source_state
 from update_pairs import DEV, HELD_OUT, PAIRS, Pair, check
 
 from memtree_mcp.core.lexical import LexicalIndex
@@ -185,16 +185,10 @@ def main() -> None:
         mark = "missed" if error["update"] else "FALSE "
         print(f"  {mark} [{error['kind']}] {error['older']!r} -> {error['newer']!r}")
 
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain"], capture_output=True, text=True, check=False
-    ).stdout
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "rule": str(rule.__file__),
-        "source": {"head": head, "uncommitted": dirty.split("\n") if dirty else []},
+        "source": source_state(),
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "pairs": len(PAIRS),
         "timing": timing,
