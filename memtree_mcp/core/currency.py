@@ -25,15 +25,16 @@ import numpy as np
 
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS
 from memtree_mcp.core.updates import Updates
 
 if TYPE_CHECKING:
     from memtree_mcp.core.hierarchy import Hierarchy
     from memtree_mcp.core.memory import Memory
 
-# The numbers recall searches with (core/recall.py's Weights.siblings_checked, updates_judged).
-SIBLINGS = 64
-JUDGED = 16
+# Recall's numbers: the siblings looked at for an update, and how many of them are judged.
+SIBLINGS = DEFAULT_WEIGHTS.siblings_checked
+JUDGED = DEFAULT_WEIGHTS.updates_judged
 # How many of the memories closest in meaning to a memory are looked at for its update.
 NEIGHBOURS = 8
 # How many memories under a branch are looked at for updates of what its extractive text quotes.
