@@ -18,6 +18,7 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
 from memtree_mcp.errors import ConfigurationError
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
@@ -159,6 +160,13 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         description="Seconds a write waits for another process's write to the namespace before giving up.",
     )
+    session_gap: float = Field(
+        default=SESSION_GAP_SECONDS,
+        gt=0,
+        allow_inf_nan=False,
+        description="The silence that ends a session when memories come without a session id: "
+        "seconds or 30m, 12h, 7d, 2w (a change of day ends one too).",
+    )
     retention: float = Field(
         default=7 * 86_400.0,
         ge=0,
@@ -197,7 +205,7 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
         return value
 
-    @field_validator("retention", mode="before")
+    @field_validator("retention", "session_gap", mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
         if not isinstance(value, str):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import CursorView, EmbeddingPolicy, Policy, ScoredNode
-from memtree_mcp.core.temporal import COSINE_FAN_OUT, Candidate, CompatibilityPolicy, CosinePolicy
+from memtree_mcp.core.temporal import Candidate, CompatibilityPolicy, CosinePolicy
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.prompts import (
     clean_answer,
@@ -41,24 +41,19 @@ ANSWER_TOKENS = 16
 
 
 class BatchLLMPolicy:
-    """Ask an LLM where a new leaf continues the conversation: ``MERGE_i`` or ``SPLIT``, in one call.
+    """Ask an LLM whether a new leaf continues its session's segment: ``MERGE_i`` or ``SPLIT``, in one call.
 
-    The candidates go into one prompt lowest first (``MERGE_1`` is the current segment, the last one
-    the root), with the leaf's text and time; the answer is read by ``prompts.parse_compatibility``.
+    The candidates go into one prompt lowest first (``MERGE_1`` is the current segment), with the
+    leaf's text and time; the answer is read by ``prompts.parse_compatibility``.
 
-    - ``MERGE_i`` attaches the leaf to candidate i.
-    - ``SPLIT`` (or an answer that is not a valid label, counted in ``unparseable``) means the leaf
-      fits no open segment. With ``fan_out=None`` that is SegTreeMem's literal rule: a new root. By
-      default it opens a new segment under the lowest branch above the current segment that has fewer
-      than ``fan_out`` children, and only a full frontier makes a new root: the same bound, for the
-      same reason, as ``CosinePolicy`` (every new root adds a level and, with uniform depth, a chain
-      as long as the tree is high; a model that answers SPLIT at each change of subject would
-      otherwise make the tree as high as the number of subjects).
+    - ``MERGE_i`` continues candidate i.
+    - ``SPLIT`` (or an answer that is not a valid label, counted in ``unparseable``) opens a new
+      segment in the session.
     - When the generator raises ``ProviderError``, ``fallback`` (default ``CosinePolicy()``) chooses
       instead; ``failures`` counts these calls and ``last_error`` keeps the latest message. The first
       failure is logged as a warning, later ones at debug level (one per insertion would flood).
 
-    ``calls`` counts the questions put to the generator. Raises ``ValueError`` when ``fan_out`` < 2.
+    ``calls`` counts the questions put to the generator.
     """
 
     def __init__(
@@ -66,14 +61,10 @@ class BatchLLMPolicy:
         generator: TextGenerator,
         *,
         fallback: CompatibilityPolicy | None = None,
-        fan_out: int | None = COSINE_FAN_OUT,
         max_tokens: int = ANSWER_TOKENS,
     ) -> None:
-        if fan_out is not None and fan_out < 2:
-            raise ValueError(f"a fan-out must be at least 2, got {fan_out}")
         self.generator = generator
         self.fallback: CompatibilityPolicy = fallback if fallback is not None else CosinePolicy()
-        self.fan_out = fan_out
         self.max_tokens = max_tokens
         self.calls = 0
         self.failures = 0
@@ -81,7 +72,7 @@ class BatchLLMPolicy:
         self.last_error: str | None = None
 
     def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
-        """The id of the candidate ``leaf`` joins, or None for a new root (see the class)."""
+        """The id of the candidate ``leaf`` continues, or None for a new segment (see the class)."""
         if not candidates:
             return None
         system, user = compatibility_prompt(leaf.text, candidates, timestamp=leaf.timestamp)
@@ -100,13 +91,6 @@ class BatchLLMPolicy:
         if not is_split(answer):
             self.unparseable += 1
             logger.debug("compatibility answer %r is not a label; taken as SPLIT", answer[:80])
-        return self._split(candidates)
-
-    def _split(self, candidates: Sequence[Candidate]) -> str | None:
-        if self.fan_out is not None:
-            for candidate in candidates:
-                if candidate.level >= 1 and candidate.fan_out < self.fan_out:
-                    return candidate.node_id
         return None
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import format_timestamp
@@ -92,8 +91,7 @@ class Maintenance:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to check.")
             snapshot = space.table.read()
-            dimension = self._embedder().dimension
-            checked = Memory(dimension)
+            checked = self._spaces.new_memory()
             try:
                 checked.load(
                     snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes
@@ -102,7 +100,7 @@ class Maintenance:
             except Exception as exc:  # a store too broken to load is one problem, and repairable
                 problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
             if problems and repair:
-                rebuilt = Memory(dimension)
+                rebuilt = self._spaces.new_memory()
                 for leaf in sorted(snapshot.leaves, key=lambda leaf: leaf.seq):
                     rebuilt.add_leaf(leaf)
                 nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
@@ -149,7 +147,7 @@ class Maintenance:
                 raise NotFound(f"namespace '{name}' holds nothing to re-index.")
             snapshot, old_embedder, _old_dimension = found
             leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
-            rebuilt = Memory(embedder.dimension, temporal_policy=policy)
+            rebuilt = self._spaces.new_memory(temporal_policy=policy)
             for start in range(0, len(leaves), batch):
                 part = leaves[start : start + batch]
                 vectors = embedder.embed_batch([leaf.text for leaf in part])

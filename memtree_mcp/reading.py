@@ -170,7 +170,9 @@ class Reader:
                 )
         if as_of is not None:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
-            hits = ranking.recall(memory_as_of(table, as_of, dimension, present), embedded)
+            hits = ranking.recall(
+                memory_as_of(table, as_of, dimension, present, self._spaces.settings.session_gap), embedded
+            )
         return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
 
     def forget_candidates(self, name: str, query: str) -> list[RecallHit]:
@@ -300,7 +302,7 @@ class Reader:
             raise InvalidInput("agent=true needs a query: what the agent should look for.")
         vector = self._embed(text) if text is not None else None
         with self._spaces.reading(name) as space:
-            memory = space.memory if space is not None else Memory(self._embedder().dimension)
+            memory = space.memory if space is not None else self._spaces.new_memory()
             # Nobody else can change an empty memory made up for the walk: no lock to let go of.
             lock = space.lock if space is not None else None
             if node_id is not None:

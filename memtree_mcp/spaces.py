@@ -49,6 +49,7 @@ from filelock import FileLock, Timeout
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import LockTimeout, StoreError
 from memtree_mcp.heap import collector_paused, give_back_freed_memory
 
@@ -114,6 +115,12 @@ class Spaces:
         self._watcher: threading.Thread | None = None
         self._stop_watching = threading.Event()
 
+    def new_memory(self, temporal_policy: CompatibilityPolicy | None = None) -> Memory:
+        """An empty memory for the configured embedder and sessions (MEMTREE_SESSION_GAP)."""
+        return Memory(
+            self._embedder().dimension, temporal_policy=temporal_policy, session_gap=self.settings.session_gap
+        )
+
     def __contains__(self, name: object) -> bool:
         """Whether namespace ``name`` is open in this process."""
         with self._lock:
@@ -148,7 +155,7 @@ class Spaces:
                     )
                 except OSError as exc:  # the directory could not be created
                     raise home_error(home, exc, "create") from exc
-                self._opener = Opener(home, embedder.dimension)
+                self._opener = Opener(home, embedder.dimension, session_gap=self.settings.session_gap)
             return self._store
 
     @property
@@ -175,7 +182,7 @@ class Spaces:
         with self._lock:
             space = self._spaces.get(name)
             if space is None:
-                space = Space(name=name, memory=Memory(self._embedder().dimension), table=table)
+                space = Space(name=name, memory=self.new_memory(), table=table)
                 self._spaces[name] = space
         return space
 
@@ -226,9 +233,17 @@ class Spaces:
             return
         with self.file_lock(name), space.lock:
             if space.table.outdated:
-                # Written by an older memtree-mcp: rewritten in the current layout before any write.
-                space.table.upgrade()
+                # Written by an older memtree-mcp: rewritten in the current layout before any write,
+                # with the temporal tree built on reading it when its own is not the current one.
+                self.follow(space)
+                space.table.upgrade(space.memory)
             self.follow(space)
+            if space.memory.temporal_rebuilt:
+                # A table that keeps no temporal tree (not one this code wrote): the one built on
+                # loading is stored before anything else is written.
+                with self.change(space) as change:
+                    change.changed = set(space.memory.temporal.branches)
+                space.memory.temporal_rebuilt = False
             yield space
             self._purge_if_due(space)
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.inputs import check_version, parse_timestamp
@@ -44,7 +45,13 @@ def resolve_version(table: NamespaceTable, when: str) -> int:
     return earlier[-1]
 
 
-def memory_as_of(table: NamespaceTable, when: str, dimension: int, present: Collection[str]) -> Memory:
+def memory_as_of(
+    table: NamespaceTable,
+    when: str,
+    dimension: int,
+    present: Collection[str],
+    session_gap: float = SESSION_GAP_SECONDS,
+) -> Memory:
     """The memory of ``table`` as it was at version or time ``when`` (see :func:`resolve_version`),
     without what has been forgotten since.
 
@@ -53,7 +60,7 @@ def memory_as_of(table: NamespaceTable, when: str, dimension: int, present: Coll
     neither a forgotten memory nor a summary written while it was there comes back.
     """
     snapshot = table.read(resolve_version(table, when))
-    memory = Memory(dimension)
+    memory = Memory(dimension, session_gap=session_gap)
     kept = [leaf for leaf in snapshot.leaves if leaf.id in present]
     if len(kept) == len(snapshot.leaves):
         memory.load(snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes)

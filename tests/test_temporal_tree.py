@@ -1,19 +1,22 @@
-"""The temporal tree keeps its invariants whatever arrives (SegTreeMem seed 001 §4.2, HAT seed 003 §3.1)."""
+"""The temporal tree groups time by session and period, and keeps its invariants whatever arrives
+(SegTreeMem seed 001 §4.2, HAT seed 003 §3.1)."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.temporal import (
-    GAP_SECONDS,
+    MIN_SEGMENT,
     TEMPORAL_ROOT_ID,
     Candidate,
     CompatibilityPolicy,
@@ -26,6 +29,9 @@ from tests.tree_checks import assert_temporal_invariants, branch_state, temporal
 
 DIM = 8
 HOUR = 3600.0
+DAY = 24 * HOUR
+# 2026-03-09 09:00 UTC, a Monday.
+MONDAY = datetime(2026, 3, 9, 9, tzinfo=UTC).timestamp()
 
 
 def axis(i: int, tilt: float = 0.0) -> np.ndarray:
@@ -40,7 +46,7 @@ def make_leaf(
         text=f"memory {i} about things",
         vector=vector,
         seq=i,
-        timestamp=1000.0 + i if timestamp is None else timestamp,
+        timestamp=MONDAY + i if timestamp is None else timestamp,
         session=session,
     )
 
@@ -48,16 +54,32 @@ def make_leaf(
 class Built:
     """A temporal tree with its own leaves mapping and deterministic branch ids."""
 
-    def __init__(self, policy: CompatibilityPolicy, *, gap_seconds: float = GAP_SECONDS) -> None:
+    def __init__(
+        self,
+        policy: CompatibilityPolicy,
+        *,
+        gap_seconds: float = SESSION_GAP_SECONDS,
+        min_segment: int = MIN_SEGMENT,
+    ) -> None:
         self.leaves: dict[str, Leaf] = {}
         ids = itertools.count()
         self.tree = TemporalTree(
-            self.leaves, DIM, policy=policy, gap_seconds=gap_seconds, new_id=lambda: f"t{next(ids)}"
+            self.leaves,
+            DIM,
+            policy=policy,
+            gap_seconds=gap_seconds,
+            min_segment=min_segment,
+            new_id=lambda: f"t{next(ids)}",
         )
 
     def add(self, leaf: Leaf) -> set[str]:
         self.leaves[leaf.id] = leaf
         return self.tree.insert(leaf)
+
+    def nodes_of(self, period: str) -> list[Branch]:
+        """The branches of one time scale, in time order."""
+        tree = self.tree
+        return [tree.branches[n] for n in tree.walk() if tree.period_of(n) == period]
 
 
 def tree_state(tree: TemporalTree) -> dict[str, object]:
@@ -68,68 +90,74 @@ def tree_state(tree: TemporalTree) -> dict[str, object]:
     return state
 
 
+def sessions_of(leaves: Sequence[Leaf], gap_seconds: float = SESSION_GAP_SECONDS) -> list[list[str]]:
+    """The memories' sessions, as the calendar's rule cuts them (what the tree must honour)."""
+    runs: list[list[str]] = []
+    previous: Leaf | None = None
+    for leaf in leaves:
+        if previous is None or is_boundary(previous, leaf, gap_seconds):
+            runs.append([])
+        runs[-1].append(leaf.id)
+        previous = leaf
+    return runs
+
+
 vectors = st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=DIM, max_size=DIM).map(unit)
-# Each arrival: a vector, a session (None or one of three), and the gap since the previous leaf.
+# Each arrival: a vector, a session (None or one of three), and the gap since the previous leaf:
+# within a session, past the session gap, past midnight, a week or more, a month or more.
 arrivals = st.tuples(
     vectors,
     st.one_of(st.none(), st.sampled_from(["s1", "s2", "s3"])),
-    st.sampled_from([1.0, 60.0, 2 * HOUR, 7 * HOUR]),
+    st.sampled_from([1.0, 60.0, 2 * HOUR, 7 * HOUR, 3 * DAY, 40 * DAY, 400 * DAY]),
 )
 policies = st.one_of(
-    st.builds(
-        CosinePolicy,
-        st.sampled_from([-1.0, 0.2, 0.4, 0.7, 1.1]),
-        fan_out=st.one_of(st.none(), st.integers(2, 4)),
-    ),
+    st.builds(CosinePolicy, st.sampled_from([-1.0, 0.2, 0.4, 0.7, 1.1])),
     st.integers(2, 5).map(FanOutPolicy),
 )
 
 
-def fan_out_of(policy: CompatibilityPolicy) -> int | None:
-    return policy.m if isinstance(policy, FanOutPolicy) else None
+def assert_sessions_honoured(built: Built, leaves: Sequence[Leaf]) -> None:
+    """Each session under one session node that holds it alone; periods hold whole sessions of
+    their own period only."""
+    tree = built.tree
+    for run in sessions_of(leaves, tree.gap_seconds):
+        parents = {tree.branches[tree.parent_of[leaf_id]].parent for leaf_id in run}
+        assert len(parents) == 1, f"session {run} is cut across {parents}"
+        (session,) = parents
+        assert session is not None and tree.period_of(session) == "session"
+        assert temporal_subtree_leaves(tree, session) == run, "a session node holds its session alone"
+    for period in ("day", "week", "month", "year"):
+        level = {"day": 2, "week": 3, "month": 4, "year": 5}[period]
+        for node in built.nodes_of(period):
+            starts = {
+                period_key(level, tree.branches[s].first_ts)
+                for s in tree.walk(node.id)
+                if tree.period_of(s) == "session"
+            }
+            assert len(starts) == 1, f"{period} {node.label} holds sessions of {starts}"
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(arrivals, min_size=1, max_size=50), policies)
-def test_every_insertion_keeps_the_tree_whole(
+def test_every_insertion_keeps_the_tree_whole_and_each_session_in_one_node(
     batch: list[tuple[np.ndarray, str | None, float]], policy: CompatibilityPolicy
 ) -> None:
-    built = Built(policy)
-    clock = 0.0
-    previous: Leaf | None = None
+    built = Built(policy, min_segment=2)
+    clock = MONDAY
+    inserted: list[Leaf] = []
     for i, (vector, session, gap) in enumerate(batch):
         clock += gap
         leaf = make_leaf(i, vector, session=session, timestamp=clock)
         before = {b.id: b.depth for b in built.tree.branches.values()}
         changed = built.add(leaf)
+        inserted.append(leaf)
         tree = built.tree
         assert leaf.id in changed
         assert {b.id for b in tree.ancestors(leaf.id)} <= changed, "the whole path is reported"
         assert set(tree.branches) - set(before) <= changed, "new branches are reported"
         assert {b for b, depth in before.items() if tree.branches[b].depth != depth} <= changed
-        if previous is not None and len(tree.leaves) > 2 and is_boundary(previous, leaf):
-            assert tree.parent_of[leaf.id] != tree.parent_of[previous.id], "a boundary starts a segment"
-        assert_temporal_invariants(tree, max_fan_out=fan_out_of(policy))
-        previous = leaf
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 120), st.integers(2, 5))
-def test_without_boundaries_fan_out_fills_every_closed_branch(count: int, m: int) -> None:
-    # HAT's layers: off the frontier every branch is full; the height is the fewest M-ary levels.
-    built = Built(FanOutPolicy(m))
-    for i in range(count):
-        built.add(make_leaf(i, axis(i % DIM)))
-    tree = built.tree
-    assert_temporal_invariants(tree, max_fan_out=m)
-    frontier = {b.id for b in tree.frontier()}
-    for branch in tree.branches.values():
-        if branch.id not in frontier:
-            assert len(branch.children) == m
-    height = 1
-    while m**height < count:
-        height += 1
-    assert tree.height == height
+        assert_temporal_invariants(tree)
+        assert_sessions_honoured(built, inserted)
 
 
 @settings(max_examples=40, deadline=None)
@@ -140,7 +168,7 @@ def test_adopting_the_branches_rebuilds_an_identical_tree(
     more: list[tuple[np.ndarray, str | None, float]],
 ) -> None:
     built = Built(policy)
-    clock = 0.0
+    clock = MONDAY
     for i, (vector, session, gap) in enumerate(batch):
         clock += gap
         built.add(make_leaf(i, vector, session=session, timestamp=clock))
@@ -148,7 +176,7 @@ def test_adopting_the_branches_rebuilds_an_identical_tree(
     loaded = TemporalTree(built.leaves, DIM, policy=policy, new_id=lambda: f"t{next(ids)}")
     loaded.adopt(copy.deepcopy(list(built.tree.branches.values())))
     assert tree_state(loaded) == tree_state(built.tree)
-    assert_temporal_invariants(loaded, max_fan_out=fan_out_of(policy))
+    assert_temporal_invariants(loaded)
     # Both go on growing the same way (up to the ids of new branches).
     ids_a = itertools.count(10_000)
     built.tree._new_id = lambda: f"t{next(ids_a)}"
@@ -163,135 +191,136 @@ def test_adopting_the_branches_rebuilds_an_identical_tree(
 # -- examples ------------------------------------------------------------------------------------
 
 
-def test_fan_out_three_gives_a_three_ary_tree_of_height_two_over_nine_leaves() -> None:
-    built = Built(FanOutPolicy(3))
-    for i in range(9):
-        built.add(make_leaf(i, axis(i % DIM)))
-    tree = built.tree
-    assert tree.height == 2
-    assert len(tree.root.children) == 3
-    groups = [temporal_subtree_leaves(tree, child) for child in tree.root.children]
-    assert groups == [[f"m{i:05d}" for i in range(j, j + 3)] for j in (0, 3, 6)]
-    assert_temporal_invariants(tree, max_fan_out=3)
-    changed = built.add(make_leaf(9, axis(1)))
-    assert tree.height == 3 and len(tree.root.children) == 2
-    assert changed >= set(tree.branches), "a new level moves every branch down"
-    assert_temporal_invariants(tree, max_fan_out=3)
+def five_working_sessions(built: Built, per_session: int = 8) -> list[Leaf]:
+    """Five sessions of unrelated turns, each with its own id, 7 to 12 days apart."""
+    leaves: list[Leaf] = []
+    start = MONDAY
+    for s, days_after in enumerate([0, 9, 7, 12, 8]):
+        start += days_after * DAY
+        for t in range(per_session):
+            i = len(leaves)
+            leaf = make_leaf(i, axis(i % DIM), session=f"work-{s}", timestamp=start + t * 300)
+            built.add(leaf)
+            leaves.append(leaf)
+    return leaves
 
 
-def test_a_new_level_keeps_the_root_id_and_puts_the_old_root_beneath_it() -> None:
-    built = Built(FanOutPolicy(2))
-    built.add(make_leaf(0, axis(0)))
-    built.add(make_leaf(1, axis(1)))
-    changed = built.add(make_leaf(2, axis(2)))
-    tree = built.tree
-    old_root_id, chain_id = tree.root.children
-    assert tree.root.id == TEMPORAL_ROOT_ID and tree.height == 2
-    assert tree.branches[old_root_id].children == ["m00000", "m00001"]
-    assert tree.branches[chain_id].children == ["m00002"]
-    assert changed == {"m00000", "m00001", "m00002", old_root_id, chain_id, TEMPORAL_ROOT_ID}
-
-
-def test_a_session_change_starts_a_new_segment() -> None:
-    built = Built(CosinePolicy(-1.0))  # content never splits: only the session does
-    for i in range(4):
-        built.add(make_leaf(i, axis(0), session="monday"))
-    assert built.tree.height == 1
-    built.add(make_leaf(4, axis(0), session="tuesday"))
-    built.add(make_leaf(5, axis(0), session="tuesday"))
-    tree = built.tree
-    segments = [temporal_subtree_leaves(tree, child) for child in tree.root.children]
-    assert segments == [[f"m{i:05d}" for i in range(4)], ["m00004", "m00005"]]
-    built.add(make_leaf(6, axis(0), session="monday"))
-    segments = [temporal_subtree_leaves(tree, child) for child in tree.root.children]
-    assert segments[-1] == ["m00006"], "a return to an old session is still a new segment"
-    assert_temporal_invariants(tree)
-
-
-def test_a_long_silence_starts_a_new_segment_and_a_short_one_does_not() -> None:
-    built = Built(CosinePolicy(-1.0), gap_seconds=6 * HOUR)
-    built.add(make_leaf(0, axis(0), timestamp=0.0))
-    built.add(make_leaf(1, axis(0), timestamp=HOUR))
-    built.add(make_leaf(2, axis(0), timestamp=5 * HOUR))
-    assert built.tree.height == 1
-    built.add(make_leaf(3, axis(0), timestamp=12 * HOUR))
-    assert built.tree.height == 2
-    assert built.tree.parent_of["m00003"] != built.tree.parent_of["m00002"]
+def test_five_sessions_of_unrelated_turns_give_five_session_nodes_of_at_most_two_segments() -> None:
+    built = Built(CosinePolicy())
+    leaves = five_working_sessions(built)
+    sessions = built.nodes_of("session")
+    assert [temporal_subtree_leaves(built.tree, s.id) for s in sessions] == sessions_of(leaves)
+    assert all(1 <= len(s.children) <= 2 for s in sessions)
+    assert_sessions_honoured(built, leaves)
     assert_temporal_invariants(built.tree)
+    # 40 days from a Monday in March: days, weeks and months above the sessions.
+    assert [b.label.split(" · ")[0] for b in built.nodes_of("month")] == ["March 2026", "April 2026"]
+    assert sessions[0].label.startswith("2026-03-09 · ")
+    assert built.nodes_of("day")[1].label.startswith("2026-03-18 (Wednesday) · ")
+    assert built.nodes_of("week")[0].label.startswith("week of 2026-03-09 · ")
 
 
-def test_cosine_keeps_a_topic_in_one_segment_and_splits_when_it_changes() -> None:
-    built = Built(CosinePolicy(0.5))
-    for i in range(4):
-        built.add(make_leaf(i, axis(0, 0.1 * i)))
-    assert built.tree.height == 1 and len(built.tree.root.children) == 4
-    for i in range(4, 8):
-        built.add(make_leaf(i, axis(3, 0.1 * i)))
+def test_a_memory_of_one_session_has_no_period_above_it_and_levels_come_with_the_span() -> None:
+    built = Built(CosinePolicy())
+    for i in range(3):
+        built.add(make_leaf(i, axis(0), timestamp=MONDAY + i * 60))
     tree = built.tree
-    segments = [temporal_subtree_leaves(tree, child) for child in tree.root.children]
-    assert segments == [[f"m{i:05d}" for i in range(4)], [f"m{i:05d}" for i in range(4, 8)]]
+    assert tree.height == 3 and [tree.period_of(c) for c in tree.root.children] == ["session"]
+    built.add(make_leaf(3, axis(1), timestamp=MONDAY + 2 * HOUR))  # a silence: another session, same day
+    assert tree.height == 3 and len(tree.root.children) == 2
+    built.add(make_leaf(4, axis(2), timestamp=MONDAY + DAY))  # the next day: days appear
+    assert tree.height == 4 and [tree.period_of(c) for c in tree.root.children] == ["day", "day"]
+    assert len(tree.branches[tree.root.children[0]].children) == 2  # Monday's two sessions
+    built.add(make_leaf(5, axis(3), timestamp=MONDAY + 7 * DAY))  # the next week
+    assert tree.height == 5 and [tree.period_of(c) for c in tree.root.children] == ["week", "week"]
+    built.add(make_leaf(6, axis(4), timestamp=MONDAY + 400 * DAY))  # next year: months and years
+    assert tree.height == 7 and [tree.period_of(c) for c in tree.root.children] == ["year", "year"]
+    assert tree.root.id == TEMPORAL_ROOT_ID
     assert_temporal_invariants(tree)
 
 
-def test_an_incompatible_leaf_opens_a_segment_under_a_non_full_branch_before_a_new_root() -> None:
-    # Topics 0, 1, 2, 3 in runs of two, orthogonal: each run is refused by every frontier branch.
-    literal, grouped = Built(CosinePolicy(0.5, fan_out=None)), Built(CosinePolicy(0.5, fan_out=2))
-    for built in (literal, grouped):
-        for i in range(8):
-            built.add(make_leaf(i, axis(i // 2)))
-        assert_temporal_invariants(built.tree)
-    # The literal rule adds a level at every change of topic (seed 001 App. C's cascade) ...
-    assert literal.tree.height == 4
-    # ... the fan-out fallback groups the four segments in twos: two levels above the segments.
-    assert grouped.tree.height == 3
-    segments = [b for b in grouped.tree.branches.values() if b.depth == grouped.tree.height - 1]
-    assert sorted(b.children for b in segments) == [[f"m{i:05d}", f"m{i + 1:05d}"] for i in (0, 2, 4, 6)]
+def test_without_session_ids_a_silence_or_a_new_day_starts_a_session() -> None:
+    built = Built(CosinePolicy(), gap_seconds=30 * 60)
+    stamps = [
+        MONDAY,
+        MONDAY + 20 * 60,  # 20 minutes: the same session
+        MONDAY + 20 * 60 + 31 * 60,  # 31 minutes of silence: a new one
+        datetime(2026, 3, 9, 23, 50, tzinfo=UTC).timestamp(),
+        datetime(2026, 3, 10, 0, 5, tzinfo=UTC).timestamp(),  # 15 minutes later, but the next day
+    ]
+    leaves = [make_leaf(i, axis(0), timestamp=t) for i, t in enumerate(stamps)]
+    for leaf in leaves:
+        built.add(leaf)
+    runs = [temporal_subtree_leaves(built.tree, s.id) for s in built.nodes_of("session")]
+    assert runs == [["m00000", "m00001"], ["m00002"], ["m00003"], ["m00004"]]
 
 
-def test_policies_see_every_admissible_candidate_lowest_first() -> None:
-    seen: list[tuple[list[Candidate], list[str]]] = []
+def test_a_session_with_an_id_goes_on_through_pauses_and_past_midnight_and_belongs_to_its_first_day() -> None:
+    built = Built(CosinePolicy(), gap_seconds=30 * 60)
+    late = datetime(2026, 3, 9, 22, 0, tzinfo=UTC).timestamp()
+    # A 90-minute pause within a session, midnight crossed talking, then the id taken up next noon.
+    stamps = [late, late + 90 * 60, late + 115 * 60, late + 130 * 60, late + 14 * HOUR]
+    leaves = [make_leaf(i, axis(0), session="chat", timestamp=t) for i, t in enumerate(stamps)]
+    for leaf in leaves:
+        built.add(leaf)
+    sessions = built.nodes_of("session")
+    assert [temporal_subtree_leaves(built.tree, s.id) for s in sessions] == [
+        ["m00000", "m00001", "m00002", "m00003"],
+        ["m00004"],
+    ]
+    days = built.nodes_of("day")
+    assert [d.label.split(" · ")[0] for d in days] == ["2026-03-09 (Monday)", "2026-03-10 (Tuesday)"]
+    assert temporal_subtree_leaves(built.tree, days[0].id) == ["m00000", "m00001", "m00002", "m00003"]
 
-    class Recorder:
-        tree: TemporalTree
 
+def test_a_long_session_splits_into_topical_segments_and_a_short_one_does_not() -> None:
+    built = Built(CosinePolicy(), min_segment=4)
+    for i in range(4):  # four turns on four subjects: the shortest segment keeps them together
+        built.add(make_leaf(i, axis(i), session="s"))
+    assert len(built.nodes_of("segment")) == 1
+    for i in range(4, 10):  # then one subject for a while: the segment, mixed, does not take it
+        built.add(make_leaf(i, axis(5, tilt=0.1), session="s"))
+    segments = [temporal_subtree_leaves(built.tree, s.id) for s in built.nodes_of("segment")]
+    assert segments == [[f"m{i:05d}" for i in range(4)], [f"m{i:05d}" for i in range(4, 10)]]
+    assert len(built.nodes_of("session")) == 1
+
+
+def test_a_policy_is_asked_about_the_current_segment_only_and_only_within_a_session() -> None:
+    seen: list[list[Candidate]] = []
+
+    class Recording:
         def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
-            seen.append((list(candidates), [b.id for b in self.tree.frontier()]))
-            return FanOutPolicy(2).choose(leaf, candidates)
+            seen.append(list(candidates))
+            return candidates[0].node_id
 
-    recorder = Recorder()
-    built = Built(recorder)
-    recorder.tree = built.tree
-    for i in range(5):
-        built.add(make_leaf(i, axis(i % DIM), session="a"))
-    candidates, frontier = seen[-1]
-    assert [c.node_id for c in candidates] == frontier, "the whole frontier, lowest first"
-    assert [c.depth for c in candidates] == list(range(len(candidates) - 1, -1, -1))
-    assert candidates[-1].node_id == TEMPORAL_ROOT_ID and all(c.text for c in candidates)
-    built.add(make_leaf(5, axis(5), session="b"))
-    candidates, frontier = seen[-1]
-    assert [c.node_id for c in candidates] == frontier[1:], "a boundary hides the current segment"
+    built = Built(Recording(), min_segment=1)
+    built.add(make_leaf(0, axis(0), session="a"))
+    built.add(make_leaf(1, axis(1), session="a"))
+    built.add(make_leaf(2, axis(2), session="b"))  # a new session: nobody is asked
+    assert len(seen) == 1 and [c.level for c in seen[0]] == [0] and seen[0][0].leaf_count == 1
+    assert built.tree.candidates(make_leaf(3, axis(3), session="c")) == []
 
 
 def test_misuse_is_refused() -> None:
-    built = Built(FanOutPolicy(3))
+    built = Built(CosinePolicy())
+    leaf = make_leaf(0, axis(0))
     with pytest.raises(KeyError):
-        built.tree.insert(make_leaf(0, axis(0)))
-    built.add(make_leaf(5, axis(0)))
-    with pytest.raises(ValueError, match="arrival order"):
-        built.add(make_leaf(3, axis(0)))
+        built.tree.insert(leaf)  # not in the leaves mapping
+    built.add(leaf)
     with pytest.raises(ValueError, match="already"):
-        built.tree.insert(built.leaves["m00005"])
-    with pytest.raises(ValueError):
-        FanOutPolicy(1)
+        built.tree.insert(leaf)
+    built.leaves["m00009"] = make_leaf(9, axis(1))
+    built.add(make_leaf(10, axis(1)))
+    with pytest.raises(ValueError, match="arrival order"):
+        built.tree.insert(built.leaves["m00009"])
 
     class Rogue:
         def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
             return "nowhere"
 
-    rogue = Built(Rogue())
+    rogue = Built(Rogue(), min_segment=1)
     rogue.add(make_leaf(0, axis(0)))
-    rogue.add(make_leaf(1, axis(0)))
     with pytest.raises(ValueError, match="admissible"):
-        rogue.add(make_leaf(2, axis(0)))
-    with pytest.raises(ValueError, match="not temporal"):
-        built.tree.adopt([Branch(id="semantic-root", tree="semantic", kind="root", parent=None, depth=0)])
+        rogue.add(make_leaf(1, axis(0)))
+    with pytest.raises(ValueError, match="at least one"):
+        TemporalTree({}, DIM, policy=CosinePolicy(), min_segment=0)

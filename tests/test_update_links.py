@@ -291,17 +291,18 @@ def schema_3_table(settings: Settings, memory: Memory, embedder: object) -> None
 def test_a_schema_3_store_reads_without_links_then_is_upgraded_and_stores_them(
     settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert SCHEMA_VERSION == "4"
+    assert SCHEMA_VERSION == "5"
     source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)  # type: ignore[arg-type]
     for text in [*OTHERS, OLDER, NEWER]:
         source.remember(text)
-    expected = memory_state(held(source))
+    # Read from schema 3, the temporal tree is built anew (new ids; the same shape).
+    expected = memory_state(held(source), temporal_ids=False)
     schema_3_table(settings, held(source), embedder)
     source.close()
 
     monkeypatch.setattr(snapshots, "SMALLEST", 1)  # a snapshot is saved at the first whole read
     service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
-    assert memory_state(held(service)) == expected
+    assert memory_state(held(service), temporal_ids=False) == expected
     assert service.spaces["default"].table.outdated
     older, newer = id_of(service, OLDER), id_of(service, NEWER)
     # A snapshot written before links existed (rows without the column) still opens.
@@ -314,7 +315,7 @@ def test_a_schema_3_store_reads_without_links_then_is_upgraded_and_stores_them(
     reader = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     with monkeypatch.context() as patched:
         patched.setattr(NamespaceTable, "read_latest", _not_whole)
-        assert memory_state(held(reader)) == expected  # from the old snapshot
+        assert memory_state(held(reader), temporal_ids=False) == expected  # from the old snapshot
 
     service.remember(NEWER, supersedes=[older])  # upgraded first, then the link written
     on_disk = lancedb.connect(settings.home).open_table("default")

@@ -60,8 +60,21 @@ class Close:
         return f"Close({self.value.round(6).tolist()!r})"
 
 
-def memory_state(memory: Memory) -> dict[str, object]:
-    """A comparable picture of a memory: every node of both trees, vectors as lists."""
+def memory_state(memory: Memory, *, temporal_ids: bool = True) -> dict[str, object]:
+    """A comparable picture of a memory: every node of both trees, vectors as lists.
+
+    Without ``temporal_ids`` the temporal tree is pictured by its shape alone (:func:`temporal_shape`),
+    for a memory whose temporal tree was built anew from its leaves (a store read from an older
+    schema), which gives its branches new ids.
+    """
+    if not temporal_ids:
+        state = {
+            key: value[:9] + value[10:] if isinstance(value, tuple) and key in memory.leaves else value
+            for key, value in memory_state(memory).items()
+            if key not in memory.temporal.branches
+        }
+        state["__temporal__"] = temporal_shape(memory)
+        return state
     state: dict[str, object] = {}
     for leaf in memory.leaves.values():
         state[leaf.id] = (
@@ -97,6 +110,19 @@ def memory_state(memory: Memory) -> dict[str, object]:
         )
     state["__heights__"] = (memory.semantic.height, memory.temporal.height)
     return state
+
+
+def temporal_shape(memory: Memory) -> object:
+    """The temporal tree as nested (label, leaf count, children) tuples, memories as their ids."""
+    tree = memory.temporal
+
+    def picture(node_id: str) -> object:
+        branch = tree.branches.get(node_id)
+        if branch is None:
+            return node_id
+        return (branch.label, branch.leaf_count, tuple(picture(c) for c in branch.children))
+
+    return picture(tree.root.id), tree.height
 
 
 def assert_temporal_invariants(tree: TemporalTree, *, max_fan_out: int | None = None) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memtree_mcp.core.calendar import DAY_SECONDS
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.model import Branch, Leaf
@@ -25,14 +26,18 @@ from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.core.temporal import TemporalTree
 
 
+def summary_hit(branch: Branch) -> bool:
+    """Whether recall may answer ``branch`` as a summary: an internal branch of the semantic tree
+    with a vector. A root stands for everything at once and would answer every query; a temporal
+    branch groups a stretch of time, not a subject (a session of unrelated turns would stand for
+    all of them, hiding the ones the query is not about): periods are read by summarize and navigate."""
+    return branch.kind == "internal" and branch.tree == "semantic" and branch.vector is not None
+
+
 def branch_index(dimension: int, trees: Sequence[SemanticTree | TemporalTree]) -> VectorIndex:
-    """A branch index of every internal branch with a vector, by its match vector, built at once."""
-    chosen = [
-        (tree, branch)
-        for tree in trees
-        for branch in tree.branches.values()
-        if branch.kind == "internal" and branch.vector is not None
-    ]
+    """A branch index of every branch recall may answer (:func:`summary_hit`), by its match vector,
+    built at once."""
+    chosen = [(tree, branch) for tree in trees for branch in tree.branches.values() if summary_hit(branch)]
     index = VectorIndex(dimension, capacity=headroom(len(chosen)))
     if not chosen:
         return index
@@ -127,8 +132,8 @@ class TreeArrays:
 
     Each branch has a position (``position``; a freed position is reused, lowest first, and its id
     is None meanwhile). By position: ``parent`` (the parent's position, -1 for the root), ``count``
-    (leaves under it), ``fan_out`` (children), ``has_vector`` and ``eligible`` (an internal branch
-    with a vector: a possible hit). ``leaf_parent`` holds the parent's position of the leaf in each
+    (leaves under it), ``fan_out`` (children), ``has_vector`` and ``eligible`` (a branch recall may
+    answer, :func:`summary_hit`). ``leaf_parent`` holds the parent's position of the leaf in each
     leaf-index row, and ``levels`` the positions at each depth, so that leaf scores are summed up the
     tree one level at a time (:meth:`means`), deepest first.
     """
@@ -190,7 +195,7 @@ class TreeArrays:
         arrays.depth[:count] = depth
         has_vector = np.fromiter((vector is not None for vector in map(_VECTOR, branches)), bool, count)
         arrays.has_vector[:count] = has_vector
-        arrays.eligible[:count] = has_vector & internal
+        arrays.eligible[:count] = has_vector & internal & (tree.tree_name == "semantic")  # as summary_hit
         arrays.levels = [Members.of(at[depth == level]) for level in range(int(depth.max(initial=-1)) + 1)]
         if given is not None and len(leaf_index) == given.leaves:
             rows, under = given.leaf_rows, given.leaf_parent
@@ -247,7 +252,7 @@ class TreeArrays:
         self.count[p] = branch.leaf_count
         self.fan_out[p] = len(branch.children)
         self.has_vector[p] = branch.vector is not None
-        self.eligible[p] = branch.kind == "internal" and branch.vector is not None
+        self.eligible[p] = summary_hit(branch)
 
     def drop_branch(self, node_id: str) -> None:
         """Forget a deleted branch; unknown ids are ignored."""
@@ -354,11 +359,13 @@ class Timeline:
         sessions = np.empty(n, dtype=object)
         sessions[:] = [leaf.session for leaf in ordered]
         known = np.fromiter((session is not None for session in sessions), dtype=bool, count=n)
-        # As is_boundary between each leaf and the previous one: a new session or a long silence.
-        # Compared column-wise (object arrays compare element by element with ``!=``): a Python
-        # loop over the pairs was 40 ms of the first recall after loading 10k memories.
-        changed = known[1:] & known[:-1] & (sessions[1:] != sessions[:-1]).astype(bool)
-        boundary = changed | (np.diff(stamps) > gap_seconds)
+        # As calendar.session_break between each leaf and the previous one, column-wise (object
+        # arrays compare element by element with ``!=``): a Python loop over the pairs was 40 ms of
+        # the first recall after loading 10k memories.
+        other = (sessions[1:] != sessions[:-1]).astype(bool)
+        silence = np.diff(stamps) > gap_seconds
+        new_day = np.diff(np.floor(stamps / DAY_SECONDS)) != 0
+        boundary = other | np.where(known[1:], silence & new_day, silence | new_day)
         segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
         if rows is None:
             row_of = index.row_of

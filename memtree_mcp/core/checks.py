@@ -27,11 +27,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from memtree_mcp.core.arrays import summary_hit
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.temporal import SESSION_HEIGHT, TEMPORAL_ROOT_ID, TemporalTree
 
 ProblemArea = Literal["semantic", "temporal", "index", "leaves"]
 
@@ -386,14 +387,20 @@ def temporal_problems(
             )
         )
     root = tree.root
-    if len(leaves) >= 2 and len(root.children) < 2:
+    if leaves and tree.height < SESSION_HEIGHT:
         problems.append(
             Problem(
-                area, root.id, f"the root holds {len(leaves)} leaves under {len(root.children)} child(ren)"
+                area, root.id, f"the height is {tree.height}: a memory needs a session and a segment above it"
             )
         )
-    if len(root.children) == 1 and not (root.children[0] in tree.leaves and tree.height == 1):
-        problems.append(Problem(area, root.id, "a root with one child must hold a lone leaf at height 1"))
+    if tree.height > SESSION_HEIGHT and len(root.children) < 2:
+        problems.append(
+            Problem(
+                area,
+                root.id,
+                f"the root has one child period at height {tree.height}: that level is not needed",
+            )
+        )
     if not leaves and (
         tree.height != 0 or tree.last_leaf is not None or set(tree.branches) != {TEMPORAL_ROOT_ID}
     ):
@@ -635,13 +642,13 @@ def _index_problems(
             problems.append(Problem("index", leaf_id, f"leaf {leaf_id} is missing from the lexical index"))
     for node_id in sorted(lexical - set(leaves)):
         problems.append(Problem("index", node_id, f"the lexical index holds {node_id}, which is not a leaf"))
-    # Branches: every internal branch with a vector, by its match vector; roots and others not at all.
+    # Branches: every branch recall may answer (summary_hit), by its match vector; others not at all.
     expected: dict[str, np.ndarray] = {}
     for tree in (semantic, temporal):
         for branch in tree.branches.values():
             if branch.id in leaves:
                 problems.append(Problem("index", branch.id, f"{branch.id} is both a leaf and a branch"))
-            if branch.kind == "internal" and branch.vector is not None:
+            if summary_hit(branch):
                 if branch.id in expected:
                     problems.append(
                         Problem("index", branch.id, f"branch id {branch.id} is used in both trees")

@@ -14,7 +14,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from memtree_mcp.core.arrays import Timeline, TreeArrays, TreeStructure, branch_index, grown, headroom
+from memtree_mcp.core.arrays import (
+    Timeline,
+    TreeArrays,
+    TreeStructure,
+    branch_index,
+    grown,
+    headroom,
+    summary_hit,
+)
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.core.gathering import named_authors, without_names
 from memtree_mcp.core.hierarchy import Linkage, Shape
@@ -46,9 +55,11 @@ class Memory:
         linkage: Linkage = "average",
         embed: Callable[[Sequence[str]], Matrix] | None = None,
         temporal_policy: CompatibilityPolicy | None = None,
+        session_gap: float = SESSION_GAP_SECONDS,
         aggregate: bool | None = None,
     ) -> None:
         """``aggregate``: score branches by averaging leaf scores (None: whenever that is exact).
+        ``session_gap``: the silence (seconds) that ends a session whose memories carry no id.
 
         Raises ValueError for ``aggregate=True`` with a semantic tree whose branches are not
         compared by the mean of their leaves (summary vectors or centroid linkage).
@@ -58,7 +69,11 @@ class Memory:
         self.semantic = SemanticTree(
             self.leaves, dimension, vector_mode=vector_mode, linkage=linkage, embed=embed
         )
-        self.temporal = TemporalTree(self.leaves, dimension, policy=temporal_policy or CosinePolicy())
+        self.temporal = TemporalTree(
+            self.leaves, dimension, policy=temporal_policy or CosinePolicy(), gap_seconds=session_gap
+        )
+        # Whether load built the temporal tree from the leaves, the store having kept none of it.
+        self.temporal_rebuilt = False
         averaged = all(
             tree.linkage == "average" and getattr(tree, "vector_mode", "centroid") == "centroid"
             for tree in (self.semantic, self.temporal)
@@ -165,6 +180,12 @@ class Memory:
             shape = (shapes or {}).get(tree.tree_name)
             fitting[tree.tree_name] = shape if shape is not None and shape.fits(mine) else None
             tree.adopt(mine, fitting[tree.tree_name])
+        self.temporal_rebuilt = bool(ordered) and self.temporal.last_leaf is None
+        if self.temporal_rebuilt:
+            # A store written before sessions and periods (schema 4) keeps no temporal branches
+            # once read (store/migrations.py): the tree is built again from the leaves, in time
+            # order, and the next write stores it (Spaces.writing).
+            self.temporal.rebuild(ordered)
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self.arrays = {
             tree.tree_name: TreeArrays.build(tree, self.leaf_index, fitting[tree.tree_name])
@@ -426,8 +447,7 @@ class Memory:
         index = self._branch_index
         if index is None:
             return  # not built since the load; it will be built from the trees as they are then
-        # A root stands for everything at once and would answer every query; it is not a hit.
-        if branch.kind == "internal" and branch.vector is not None:
+        if summary_hit(branch):
             index.upsert(branch.id, self.tree(branch.tree).match_vector_of(branch.id))
         else:
             index.remove(branch.id)

@@ -27,6 +27,9 @@ from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.extractive import Wording, label_for, summarize_children
 from memtree_mcp.core.model import Branch, Leaf
 
+# Between a temporal branch's period and its subject words in its label.
+PERIOD_SEPARATOR = " · "
+
 
 def refresh_branch(
     branch: Branch,
@@ -79,7 +82,7 @@ def refresh_branch(
             firsts.append((sub.first_seq, sub.first_ts))
             lasts.append((sub.last_seq, sub.last_ts))
             texts.append(sub.text)
-            labelled.append((sub.label, sub.text))
+            labelled.append((topic_of(sub), sub.text))
     if not counts:
         branch.leaf_count, branch.text, branch.label, branch.vector = 0, "", "", None
         return
@@ -122,8 +125,16 @@ def siblings_words(
         else:
             sibling = branches.get(child)
             if sibling is not None:
-                found.append((sibling.label, sibling.text))
+                found.append((topic_of(sibling), sibling.text))
     return found
+
+
+def topic_of(branch: Branch) -> str:
+    """What a branch's label says of its subject: a temporal branch's label without the period it
+    starts with ("2026-03-11 · SAML, onboarding" reads "SAML, onboarding")."""
+    if branch.tree == "temporal":
+        return branch.label.split(PERIOD_SEPARATOR, 1)[-1]
+    return branch.label
 
 
 def normalised(vector: Vector) -> Vector:

@@ -1,34 +1,36 @@
-"""The temporal tree (SegTreeMem, seed 001 §4.1–4.2, App. A; HAT, seed 003 §3.1): segments of time.
+"""The temporal tree (SegTreeMem, seed 001 §4.1–4.2; HAT, seed 003 §3.1): sessions and periods.
 
-Leaves hang in arrival order (by ``seq``) and every branch covers a contiguous run of them. A new
-leaf may only join the *rightmost frontier*, the path from the root down to the last leaf, because
-only the nodes on it end at the last leaf (seed 001 eq. 2). A compatibility policy looks at the
-frontier's branches, lowest (the current segment) to highest (the root), and picks the one the leaf
-continues, or none.
+Leaves hang in arrival order (by ``seq``) and every branch covers a contiguous run of them. The levels
+are time scales (``core/calendar.py``), from the leaves up: topical **segments** of a session,
+**sessions**, then **days**, **weeks**, **months** and **years**, each present only once the memory
+spans more than one period of the level below. So a depth means a time scale, and ``navigate
+left/right`` at a session walks the sessions in order, at a day the days, and so on.
 
-Uniform depth. Every leaf sits at depth ``height``. SegTreeMem states this "levelled-tree
-invariant" (one frontier node per level) and keeps it in Algorithm 1: attaching to a frontier node
-ℓ levels above the leaves grows a fresh right chain of single-child branches down to the leaf level;
-HAT's M-ary layers need it too (a layer is a depth). It also makes a depth mean a time scale, which
-``navigate left/right`` and period summaries rely on. The price is chains of single-child branches
-when a leaf starts a segment high up; later leaves of the same segment fill them.
+Where a new leaf goes. Only the *rightmost frontier*, the path from the root down to the last leaf,
+ends at the last leaf (seed 001 eq. 2), so a new leaf joins a node on it:
 
-A new root. When the policy finds no compatible node, Algorithm 1 makes a new root whose children
-are the old root and a new right chain down to the leaf. Here the root keeps its fixed id
-``TEMPORAL_ROOT_ID`` so that stored references (rows, cursors, breadcrumbs) stay valid: a new
-internal node is made *beneath* the root, takes over all of the root's children (it is the old root
-under a new id), and the root's children become that node and the new chain. The two trees are the
-same up to renaming the old root. Every other branch moves one level down (its ``depth`` changes),
-so ``insert`` reports them all as changed; this happens when the whole frontier refuses a leaf,
-rarely for a good policy (for HAT with fan-out M only when the tree holds a power of M leaves;
-``CosinePolicy`` falls back on a fan-out for the same reason, see there).
-While the root holds at most one leaf the policy is not consulted: the paper's one-leaf tree has no
-admissible candidate, and its new root over the two leaves is this root holding both.
+- It continues the current session (:func:`~memtree_mcp.core.calendar.session_break` says no break):
+  it joins the current segment while that segment holds fewer than ``min_segment`` memories (a
+  short session stays one segment, however its subjects change) or while the compatibility policy
+  (SegTreeMem's model C, judging content alone) says it continues it; otherwise it opens a new
+  segment in the session.
+- It starts a new session: the new session hangs under the current period that still holds it, the
+  current day when it starts on the same day, else the current week, month or year, or the root.
+  When it falls outside every period the tree has (the first session of a second day, week, month
+  or year), the tree grows the missing levels first.
 
-Session hints. A change of ``session`` from the previous leaf (both set) or a time gap above
-``gap_seconds`` marks a boundary: the lowest frontier node (the current segment) is taken out of the
-candidates, so the leaf starts a new segment higher up, or under a new root when nothing higher is
-compatible. The tree applies this for every policy, so a policy only ever judges content.
+Uniform depth. Every leaf sits at depth ``height`` (SegTreeMem's levelled-tree invariant, one
+frontier node per level), so a new leaf under a node ℓ levels up comes with a fresh right chain of
+single-child branches (a new day, its first session, that session's first segment).
+
+A new level. The root keeps its fixed id ``TEMPORAL_ROOT_ID`` so that stored references (rows,
+cursors, breadcrumbs) stay valid: a new period level is a new branch *beneath* the root that takes
+over all of the root's children (they all lie in one period of the new level, or it would have been
+made earlier); every other branch moves one level down, so ``insert`` reports them all as changed.
+Forgetting undoes it: a root left with one child period loses that level again.
+
+Labels. A branch's label starts with its period ("2026-03-11 · SAML, onboarding", "week of
+2026-03-09 · …"), read from its first memory's time; the words after it are the extractive label.
 """
 
 from __future__ import annotations
@@ -37,25 +39,38 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from memtree_mcp.core.calendar import (
+    DAY,
+    SEGMENT,
+    SESSION,
+    SESSION_GAP_SECONDS,
+    coarsest_change,
+    period_name,
+    period_title,
+    session_break,
+)
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.hierarchy import Hierarchy, Shape
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.representative import refresh_branch
+from memtree_mcp.core.representative import PERIOD_SEPARATOR, refresh_branch
 from memtree_mcp.core.semantic import new_branch_id
 
 TEMPORAL_ROOT_ID = "temporal-root"
-GAP_SECONDS = 6 * 3600.0
 # Measured on the LoCoMo dev split (docs/benchmarks.md): 0.2 to 0.6 move propagation's R@10 by
-# under two points; 0.4 is the best for it and makes segments of four to ten turns.
+# under two points; 0.4 is the best for it.
 COSINE_THRESHOLD = 0.4
-COSINE_FAN_OUT = 8
+# A session's first memories stay one segment, whatever their subjects: a short session is one
+# stretch of work, and a segment of one or two turns tells a reader nothing the memory does not.
+MIN_SEGMENT = 6
+# The height of a tree holding one session: the root, the session, its segment, the leaves.
+SESSION_HEIGHT = 3
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One admissible frontier branch, as a compatibility policy sees it.
+    """The current segment, as a compatibility policy sees it when a leaf of the same session comes.
 
-    ``level`` counts levels above the leaves: 0 is the current segment (its children are leaves).
+    ``level`` counts levels above the leaves (0: a segment, whose children are leaves).
     ``match_vector`` is the branch's centroid × cohesion, the mean of its leaves' vectors: its dot
     product with a unit vector is that vector's average cosine to the branch's leaves.
     """
@@ -75,59 +90,37 @@ class Candidate:
 
 
 class CompatibilityPolicy(Protocol):
-    """Chooses where a new leaf continues the conversation (SegTreeMem's compatibility model C).
+    """Whether a new leaf continues the current segment of its session (SegTreeMem's model C).
 
-    ``candidates`` are all admissible frontier branches at once, lowest (the current segment) to
-    highest (the root), so a batch-LLM policy can put them in one prompt as MERGE_1 … MERGE_m.
-    Return the chosen candidate's ``node_id``, or ``None`` for SPLIT (a new root). A policy only
-    judges content: session and time-gap boundaries are applied by the tree before it is asked.
+    ``candidates`` holds the segments the leaf may join, lowest first (today the current segment
+    alone; a batch-LLM policy puts them in one prompt as MERGE_1 … MERGE_m). Return the chosen
+    candidate's ``node_id``, or ``None`` for SPLIT (a new segment in the session). A policy only
+    judges content: sessions, periods and the shortest segment are the tree's.
     """
 
     def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None: ...
 
 
 class CosinePolicy:
-    """Attach to the lowest frontier branch whose average cosine to the leaf reaches ``threshold``.
+    """Continue the lowest candidate whose average cosine to the leaf reaches ``threshold``.
 
-    SegTreeMem's cosine model picks the most similar frontier node; taking the *lowest* compatible
-    one instead keeps segments fine-grained and the update local: a leaf that still fits the current
-    segment stays in it even when a broader ancestor happens to score higher.
-
-    When nothing is compatible the literal rule (``fan_out=None``) makes a new root. With average
-    linkage that is the common case, not the exception: a branch spanning several topics has a low
-    mean cosine to anything, so every change of topic adds a level, and uniform depth then adds a
-    chain as long as the tree is high (seed 001 App. C's cascade). Measured on 2,000 synthetic turns
-    (8 topics, a change every ~20 turns): height 180–870 and 16k–380k branches for thresholds
-    0.2–0.5. So by default an incompatible leaf opens a new segment under the lowest branch above
-    the current segment with fewer than ``fan_out`` children (HAT's rule, applied to segments), and
-    only a full frontier makes a new root: content decides where a segment ends, the fan-out bounds
-    how segments are grouped. Compatible branches may exceed ``fan_out`` (a long topic stays one
-    segment).
-
-    Raises ``ValueError`` when ``fan_out`` is below 2.
+    SegTreeMem's cosine model; with average linkage a segment drifting across subjects has a low
+    mean cosine to anything new, so a change of subject in a long session starts a new segment.
     """
 
-    def __init__(self, threshold: float = COSINE_THRESHOLD, *, fan_out: int | None = COSINE_FAN_OUT) -> None:
-        if fan_out is not None and fan_out < 2:
-            raise ValueError(f"a fan-out must be at least 2, got {fan_out}")
+    def __init__(self, threshold: float = COSINE_THRESHOLD) -> None:
         self.threshold = threshold
-        self.fan_out = fan_out
 
     def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
         for candidate in candidates:
             if float(candidate.match_vector @ leaf.vector) >= self.threshold:
                 return candidate.node_id
-        if self.fan_out is not None:
-            for candidate in candidates:
-                if candidate.level >= 1 and candidate.fan_out < self.fan_out:
-                    return candidate.node_id
         return None
 
 
 class FanOutPolicy:
-    """HAT (seed 003 §3.1): attach to the lowest frontier branch with fewer than ``m`` children.
+    """HAT (seed 003 §3.1): a segment holds at most ``m`` memories; the next one opens another.
 
-    With no session boundaries every branch off the frontier then holds exactly ``m`` children.
     Raises ``ValueError`` when ``m < 2`` (a fan-out of one would never hold two leaves together).
     """
 
@@ -143,20 +136,18 @@ class FanOutPolicy:
         return None
 
 
-def is_boundary(previous: Leaf | None, leaf: Leaf, gap_seconds: float = GAP_SECONDS) -> bool:
-    """Whether ``leaf`` should not join the current segment: a new session or a long silence."""
-    if previous is None:
-        return False
-    if previous.session is not None and leaf.session is not None and previous.session != leaf.session:
-        return True
-    return leaf.timestamp - previous.timestamp > gap_seconds
+def is_boundary(previous: Leaf | None, leaf: Leaf, gap_seconds: float = SESSION_GAP_SECONDS) -> bool:
+    """Whether ``leaf`` starts a new session after ``previous`` (see ``core/calendar.py``)."""
+    return session_break(previous, leaf, gap_seconds)
 
 
 class TemporalTree(Hierarchy):
     """The temporal hierarchy over a shared mapping of leaves; mirrors ``SemanticTree``'s shape.
 
     ``leaves`` is owned by the caller (the memory), which adds a leaf there before inserting it here.
-    Leaves must be inserted in increasing ``seq`` (arrival order).
+    Leaves must be inserted in increasing ``seq`` (arrival order). ``gap_seconds``: the silence that
+    ends a session without an id; ``min_segment``: the memories a segment holds before the policy
+    may end it (raises ``ValueError`` below 1).
     """
 
     tree_name = "temporal"
@@ -167,13 +158,17 @@ class TemporalTree(Hierarchy):
         dimension: int,
         *,
         policy: CompatibilityPolicy,
-        gap_seconds: float = GAP_SECONDS,
+        gap_seconds: float = SESSION_GAP_SECONDS,
+        min_segment: int = MIN_SEGMENT,
         new_id: Callable[[], str] = new_branch_id,
     ) -> None:
+        if min_segment < 1:
+            raise ValueError(f"a segment holds at least one memory, got min_segment={min_segment}")
         self.leaves = leaves
         self.dimension = dimension
         self.policy = policy
         self.gap_seconds = gap_seconds
+        self.min_segment = min_segment
         self._new_id = new_id
         self.root = _new_root()
         self.branches: dict[str, Branch] = {TEMPORAL_ROOT_ID: self.root}
@@ -184,7 +179,8 @@ class TemporalTree(Hierarchy):
     # -- reading ---------------------------------------------------------------------------------
 
     def frontier(self) -> list[Branch]:
-        """The branches on the path from the root to the last leaf, lowest first, root last."""
+        """The branches on the path from the root to the last leaf, lowest first, root last: the
+        i-th is the current node of level i (segment, session, day, …)."""
         path = [self.root]
         node = self.root
         while node.children and node.children[-1] in self.branches:
@@ -193,16 +189,27 @@ class TemporalTree(Hierarchy):
         path.reverse()
         return path
 
-    def candidates(self, leaf: Leaf) -> list[Candidate]:
-        """The frontier branches ``leaf`` may join, lowest first, as its policy will see them.
+    def level_of(self, node_id: str) -> int:
+        """How many levels above the leaves a branch is (0: a segment, 1: a session, …); -1 for a
+        leaf. Raises ``KeyError`` for an id that is neither."""
+        if node_id in self.parent_of:
+            return -1
+        return self.height - 1 - self.branches[node_id].depth
 
-        On a session or time-gap boundary the lowest one (the current segment) is left out.
-        """
-        frontier = self.frontier()
-        previous = self.leaves.get(self.last_leaf) if self.last_leaf is not None else None
-        if is_boundary(previous, leaf, self.gap_seconds):
-            frontier = frontier[1:]
-        return [self._candidate(branch) for branch in frontier]
+    def period_of(self, node_id: str) -> str | None:
+        """The time scale of a branch below the root ("segment", "session", "day", "week", "month",
+        "year"); None for the root, a leaf or an unknown id."""
+        branch = self.branches.get(node_id)
+        if branch is None or branch.parent is None:
+            return None
+        return period_name(self.level_of(node_id))
+
+    def candidates(self, leaf: Leaf) -> list[Candidate]:
+        """The segments ``leaf`` may continue, as its policy will see them: the current segment when
+        the leaf continues its session, else none."""
+        if self.last_leaf is None or session_break(self.leaves[self.last_leaf], leaf, self.gap_seconds):
+            return []
+        return [self._candidate(self.frontier()[SEGMENT])]
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -210,8 +217,8 @@ class TemporalTree(Hierarchy):
         """Place ``leaf`` (already in ``leaves``) as the new last leaf; return every changed node id.
 
         The changed set holds the leaf, the new chain of branches above it, the branch it joined and
-        that branch's ancestors; after a new level, every branch (their depths moved) and any leaf
-        that moved under the new node beneath the root.
+        that branch's ancestors; after a new level, every branch (their depths moved) and the
+        children of the root that moved under the new level.
 
         Raises ``KeyError`` when the leaf is not in ``leaves``, ``ValueError`` when it is already in
         the tree, when its ``seq`` does not follow the last leaf's, or when the policy picks a node
@@ -227,21 +234,11 @@ class TemporalTree(Hierarchy):
                 f"{self.leaves[self.last_leaf].seq}: the temporal tree takes leaves in arrival order"
             )
         changed = {leaf.id}
-        if len(self.root.children) <= 1:
-            # No admissible candidate yet (seed 001 Alg. 1 with T_t a single leaf): both outcomes
-            # give the root holding the two leaves.
+        if self.last_leaf is None:
+            self.height = SESSION_HEIGHT  # the first session: root, session, segment, leaf
             target = self.root
-            self.height = 1
         else:
-            candidates = self.candidates(leaf)
-            chosen = self.policy.choose(leaf, candidates) if candidates else None
-            if chosen is None:
-                changed |= self._grow()
-                target = self.root
-            elif chosen in {c.node_id for c in candidates}:
-                target = self.branches[chosen]
-            else:
-                raise ValueError(f"the policy chose {chosen!r}, which is not an admissible frontier node")
+            target = self._target(leaf, changed)
         # A right chain of single-child branches keeps the new leaf at depth ``height``.
         node = target
         chain: list[Branch] = []
@@ -256,15 +253,36 @@ class TemporalTree(Hierarchy):
         self.last_leaf = leaf.id
         path = [*self.ancestors(target.id), target, *chain]
         for branch in reversed(path):
-            refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
+            self._refresh(branch)
         changed.update(b.id for b in path)
         if chain and len(target.children) > 1 and target.children[-2] in self.branches:
-            # The segment this one follows is closed, and a label tells a branch from its siblings:
-            # its label is read again now that it has a right neighbour (one branch a new segment).
+            # The period this one follows is closed, and a label tells a branch from its siblings:
+            # its label is read again now that it has a right neighbour.
             closed = self.branches[target.children[-2]]
-            refresh_branch(closed, self.leaves, self.branches, keep_vector=False)
+            self._refresh(closed)
             changed.add(closed.id)
         return changed
+
+    def _target(self, leaf: Leaf, changed: set[str]) -> Branch:
+        """The frontier node the new leaf's chain hangs from, levels grown first when it needs them."""
+        frontier = self.frontier()
+        segment, session = frontier[SEGMENT], frontier[SESSION]
+        if not session_break(self.leaves[self.last_leaf or ""], leaf, self.gap_seconds):
+            if len(segment.children) < self.min_segment:
+                return segment
+            candidates = [self._candidate(segment)]
+            chosen = self.policy.choose(leaf, candidates)
+            if chosen is None:
+                return session  # a new segment of the same session
+            if chosen not in {c.node_id for c in candidates}:
+                raise ValueError(f"the policy chose {chosen!r}, which is not an admissible frontier node")
+            return self.branches[chosen]
+        change = coarsest_change(session.first_ts, leaf.timestamp)
+        if change is None:
+            return frontier[min(DAY, len(frontier) - 1)]  # the same day: its day node, or the root
+        while self.height - 1 <= change:  # the root's children must be periods of that level at least
+            changed |= self._grow()
+        return self.frontier()[change + 1]
 
     def remove(self, leaf_id: str) -> tuple[set[str], set[str]]:
         """Take ``leaf_id`` out of the tree (DESIGN §1's forget); return ``(changed, removed)``.
@@ -272,16 +290,14 @@ class TemporalTree(Hierarchy):
         The rule differs from the semantic tree's, because every leaf must stay at depth ``height``:
 
         - A branch left with no child is deleted, and its parent checked in turn (a segment that
-          loses its only leaf goes, and so does a chain that held only it).
-        - A branch left with one child is *kept*. Dissolving it would lift its subtree one level
-          and break uniform depth; single-child branches are already what insertion makes (the
-          right chain of a new segment), so they are a legal shape, and later leaves may fill them.
-        - The root is the exception: while it has a single child that is a branch, that level is
-          collapsed: the child's children become the root's, every other branch moves one level up
-          and ``height`` drops by one (the inverse of a new level, ``_grow``). This keeps what
-          insertion relies on: a root over two or more leaves splits them, and a root over one leaf
-          holds it directly at height 1 (insertion treats a root with at most one child as the
-          one-leaf tree). An empty tree is the bare root at height 0.
+          loses its only leaf goes, and so does a session, a day … that held only it).
+        - A branch left with one child is *kept*: dissolving it would lift its subtree one level
+          and break uniform depth (and a day with one session is still a day).
+        - The root is the exception: while it has a single child that is a period (a day or
+          above), that level is collapsed: the child's children become the root's, every other
+          branch moves one level up and ``height`` drops by one (the inverse of a new level,
+          ``_grow``), so the levels stay those the memory's span asks for. An empty tree is the
+          bare root at height 0.
 
         Spans stay contiguous and in order (a leaf is only ever taken out of a run), the frontier
         is again the path to the last remaining leaf, so later inserts continue from it, and
@@ -299,16 +315,13 @@ class TemporalTree(Hierarchy):
         """
         changed, removed, _, _ = self._prune(leaf_id, dissolve=False)
         root = self.root
-        while len(root.children) == 1 and root.children[0] in self.branches:
+        while self.height > SESSION_HEIGHT and len(root.children) == 1 and root.children[0] in self.branches:
             only = self.branches.pop(root.children[0])
             removed.add(only.id)
             changed.discard(only.id)
             root.children = only.children
             for child in root.children:
-                if child in self.branches:
-                    self.branches[child].parent = root.id
-                else:
-                    self.parent_of[child] = root.id
+                self.branches[child].parent = root.id
                 changed.add(child)
             for branch in self.branches.values():
                 if branch is not root:
@@ -333,13 +346,30 @@ class TemporalTree(Hierarchy):
         if foreign:
             raise ValueError(f"not temporal branches: {', '.join(foreign[:5])}")
         self._adopt({b.id: b for b in branches}, _new_root(), shape)
-        lowest = self.frontier()[0]
-        self.last_leaf = lowest.children[-1] if lowest.children else None
+        self._applied()
+
+    def rebuild(self, ordered: Sequence[Leaf]) -> None:
+        """Build the tree anew from ``ordered`` (every leaf of ``leaves``, in ``seq`` order), as
+        inserting them one by one does: for a store whose temporal tree was not kept."""
+        self.root = _new_root()
+        self.branches = {TEMPORAL_ROOT_ID: self.root}
+        self.parent_of = {}
+        self.height = 0
+        self.last_leaf = None
+        for leaf in ordered:
+            self.insert(leaf)
 
     def _applied(self) -> None:
         # The last leaf is at the end of the frontier.
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
+
+    def _refresh(self, branch: Branch) -> None:
+        """Recompute a branch from its children, its label led by its period (the root's is not)."""
+        refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
+        if branch.parent is not None and branch.leaf_count:
+            title = period_title(self.height - 1 - branch.depth, branch.first_ts)
+            branch.label = f"{title}{PERIOD_SEPARATOR}{branch.label}" if branch.label else title
 
     def _deepest_leaf_depth(self) -> int:
         # Every leaf is at the same depth: the last one's, under the lowest frontier branch.
@@ -363,17 +393,18 @@ class TemporalTree(Hierarchy):
         )
 
     def _grow(self) -> set[str]:
-        """Add a level: a new branch beneath the root takes all its children (the old root, renamed).
+        """Add a period level: a new branch beneath the root takes all its children.
 
-        Returns the ids whose rows changed: every branch (one level deeper, or new) and the leaves
-        that moved under the new branch.
+        Returns the ids whose rows changed: every branch (one level deeper, or new) and the root's
+        former children, which moved under the new branch.
         """
         changed: set[str] = set()
         for branch in self.branches.values():
             if branch is not self.root:
                 branch.depth += 1
                 changed.add(branch.id)
-        old_root = Branch(
+        self.height += 1
+        period = Branch(
             id=self._new_id(),
             tree="temporal",
             kind="internal",
@@ -381,17 +412,13 @@ class TemporalTree(Hierarchy):
             depth=1,
             children=self.root.children,
         )
-        self.branches[old_root.id] = old_root
-        for child in old_root.children:
-            if child in self.branches:
-                self.branches[child].parent = old_root.id
-            else:
-                self.parent_of[child] = old_root.id
+        self.branches[period.id] = period
+        for child in period.children:
+            self.branches[child].parent = period.id
             changed.add(child)
-        self.root.children = [old_root.id]
-        refresh_branch(old_root, self.leaves, self.branches, keep_vector=False)
-        self.height += 1
-        changed.add(old_root.id)
+        self.root.children = [period.id]
+        self._refresh(period)
+        changed.add(period.id)
         return changed
 
 

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 from memtree_mcp.store.arrow import latest_positions
 from memtree_mcp.store.rows import (
+    DELETED,
     META_DIMENSION,
     META_EMBEDDER,
     META_FLOOR,
@@ -110,6 +111,28 @@ def m004_update_links(rows: pa.Table) -> pa.Table:
     return rows.append_column(pa.field("supersedes", pa.list_(pa.string())), empty)
 
 
+@migration(5)
+def m005_sessions_and_periods(rows: pa.Table) -> pa.Table:
+    """Version 5's temporal tree groups time by session and period (``core/calendar.py``).
+
+    Version 4's temporal branches grouped neighbouring memories by subject alone. Each of their rows
+    reads as the deletion of that branch (kind ``deleted``, no text, no time of forgetting), so a
+    memory read from them builds its temporal tree anew from its leaves, in arrival order
+    (``Memory.load``), and the upgrade stores that tree in its own commit
+    (``NamespaceTable.upgrade``). Rows are converted, not dropped: a reader counts the table's rows
+    to follow it. Leaves, the semantic tree and deletions are kept as they are.
+    """
+    old = pc.fill_null(
+        pc.and_(pc.equal(rows.column("tree"), "temporal"), pc.not_equal(rows.column("kind"), "leaf")), False
+    )
+    columns = {name: rows.column(name) for name in rows.column_names}
+    columns["kind"] = pc.if_else(old, pa.scalar(DELETED), rows.column("kind"))
+    for name in ("text", "label"):
+        columns[name] = pc.if_else(old, pa.scalar(""), rows.column(name))
+    columns["updated"] = pc.if_else(old, pa.scalar(None, pa.float64()), rows.column("updated"))
+    return pa.table([columns[name] for name in rows.column_names], schema=rows.schema)
+
+
 READABLE_VERSIONS = ("1", *(str(version) for version in MIGRATIONS))
 if READABLE_VERSIONS[-1] != SCHEMA_VERSION:
     raise RuntimeError(
@@ -120,11 +143,14 @@ if READABLE_VERSIONS[-1] != SCHEMA_VERSION:
 
 def layout_version(rows: pa.Table) -> int:
     """The schema version whose layout ``rows`` have: 1 without an ``embedding`` column, 3 (whose
-    layout is version 2's) without ``supersedes``, else the current one."""
+    layout is version 2's) without ``supersedes``, 4 (whose columns are version 5's) when their
+    metadata says so, else the current one."""
     if "embedding" not in rows.column_names:
         return 1
     if "supersedes" not in rows.column_names:
         return 3
+    if (rows.schema.metadata or {}).get(META_SCHEMA) == b"4":
+        return 4
     return int(SCHEMA_VERSION)
 
 

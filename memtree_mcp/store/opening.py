@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store import snapshot as snapshots
@@ -57,11 +58,13 @@ class Refreshed:
 
 
 class Opener:
-    """Opens the namespaces of the store at ``home``, whose vectors have ``dimension`` values."""
+    """Opens the namespaces of the store at ``home``, whose vectors have ``dimension`` values, their
+    sessions ended by silences over ``session_gap`` seconds."""
 
-    def __init__(self, home: str, dimension: int) -> None:
+    def __init__(self, home: str, dimension: int, *, session_gap: float = SESSION_GAP_SECONDS) -> None:
         self.home = home
         self.dimension = dimension
+        self.session_gap = session_gap
 
     def open(self, name: str, table: NamespaceTable) -> Opened:
         """Namespace ``name``'s memory at the latest version of ``table``: from its snapshot and the
@@ -76,7 +79,7 @@ class Opener:
         """Namespace ``name``'s memory read from its whole table; saves a snapshot when the table is
         big enough for one to pay (a failure to save is logged: the memory is read all the same)."""
         read, rows, position = table.read_latest()
-        memory = Memory(self.dimension)
+        memory = Memory(self.dimension, session_gap=self.session_gap)
         memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
         path = snapshots.path_of(self.home, name)
         saved_at = -1
@@ -110,7 +113,7 @@ class Opener:
         try:
             read = table.resume(saved.rows, saved.position)
             saved.give_vectors(read.branches)
-            memory = Memory(self.dimension)
+            memory = Memory(self.dimension, session_gap=self.session_gap)
             memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
             del read
             if saved.lexical is None:

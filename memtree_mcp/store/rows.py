@@ -30,7 +30,7 @@ from memtree_mcp.core.model import Branch, Leaf
 
 # The layout this code writes. A new version needs its step in store/migrations.py, which says how
 # the rows of the one before are read and what changed.
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 # The kind of a row that records a node's deletion: its id's latest revision says it is gone.
 DELETED = "deleted"
 META_SCHEMA = b"memtree.schema_version"

@@ -63,7 +63,9 @@ from memtree_mcp.store.table import Position
 
 log = logging.getLogger("memtree_mcp")
 
-FORMAT = "1"
+# 2: the rows hold the temporal tree by sessions and periods (schema 5); a snapshot of format 1 may
+# hold the temporal tree of schema 4, which the table's own rows no longer give, so it is not used.
+FORMAT = "2"
 # A snapshot's temporary file untouched this long (seconds) belongs to a write that was killed.
 ABANDONED_AFTER = 600.0
 # Tables of fewer rows are read whole, which is quick at that size, and keep no snapshot.

@@ -516,17 +516,34 @@ class NamespaceTable:
         upgraded, :meth:`upgrade`, before anything is written to it)."""
         return outdated(self._table.schema)
 
-    def upgrade(self) -> int:
+    def upgrade(self, memory: Memory | None = None) -> int:
         """Rewrite a table of an older schema version in the current one, in one overwrite commit
         under a new generation: each id's latest row (deletions too), converted by the migration
         steps since its version (``store/migrations.py``). Its history was in LanceDB's versions,
         which are not carried over: history starts at the upgrade.
+
+        ``memory``: the namespace as read from the old rows; when it built its temporal tree anew
+        (``Memory.temporal_rebuilt``: the old rows' tree is not the current one), that tree's rows
+        are written in the same commit, so the upgraded table holds all of the memory at once, and
+        the flag is cleared.
 
         The caller must hold the namespace's write lock. Raises StoreError when Lance refuses.
         """
         if not self.outdated:
             return self.latest_version()
         rows, schema = upgraded(self._table.to_arrow().combine_chunks(), self.embedder, self.dimension)
+        if memory is not None and memory.temporal_rebuilt:
+            # As the next commit, which the history then starts at (its root's row replaces the
+            # root's old row, which the conversion made a deletion at the commit before).
+            rev = int(schema.metadata[META_FLOOR].decode()) + 1
+            built = node_rows(memory, memory.temporal.branches, (), time.time())
+            schema = schema.with_metadata({**schema.metadata, META_FLOOR: str(rev).encode()})
+            rows = pa.concat_tables(
+                [
+                    rows.cast(schema),
+                    pa.Table.from_pylist([{**row, "rev": rev} for row in built], schema=schema),
+                ]
+            )
         try:
             self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
             self._table = self._db.open_table(self.name)
@@ -535,6 +552,8 @@ class NamespaceTable:
             raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
         self._schema = None
         self._generation = None  # read whole next time
+        if memory is not None:
+            memory.temporal_rebuilt = False
         log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
         return self.latest_version()
 
