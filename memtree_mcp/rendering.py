@@ -115,7 +115,7 @@ def navigate_text(result: NavigateResult) -> str:
     kind = (
         "memory"
         if node.kind == "leaf"
-        else f"{node.kind} of {counted(node.leaf_count, 'memory', 'memories')}"
+        else f"{node.period or node.kind} of {counted(node.leaf_count, 'memory', 'memories')}"
     )
     lines = [f"{node.tree} tree, {where}: {kind}, {span(node.time_from, node.time_to)} {{{node.id}}}"]
     if node.text:

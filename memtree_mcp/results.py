@@ -101,6 +101,9 @@ class NodeView(BaseModel):
     time_from: str | None
     time_to: str | None
     breadcrumb: list[str]
+    period: str | None = Field(
+        description="A temporal branch's time scale: segment, session, day, week, month, year."
+    )
     children: list[NodePreview] = Field(description="Move 'down' with index i to go to children[i].")
     parent: NodePreview | None
     left: NodePreview | None

@@ -11,7 +11,7 @@ from memtree_mcp.core.checks import Problem, memory_problems, semantic_problems,
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.semantic import ROOT_ID
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, FanOutPolicy
+from memtree_mcp.core.temporal import FanOutPolicy
 
 DIM = 8
 TOPICS = ["coffee beans and espresso", "hiking trails in the alps", "python type checking", "jazz records"]
@@ -74,11 +74,12 @@ def test_an_empty_memory_and_one_after_removals_have_no_problem() -> None:
 
 def test_the_fan_out_limit_is_optional() -> None:
     memory = Memory(DIM, temporal_policy=FanOutPolicy(3))
+    memory.temporal.min_segment = 1  # HAT's rule alone: three memories a segment
     for i in range(10):
         memory.add_leaf(
             Leaf(id=f"m{i}", text=f"note {i}", vector=unit(np.ones(DIM)), seq=i, timestamp=float(i))
         )
-    assert temporal_problems(memory.temporal, max_fan_out=3) == []
+    assert temporal_problems(memory.temporal, max_fan_out=4) == []
     problems = temporal_problems(memory.temporal, max_fan_out=2)
     assert problems and all("over 2" in p.message for p in problems)
 
@@ -116,7 +117,8 @@ def test_a_broken_branch_vector_is_reported_in_the_tree_and_the_index() -> None:
         branch.vector = unit(branch.vector + np.float32(0.5))
         problems = memory_problems(memory, DIM)
         assert any("mean" in p.message for p in named(problems, branch.id, tree)), problems
-        assert any("branch index" in p.message for p in named(problems, branch.id, "index")), problems
+        if tree == "semantic":  # temporal branches are not recall's hits: not in the branch index
+            assert any("branch index" in p.message for p in named(problems, branch.id, "index")), problems
 
 
 def test_a_leaf_missing_from_the_leaf_index_is_reported() -> None:
@@ -140,7 +142,7 @@ def test_foreign_ids_in_the_indexes_are_reported() -> None:
 
 def test_a_missing_branch_in_the_branch_index_is_reported() -> None:
     memory = healthy_memory()
-    branch = internal(memory, "temporal")[0]
+    branch = internal(memory, "semantic")[0]
     memory.branch_index.remove(branch.id)
     problems = memory_problems(memory, DIM)
     assert [(p.tree, p.node_id) for p in problems] == [("index", branch.id)]
@@ -204,10 +206,15 @@ def test_corruptions_are_reported_without_raising(corrupt: Callable[[Memory], ob
 
 def test_the_temporal_root_rules() -> None:
     memory = healthy_memory(2)
-    root = memory.temporal.branches[TEMPORAL_ROOT_ID]
-    root.children.reverse()  # leaves no longer in arrival order
+    segment = memory.temporal.frontier()[0]
+    segment.children.reverse()  # leaves no longer in arrival order
     problems = temporal_problems(memory.temporal)
     assert any("arrival order" in p.message for p in problems), problems
+    memory = healthy_memory(40)  # three sessions on one day: the root's children are sessions
+    tree = memory.temporal
+    assert tree.height == 3 and temporal_problems(tree) == []
+    tree.height = 2
+    assert any("needs a session" in p.message for p in temporal_problems(tree))
 
 
 def test_a_root_missing_from_its_branches_is_named() -> None:

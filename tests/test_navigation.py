@@ -22,6 +22,7 @@ from memtree_mcp.core.navigation import (
     view,
 )
 from memtree_mcp.core.temporal import FanOutPolicy
+from tests.tree_checks import binary_temporal_memory
 
 DIM = 16
 E = np.eye(DIM, dtype=np.float32)
@@ -47,15 +48,6 @@ def clustered_memory() -> Memory:
                     Leaf(id=f"m{i:02d}", text=text, vector=vector, seq=i, timestamp=1000.0 + 60 * i)
                 )
                 i += 1
-    return memory
-
-
-def binary_temporal_memory(n: int = 8) -> Memory:
-    memory = Memory(DIM, temporal_policy=FanOutPolicy(2))
-    for i in range(n):
-        memory.add_leaf(
-            Leaf(id=f"t{i}", text=f"turn {i}", vector=E[i % DIM], seq=i, timestamp=1000.0 + i, session="s")
-        )
     return memory
 
 
@@ -176,7 +168,7 @@ def test_semantic_left_and_right_stay_among_siblings() -> None:
 
 
 def test_temporal_left_and_right_cross_parents_at_the_same_depth() -> None:
-    memory = binary_temporal_memory(8)
+    memory = binary_temporal_memory(dim=DIM)
     tree = memory.temporal
     assert tree.height == 3 and all(tree.depth_of(f"t{i}") == 3 for i in range(8))
     # A leaf: the next memory in time, though it hangs under another grandparent.
@@ -264,7 +256,7 @@ class Scripted:
 
 
 def test_a_scripted_agent_makes_its_moves_and_sees_texts_and_scores() -> None:
-    memory = binary_temporal_memory(8)
+    memory = binary_temporal_memory(dim=DIM)
     policy = Scripted(["Down 0", "down 1", "Right.", "up", "LEFT", "reset", "down 1", "sufficient"])
     run = run_agent(memory, E[5], "temporal", policy)
     assert run.moves == ["down 0", "down 1", "right", "up", "left", "reset", "down 1"]
@@ -278,7 +270,7 @@ def test_a_scripted_agent_makes_its_moves_and_sees_texts_and_scores() -> None:
     assert set(neighbours) == {"up", "left", "right"} and history == ["down 0", "down 1", "right"]
     # The settled node's text comes first, then its best leaves for the query.
     assert run.context[0].id == run.node.id and run.context[1].id == "t5"
-    assert run.context_texts[1] == "turn 5" and len(run.context) <= 6
+    assert run.context_texts[1] == "turn 5 about topic 5" and len(run.context) <= 6
 
 
 def test_garbage_from_a_policy_falls_back_to_a_safe_action() -> None:
@@ -311,13 +303,13 @@ def test_the_embedding_policy_finds_a_deep_leaf_and_declares_it_sufficient() -> 
 
 
 def test_the_embedding_policy_finds_the_leaf_in_the_temporal_tree_too() -> None:
-    memory = binary_temporal_memory(8)
+    memory = binary_temporal_memory(dim=DIM)
     run = run_agent(memory, unit(E[6] + 0.1 * E[7]), "temporal", EmbeddingPolicy())
     assert run.node.id == "t6" and run.sufficient and run.moves[0] == "down 1"
 
 
 def test_the_embedding_policy_tries_a_neighbour_once_when_no_child_improves() -> None:
-    memory = binary_temporal_memory(8)
+    memory = binary_temporal_memory(dim=DIM)
     policy = EmbeddingPolicy()
     at_t2 = view(memory, "t2", "temporal", E[3])
     left = ScoredNode("t1", "leaf", 1, 0.0, "turn 1", "turn 1")

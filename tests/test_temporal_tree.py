@@ -258,8 +258,8 @@ def test_without_session_ids_a_silence_or_a_new_day_starts_a_session() -> None:
 def test_a_session_with_an_id_goes_on_through_pauses_and_past_midnight_and_belongs_to_its_first_day() -> None:
     built = Built(CosinePolicy(), gap_seconds=30 * 60)
     late = datetime(2026, 3, 9, 22, 0, tzinfo=UTC).timestamp()
-    # A 90-minute pause within a session, midnight crossed talking, then the id taken up next noon.
-    stamps = [late, late + 90 * 60, late + 115 * 60, late + 130 * 60, late + 14 * HOUR]
+    # A 90-minute pause within a session, midnight crossed talking, then the id taken up two days later.
+    stamps = [late, late + 90 * 60, late + 115 * 60, late + 130 * 60, late + 38 * HOUR]
     leaves = [make_leaf(i, axis(0), session="chat", timestamp=t) for i, t in enumerate(stamps)]
     for leaf in leaves:
         built.add(leaf)
@@ -269,7 +269,7 @@ def test_a_session_with_an_id_goes_on_through_pauses_and_past_midnight_and_belon
         ["m00004"],
     ]
     days = built.nodes_of("day")
-    assert [d.label.split(" · ")[0] for d in days] == ["2026-03-09 (Monday)", "2026-03-10 (Tuesday)"]
+    assert [d.label.split(" · ")[0] for d in days] == ["2026-03-09 (Monday)", "2026-03-11 (Wednesday)"]
     assert temporal_subtree_leaves(built.tree, days[0].id) == ["m00000", "m00001", "m00002", "m00003"]
 
 

@@ -67,7 +67,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def test_the_outline_shows_each_branch_with_its_label_count_and_time_span(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, out, _ = run(capsys, "tree", "--home", str(home), "--tree", "temporal", "--depth", "5")
+    status, out, _ = run(capsys, "tree", "--home", str(home), "--tree", "temporal", "--depth", "8")
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == "temporal tree · 6 memories · 2026-03-02 → 2026-04-01"

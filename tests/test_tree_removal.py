@@ -34,6 +34,7 @@ from tests.tree_checks import (
 
 DIM = 8
 HOUR = 3600.0
+DAY = 24 * HOUR
 
 
 def axis(i: int, tilt: float = 0.0, towards: int | None = None) -> np.ndarray:
@@ -89,8 +90,9 @@ class Forest:
             new_id=lambda: f"s{next(ids)}",
             max_fan_out=semantic_fan_out,
         )
+        # Segments as the policy alone cuts them (HAT's fan-out: M memories a segment).
         self.temporal = TemporalTree(
-            self.leaves, DIM, policy=policy or FanOutPolicy(3), new_id=lambda: f"t{next(ids)}"
+            self.leaves, DIM, policy=policy or FanOutPolicy(3), min_segment=1, new_id=lambda: f"t{next(ids)}"
         )
 
     def add(self, leaf: Leaf) -> None:
@@ -200,23 +202,20 @@ inserts = st.tuples(
     st.just("insert"),
     vectors,
     st.one_of(st.none(), st.sampled_from(["s1", "s2", "s3"])),
-    st.sampled_from([1.0, 60.0, 2 * HOUR, 7 * HOUR]),
+    st.sampled_from([1.0, 60.0, 2 * HOUR, 7 * HOUR, 3 * DAY, 40 * DAY]),
 )
 removals = st.tuples(st.just("remove"), st.integers(0, 10_000))
 operations = st.lists(st.one_of(inserts, inserts, removals), min_size=1, max_size=60)
 policies = st.one_of(
-    st.builds(
-        CosinePolicy,
-        st.sampled_from([-1.0, 0.2, 0.4, 0.7, 1.1]),
-        fan_out=st.one_of(st.none(), st.integers(2, 4)),
-    ),
+    st.builds(CosinePolicy, st.sampled_from([-1.0, 0.2, 0.4, 0.7, 1.1])),
     st.integers(2, 5).map(FanOutPolicy),
 )
 modes = st.sampled_from([("centroid", "average"), ("centroid", "centroid"), ("summary", "centroid")])
 
 
 def fan_out_of(policy: CompatibilityPolicy) -> int | None:
-    return policy.m if isinstance(policy, FanOutPolicy) else None
+    """The bound on every temporal branch's children: none (a day holds any number of sessions)."""
+    return None
 
 
 def run(forest: Forest, ops: list[tuple[object, ...]], max_fan_out: int | None) -> None:
@@ -280,7 +279,7 @@ def test_removing_from_clustered_deep_trees_keeps_them_whole(
     order = data.draw(st.permutations(sorted(forest.leaves)))
     for leaf_id in order:
         forest.forget(leaf_id)
-        forest.check(2)
+        forest.check()
         assert_representatives_are_fresh(forest.semantic)
         assert_representatives_are_fresh(forest.temporal)
     assert forest.semantic.height == forest.temporal.height == 0
@@ -299,7 +298,7 @@ def test_a_forgotten_marker_leaves_no_trace_in_any_branch(count: int, pick: int,
     assert any("zebracorn" in b.text.lower() for b in forest.semantic.branches.values())
     assert any("zebracorn" in b.text.lower() for b in forest.temporal.branches.values())
     forest.forget(f"m{marked:05d}")
-    forest.check(3)
+    forest.check()
     assert_no_trace(forest, "zebracorn")
     assert_vectors_are_means_of_remaining_leaves(forest)
 
@@ -385,7 +384,7 @@ def test_removing_the_only_leaf_empties_both_trees_and_they_grow_again() -> None
     forest.add(make_leaf(1, axis(1)))
     forest.add(make_leaf(2, axis(2)))
     forest.check()
-    assert forest.semantic.height == forest.temporal.height == 1
+    assert forest.semantic.height == 1 and forest.temporal.height == 3  # a session and its segment
 
 
 def test_an_unknown_leaf_is_refused_and_nothing_changes() -> None:
@@ -416,15 +415,16 @@ def test_removing_the_last_leaf_then_inserting_keeps_spans_contiguous() -> None:
     for i in range(7):
         forest.add(make_leaf(i, axis(i % DIM)))
     tree = forest.temporal
-    assert tree.last_leaf == "m00006" and tree.height == 2
+    assert tree.last_leaf == "m00006" and tree.height == 3
     lonely = tree.parent_of["m00006"]
+    session = tree.branches[lonely].parent
     changed, removed = forest.forget("m00006")
     assert removed == {lonely}, "the segment it alone filled goes"
-    assert tree.last_leaf == "m00005" and changed == {TEMPORAL_ROOT_ID}
-    forest.check(3)
+    assert tree.last_leaf == "m00005" and changed == {TEMPORAL_ROOT_ID, session}
+    forest.check()
     for i in range(7, 10):
         forest.add(make_leaf(i, axis(i % DIM)))
-        forest.check(3)
+        forest.check()
     assert sorted(sorted(s) for s in segments_of(tree)) == [
         ["m00000", "m00001", "m00002"],
         ["m00003", "m00004", "m00005"],
@@ -432,43 +432,38 @@ def test_removing_the_last_leaf_then_inserting_keeps_spans_contiguous() -> None:
     ]
 
 
-def test_a_segment_emptied_in_the_middle_goes_and_a_single_child_chain_stays() -> None:
+def test_a_segment_emptied_in_the_middle_goes_and_one_left_with_a_single_memory_stays() -> None:
     forest = Forest(FanOutPolicy(2))
     for i in range(8):
         forest.add(make_leaf(i, axis(i % DIM)))
     tree = forest.temporal
     assert tree.height == 3
-    for leaf_id in ("m00002", "m00003"):
+    for leaf_id in ("m00002", "m00003", "m00000"):
         forest.forget(leaf_id)
     assert tree.height == 3, "uniform depth keeps the levels"
-    # The branch that held the two emptied segments is gone; its sibling segment hangs alone.
-    for leaf_id in ("m00000",):
-        forest.forget(leaf_id)
-    forest.check(2)
-    chain = tree.branches[tree.parent_of["m00001"]]
-    assert chain.children == ["m00001"] and tree.branches[chain.parent or ""].children == [chain.id]
-    assert [temporal_subtree_leaves(tree, c) for c in tree.root.children] == [
-        ["m00001"],
-        ["m00004", "m00005", "m00006", "m00007"],
-    ]
+    forest.check()
+    assert segments_of(tree) == [["m00001"], ["m00004", "m00005"], ["m00006", "m00007"]]
 
 
-def test_a_root_left_with_one_child_collapses_a_level() -> None:
+def test_a_root_left_with_one_child_period_collapses_that_level() -> None:
     forest = Forest(FanOutPolicy(2))
-    for i in range(3):
-        forest.add(make_leaf(i, axis(i)))
+    forest.add(make_leaf(0, axis(0)))
+    forest.add(make_leaf(1, axis(1)))
+    forest.add(make_leaf(2, axis(2), timestamp=1000.0 + 2 * DAY))  # another day: a day level
     tree = forest.temporal
-    old_root, chain = tree.root.children
-    assert tree.height == 2
+    first_day, _ = tree.root.children
+    assert tree.height == 4 and tree.period_of(first_day) == "day"
+    (session,) = tree.branches[first_day].children
+    (segment,) = tree.branches[session].children
     changed, removed = forest.forget("m00002")
-    assert removed == {old_root, chain}
-    assert changed == {TEMPORAL_ROOT_ID, "m00000", "m00001"}
-    assert tree.root.children == ["m00000", "m00001"] and tree.height == 1
+    assert first_day in removed and len(removed) == 4  # both days, the second's session and segment
+    assert changed == {TEMPORAL_ROOT_ID, session, segment}
+    assert tree.root.children == [session] and tree.height == 3
     assert_representatives_are_fresh(tree)
     assert tree.last_leaf == "m00001"
-    forest.add(make_leaf(3, axis(3)))
-    forest.check(2)
-    assert tree.height == 2
+    forest.add(make_leaf(3, axis(3), timestamp=1000.0 + 3 * DAY))
+    forest.check()
+    assert tree.height == 4
 
 
 def test_a_new_session_after_removing_the_last_leaf_compares_with_the_leaf_now_last() -> None:
@@ -476,10 +471,10 @@ def test_a_new_session_after_removing_the_last_leaf_compares_with_the_leaf_now_l
     for i in range(3):
         forest.add(make_leaf(i, axis(0), session="monday"))
     forest.add(make_leaf(3, axis(0), session="tuesday"))
-    assert forest.temporal.height == 2
-    forest.forget("m00003")
     tree = forest.temporal
-    assert tree.height == 1 and tree.root.children == ["m00000", "m00001", "m00002"]
+    assert tree.height == 3 and len(tree.root.children) == 2
+    forest.forget("m00003")
+    assert tree.height == 3 and segments_of(tree) == [["m00000", "m00001", "m00002"]]
     forest.add(make_leaf(4, axis(0), session="monday"))
-    assert tree.height == 1 and tree.root.children[-1] == "m00004", "same session: same segment"
+    assert segments_of(tree) == [["m00000", "m00001", "m00002", "m00004"]], "same session: same segment"
     forest.check()

@@ -9,8 +9,9 @@ import numpy as np
 from memtree_mcp.core.checks import semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.representative import refresh_branch
 from memtree_mcp.core.semantic import SemanticTree
-from memtree_mcp.core.temporal import TemporalTree
+from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, TemporalTree
 
 
 def assert_semantic_invariants(tree: SemanticTree) -> None:
@@ -191,4 +192,34 @@ def grown_memory(
             memory.remove_leaf(str(rng.choice(sorted(memory.leaves))))
         if after_each is not None:
             after_each(memory)
+    return memory
+
+
+def binary_temporal_memory(texts: Sequence[str] | None = None, dim: int = 8) -> Memory:
+    """Eight memories t0…t7 under a binary temporal tree (HAT with M = 2): root > 2 > 4 > 8.
+
+    Built by hand: these tests walk an agent through a tree of known shape, and the calendar's tree
+    of one short session is a single segment.
+    """
+    source = Memory(dim)
+    for i in range(8):
+        text = texts[i] if texts is not None else f"turn {i} about topic {i}"
+        vector = unit(list(np.eye(dim, dtype=np.float32)[i]))
+        source.add_leaf(Leaf(id=f"t{i}", text=text, vector=vector, seq=i, timestamp=1000.0 + i, session="s"))
+    leaves = {leaf.id: leaf for leaf in source.leaves.values()}
+    branches: dict[str, Branch] = {}
+
+    def grow(node_id: str, kind: str, parent: str | None, depth: int, children: list[str]) -> None:
+        branch = Branch(id=node_id, tree="temporal", kind=kind, parent=parent, depth=depth, children=children)  # type: ignore[arg-type]
+        branches[node_id] = branch
+
+    grow(TEMPORAL_ROOT_ID, "root", None, 0, ["h0", "h1"])
+    for h in range(2):
+        grow(f"h{h}", "internal", TEMPORAL_ROOT_ID, 1, [f"q{2 * h}", f"q{2 * h + 1}"])
+        for q in (2 * h, 2 * h + 1):
+            grow(f"q{q}", "internal", f"h{h}", 2, [f"t{2 * q}", f"t{2 * q + 1}"])
+    for branch in sorted(branches.values(), key=lambda b: -b.depth):
+        refresh_branch(branch, leaves, branches, keep_vector=False)
+    memory = Memory(dim)
+    memory.load(list(leaves.values()), [*source.semantic.branches.values(), *branches.values()])
     return memory

@@ -79,7 +79,8 @@ class CursorView:
     ``children`` previews the children in order (``down`` takes the position in this list);
     ``parent``, ``left`` and ``right`` preview where ``up``, ``left`` and ``right`` would go.
     ``score`` is the node's match to the query vector (average cosine to its leaves) when a query
-    was given and the node has a vector, else None.
+    was given and the node has a vector, else None. ``period``: the time scale of a temporal
+    branch ("session", "day", …; ``core/calendar.py``), else None.
     """
 
     id: str
@@ -94,6 +95,7 @@ class CursorView:
     first_ts: float
     last_ts: float
     breadcrumb: list[str] = field(default_factory=list)
+    period: str | None = None
     children: list[ChildPreview] = field(default_factory=list)
     has_up: bool = False
     has_left: bool = False
@@ -257,7 +259,7 @@ def _preview(
 
 def _score(hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
     try:
-        return float(hierarchy.match_vector_of(node_id) @ query)
+        return hierarchy.score_of(node_id, query)
     except KeyError:
         return None
 
@@ -311,6 +313,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
         first_ts=first_ts,
         last_ts=last_ts,
         breadcrumb=memory.breadcrumb(node_id, tree),
+        period=memory.temporal.period_of(node_id) if tree == "temporal" else None,
         children=children,
         has_up=parent is not None,
         has_left=left is not None,
@@ -459,8 +462,14 @@ class Policy(Protocol):
     ) -> str: ...
 
 
+# Scores this close are the same score, taken in another order (float32 sums).
+TIE = 1e-6
+
+
 class EmbeddingPolicy:
-    """Walk by vectors: descend while a child matches the query better than the current node.
+    """Walk by vectors: descend while a child matches the query at least as well as the current
+    node (a period scores its best memory, so the path to that memory ties all the way down), or is
+    its only child.
 
     When no child improves, try the left and then the right neighbour, each at most once since the
     last vertical move, and only if it scores better. When nothing improves, the context is
@@ -480,9 +489,11 @@ class EmbeddingPolicy:
         history: Sequence[str],
     ) -> str:
         here = current.score if current.score is not None else -1.0
+        if len(children_scores) == 1 and current.kind != "leaf":
+            return "down 0"  # a lone child holds the same memories, seen closer (a day's one session)
         if children_scores:
             best = max(range(len(children_scores)), key=lambda i: children_scores[i].score)
-            if children_scores[best].score > here:
+            if children_scores[best].score >= here - TIE:
                 return f"down {best}"
         tried: set[str] = set()
         for previous in reversed(history):
