@@ -13,7 +13,9 @@ and register its step here; :func:`layout_version` must then tell its rows from 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -28,8 +30,12 @@ from memtree_mcp.store.rows import (
     META_FLOOR,
     META_SCHEMA,
     SCHEMA_VERSION,
+    node_rows,
     node_schema,
 )
+
+if TYPE_CHECKING:
+    from memtree_mcp.core.memory import Memory
 
 Step = Callable[[pa.Table], pa.Table]
 
@@ -187,6 +193,17 @@ def upgraded(arrow: pa.Table, embedder: str, dimension: int) -> tuple[pa.Table, 
     schema = node_schema(embedder, dimension)
     schema = schema.with_metadata({**(schema.metadata or {}), META_FLOOR: str(floor).encode()})
     return rows, schema
+
+
+def with_temporal_tree(rows: pa.Table, schema: pa.Schema, memory: Memory) -> tuple[pa.Table, pa.Schema]:
+    """``upgraded``'s rows and schema with the rows of ``memory``'s temporal tree (built on reading
+    a table of schema 4 or older, :func:`m005_sessions_and_periods`) as the next commit, which the
+    history then starts at (the root's new row replaces its old one, made a deletion before)."""
+    rev = int(schema.metadata[META_FLOOR].decode()) + 1
+    built = node_rows(memory, memory.temporal.branches, (), time.time())
+    schema = schema.with_metadata({**schema.metadata, META_FLOOR: str(rev).encode()})
+    tree = pa.Table.from_pylist([{**row, "rev": rev} for row in built], schema=schema)
+    return pa.concat_tables([rows.cast(schema), tree]), schema
 
 
 def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: int) -> None:

@@ -67,7 +67,7 @@ from memtree_mcp.store.arrow import (
     tree_shapes,
     up_to,
 )
-from memtree_mcp.store.migrations import as_current, check_schema, outdated, upgraded
+from memtree_mcp.store.migrations import as_current, check_schema, outdated, upgraded, with_temporal_tree
 from memtree_mcp.store.rows import (
     DELETED,
     META_FLOOR,
@@ -533,17 +533,7 @@ class NamespaceTable:
             return self.latest_version()
         rows, schema = upgraded(self._table.to_arrow().combine_chunks(), self.embedder, self.dimension)
         if memory is not None and memory.temporal_rebuilt:
-            # As the next commit, which the history then starts at (its root's row replaces the
-            # root's old row, which the conversion made a deletion at the commit before).
-            rev = int(schema.metadata[META_FLOOR].decode()) + 1
-            built = node_rows(memory, memory.temporal.branches, (), time.time())
-            schema = schema.with_metadata({**schema.metadata, META_FLOOR: str(rev).encode()})
-            rows = pa.concat_tables(
-                [
-                    rows.cast(schema),
-                    pa.Table.from_pylist([{**row, "rev": rev} for row in built], schema=schema),
-                ]
-            )
+            rows, schema = with_temporal_tree(rows, schema, memory)
         try:
             self._db.create_table(self.name, data=rows.cast(schema), schema=schema, mode="overwrite")
             self._table = self._db.open_table(self.name)

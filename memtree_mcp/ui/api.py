@@ -11,7 +11,7 @@ with a 4xx status for bad input):
   the earlier ones it updates (``supersedes``);
 - ``/ui/api/search?ns=&q=&k=``: ``recall`` hits, each with its path in both trees so the page can
   unfold the tree down to it, and recall's ``superseded_by``;
-- ``/ui/api/timeline?ns=``: the top temporal segments with their time spans;
+- ``/ui/api/timeline?ns=``: the sessions (or coarser periods) with their time spans;
 - ``POST /ui/api/forget`` ``{"ns", "id"}``: forget one memory; 403 unless edits were allowed.
 
 A memory that a later one updates (a link stored with ``remember(..., supersedes=…)`` or the
@@ -44,12 +44,14 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memtree_mcp.core.calendar import SESSION, period_name
 from memtree_mcp.core.currency import SIBLINGS, neighbours, newest_updates
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES, TreeName
+from memtree_mcp.core.temporal import TemporalTree
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
 from memtree_mcp.http_guards import BearerTokenMiddleware
 from memtree_mcp.inputs import check_tree, format_timestamp
@@ -64,9 +66,7 @@ DEFAULT_K = 10
 MAX_K = 50
 MAX_FORGET_BODY = 4_096
 LABEL_CHARS = 60
-# The timeline shows the shallowest level of the temporal tree with at least this many segments,
-# unless unfolding one more level would show more than TIMELINE_MAX (then it keeps the coarser one).
-TIMELINE_MIN = 8
+# The timeline shows one card a session, or a coarser period when there are more sessions than this.
 TIMELINE_MAX = 400
 
 _STATIC = ("index.html", "app.js", "style.css")
@@ -292,26 +292,33 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
 
 
 def timeline_segments(memory: Memory) -> dict[str, Any]:
-    """The temporal tree's top segments, unfolded until there are a few to lay along a time axis."""
-    hierarchy = memory.temporal
-    level = list(hierarchy.root.children)
-    while len(level) < TIMELINE_MIN:
-        finer = [
-            c for n in level for c in (hierarchy.branches[n].children if n in hierarchy.branches else [n])
-        ]
-        if len(finer) == len(level) or len(finer) > TIMELINE_MAX:
-            break
-        level = finer
-    shown = level[:TIMELINE_MAX]
+    """The temporal tree's sessions in time order, one card each; when there are more than
+    TIMELINE_MAX of them, the finest period that has at most that many (days, weeks, months, years).
+    ``period`` names what the cards are."""
+    tree = memory.temporal
+    level, nodes = SESSION, _level(tree, SESSION)
+    while len(nodes) > TIMELINE_MAX and level + 1 < tree.height - 1:
+        level += 1
+        nodes = _level(tree, level)
+    shown = nodes[:TIMELINE_MAX]
     newest = _updates(memory, shown)
-    segments = [{**_item(memory, n, newest), "depth": hierarchy.depth_of(n)} for n in shown]
-    root = hierarchy.root
+    segments = [{**_item(memory, n, newest), "depth": tree.depth_of(n)} for n in shown]
+    root = tree.root
     return {
         "memories": len(memory.leaves),
+        "period": period_name(level),
         "segments": segments,
-        "truncated": len(level) > len(shown),
+        "truncated": len(nodes) > len(shown),
         **(_span(root.first_ts, root.last_ts) if memory.leaves else {}),
     }
+
+
+def _level(tree: TemporalTree, level: int) -> list[str]:
+    """The branches of one level of the temporal tree (0: segments, 1: sessions, …), in time order."""
+    nodes = [tree.root.id]
+    for _ in range(tree.height - 1 - level):
+        nodes = [c for n in nodes for c in tree.branches[n].children if c in tree.branches]
+    return nodes if tree.height > level + 1 else []
 
 
 # -- the HTTP layer -------------------------------------------------------------------------------

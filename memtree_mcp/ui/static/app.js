@@ -563,7 +563,8 @@
 
   // -- the timeline ---------------------------------------------------------------------------------
 
-  // One card a segment, oldest first, each wide enough to read: its label, its dates and how
+  // One card a session (a coarser period for a long memory), oldest first, each wide enough to
+  // read: its label, its dates and how
   // many memories it holds. Cards share the width by memory count above a minimum width, and the
   // strip scrolls sideways when they do not all fit.
   async function loadTimeline() {
@@ -588,7 +589,8 @@
       el("span", { class: "segment-dates", text: dates }),
       el("span", { class: "segment-count", text: memories(segment.leaf_count) })));
     }
-    const note = `${data.segments.length} segments · ${memories(data.memories)} · ${dateRange(data.time_from, data.time_to)}`;
+    const cards = `${data.segments.length} ${data.period}${data.segments.length === 1 ? "" : "s"}`;
+    const note = `${cards} · ${memories(data.memories)} · ${dateRange(data.time_from, data.time_to)}`;
     $("#timeline-note").textContent = data.truncated ? `${note} (first ${data.segments.length} shown)` : note;
   }
 
