@@ -224,3 +224,59 @@ def test_memories_without_session_ids_are_cut_by_the_configured_silence(tmp_path
         service.close()
     with pytest.raises(ValueError, match="duration"):
         Settings(home=str(tmp_path / "other"), session_gap="soon")  # type: ignore[arg-type]
+
+
+def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
+    settings: Settings, embedder: Any
+) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    from memtree_mcp.core.model import Branch
+    from memtree_mcp.store.rows import node_rows, node_schema
+
+    source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)
+    for timestamp, session, text in turns():
+        source.remember(text, timestamp=timestamp, session=session)
+    memory = source.memory()
+    assert memory is not None
+    # Schema 4's temporal tree grouped by subject alone; here one flat segment of everything.
+    rows = [
+        {**row, "rev": 0} for row in node_rows(memory, [*memory.leaves, *memory.semantic.branches], (), 1.0)
+    ]
+    flat = Branch(id="temporal-root", tree="temporal", kind="root", parent=None, depth=0)
+    flat.children = sorted(memory.leaves, key=lambda n: memory.leaves[n].seq)
+    rows.append({**node_rows_of_branch(flat), "rev": 0})
+    current = node_schema(embedder.identity, embedder.dimension)
+    schema = current.with_metadata({**(current.metadata or {}), b"memtree.schema_version": b"4"})
+    lancedb.connect(settings.home).create_table("default", data=pa.Table.from_pylist(rows, schema=schema))
+    source.close()
+
+    service = MemoryService(settings, embedder=embedder)
+    read = service.memory()
+    assert read is not None and service.spaces["default"].table.outdated
+    tree = read.temporal
+    sessions = [n for n in tree.walk() if tree.period_of(n) == "session"]
+    assert len(sessions) == 5 and len(read.leaves) == 40  # read with sessions before any write
+    before = [version for version, _ in service.history()]
+    service.remember("The release train leaves on Fridays.", session="work-4")
+    assert not service.spaces["default"].table.outdated
+    service.close()
+
+    again = MemoryService(settings, embedder=embedder)
+    stored = again.memory()
+    assert stored is not None and not stored.temporal_rebuilt  # the tree was stored by the upgrade
+    # The 40 memories' five sessions, and the new memory's own (today, months later).
+    assert len([n for n in stored.temporal.walk() if stored.temporal.period_of(n) == "session"]) == 6
+    assert set(read.leaves) < set(stored.leaves) and len(stored.leaves) == 41
+    with pytest.raises(Exception, match="no version"):
+        again.restore(str(before[0]))  # history before the upgrade: refused by name
+    again.close()
+
+
+def node_rows_of_branch(branch: Any) -> dict[str, Any]:
+    """The row of one branch as schema 4 wrote it (the same columns as today)."""
+    from memtree_mcp.store.rows import branch_row
+
+    row: dict[str, Any] = branch_row(branch, 1.0)
+    return row
