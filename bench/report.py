@@ -110,6 +110,22 @@ def update_chat(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def sessions(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for key, what in (("with_session_ids", "with session ids"), ("without_session_ids", "cut by silences")):
+        part = d[key]
+        summaries = part["period_summaries"]
+        rows.append(
+            f"{what}: **{part['lowest_segments']}** lowest segments for {d['memories']} memories in "
+            f"{d['sessions']} sessions (at most {part['most_segments_in_a_session']} a session), "
+            f"**{part['nodes_cutting_a_session']}** nodes cutting a session; agent top-1 temporal "
+            f"**{part['agent_top1_temporal']['right']}/{part['agent_top1_temporal']['of']}**, semantic "
+            f"{part['agent_top1_semantic']['right']}/{part['agent_top1_semantic']['of']}; period summaries "
+            f"quoting another day {summaries['quoting_outside']}/{summaries['of']}"
+        )
+    return rows
+
+
 def scale(d: dict[str, Any]) -> list[str]:
     rows = []
     for size, e in d["sizes"].items():
@@ -194,6 +210,7 @@ def firstcall(d: dict[str, Any]) -> list[str]:
 
 FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "locomo": locomo,
+    "sessions": sessions,
     "updates": updates,
     "update-rule": update_rule,
     "update-chat": update_chat,

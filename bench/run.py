@@ -55,6 +55,13 @@ BENCHES: dict[str, Bench] = {
         quick=("{data}", "--strategies", "gather,hybrid", "--limit", "1"),
         needs="the LoCoMo dev split (--data)",
     ),
+    "sessions": Bench(
+        "sessions.py",
+        "The temporal tree over five sessions of eight unrelated turns (with and without session "
+        "ids): lowest segments, nodes cutting a session, the memory agent's top-1 in each tree for "
+        "14 questions, period summaries quoting another day (~1 min).",
+        (),
+    ),
     "updates": Bench(
         "updates.py",
         "Quality of what the model reads: answers to questions about facts changed later (newest "
