@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.temporal import (
+    MAX_SESSION,
     MIN_SEGMENT,
     TEMPORAL_ROOT_ID,
     Candidate,
@@ -324,3 +325,14 @@ def test_misuse_is_refused() -> None:
         rogue.add(make_leaf(1, axis(0)))
     with pytest.raises(ValueError, match="at least one"):
         TemporalTree({}, DIM, policy=CosinePolicy(), min_segment=0)
+
+
+def test_a_session_past_its_largest_size_goes_on_in_a_new_node_of_the_same_day() -> None:
+    # An import without times or session ids is one session by the silence rule: it must not make
+    # one node of everything.
+    built = Built(CosinePolicy())
+    for i in range(2 * MAX_SESSION + 10):
+        built.add(make_leaf(i, axis(i % DIM), timestamp=MONDAY + i * 0.01))
+    sizes = [s.leaf_count for s in built.nodes_of("session")]
+    assert sizes == [MAX_SESSION, MAX_SESSION, 10] and not built.nodes_of("day")
+    assert_temporal_invariants(built.tree)
