@@ -9,6 +9,7 @@ nothing from outside the period but the note of a later change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -109,15 +110,18 @@ async def client(request: pytest.FixtureRequest, service: MemoryService) -> Asyn
 
 
 async def node(client: Client, node_id: str | None = None, move: str = "stay", **more: Any) -> dict[str, Any]:
-    """Where the cursor is after ``move``: navigate's structured result (ids, kind, period, moves)
-    and ``text``, what the model reads."""
+    """Where the cursor is after ``move``: navigate's structured result (ids, kind, moves), ``text``,
+    what the model reads, and ``period``, the time scale that text names."""
     arguments: dict[str, Any] = {"tree": "temporal", "move": move, **more}
     if node_id is not None:
         arguments["node_id"] = node_id
     result = await client.call_tool("navigate", arguments)
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
-    return {**result.structured_content, "text": text_of(result)}
+    text = text_of(result)
+    # The first line names the node: "temporal tree, <path>: session of 8 memories, <dates> {id}".
+    named = re.search(r": (\w+) of \d+ memor", text.splitlines()[0])
+    return {**result.structured_content, "text": text, "period": named.group(1) if named else None}
 
 
 async def memories_under(client: Client, node_id: str) -> list[str]:

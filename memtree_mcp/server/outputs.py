@@ -63,7 +63,6 @@ class NavigateOutput(BaseModel):
     node_id: str
     tree: TreeName
     kind: NodeKind
-    period: str | None = None
     children: list[str]
     parent: str | None = None
     left: str | None = None
@@ -80,7 +79,6 @@ class NavigateOutput(BaseModel):
             node_id=node.id,
             tree=node.tree,
             kind=node.kind,
-            period=node.period,
             children=[child.id for child in node.children],
             parent=node.parent.id if node.parent else None,
             left=node.left.id if node.left else None,
