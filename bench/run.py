@@ -49,9 +49,10 @@ class Bench:
 BENCHES: dict[str, Bench] = {
     "locomo": Bench(
         "locomo.py",
-        "Quality: LoCoMo dev turn-evidence recall@5/10/25 and by category of gather and hybrid, "
-        "next to flat dense/BM25/RRF baselines, through the service (about 15 min).",
-        ("{data}", "--strategies", "gather,hybrid"),
+        "Quality: LoCoMo dev turn-evidence recall@5/10/25 and by category of gather, hybrid, "
+        "collapsed and the propagate strategies, next to flat dense/BM25/RRF baselines, through "
+        "the service (about 15 min).",
+        ("{data}", "--strategies", "gather,hybrid,collapsed,propagate-down,propagate-up"),
         quick=("{data}", "--strategies", "gather,hybrid", "--limit", "1"),
         needs="the LoCoMo dev split (--data)",
     ),
