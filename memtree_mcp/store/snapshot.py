@@ -25,7 +25,8 @@ whole snapshot or none. It is never trusted on its own:
 The table stays the source of truth: a snapshot is only ever a faster way to the state a whole
 read gives, and the tests compare the two. Forgotten text: a snapshot holds each id's latest row,
 so once written after a forget it holds none of the forgotten text; one written before it is
-deleted by the purge that deletes the table's old versions (``Spaces.purge``).
+deleted by the purge that deletes the table's old versions (``Spaces.purge``), and so is every
+temporary file a killed write left behind.
 
 This module reads and writes the file; opening a namespace from it is ``store/opening.py``.
 
@@ -35,6 +36,7 @@ Object-store homes (``s3://``) keep no snapshot: it would be one more object to 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import logging
 import os
@@ -113,10 +115,24 @@ def path_of(home: str, namespace: str) -> Path | None:
 
 
 def remove(home: str, namespace: str) -> None:
-    """Delete namespace ``namespace``'s snapshot, if there is one."""
+    """Delete namespace ``namespace``'s snapshot, if there is one, and every temporary file of a
+    write of it: one left by a process killed while it saved holds memory text too, and a purge
+    must leave none (a write under way in another process then fails to rename its file, logs it,
+    and the next whole read saves the snapshot anew)."""
     path = path_of(home, namespace)
-    if path is not None:
-        path.unlink(missing_ok=True)
+    if path is None:
+        return
+    path.unlink(missing_ok=True)
+    for stray in _temporaries(path):
+        with contextlib.suppress(FileNotFoundError):
+            stray.unlink()
+
+
+def _temporaries(path: Path) -> list[Path]:
+    """The temporary files of writes of the snapshot at ``path``, finished or not."""
+    if not path.parent.is_dir():
+        return []
+    return list(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
 
 
 @cache
@@ -236,7 +252,7 @@ def _remove_abandoned(path: Path) -> None:
     stop), once they are old enough that no write can still be under way (one untouched for
     ABANDONED_AFTER seconds is dead)."""
     now = time.time()
-    for stray in path.parent.glob(f".{path.name}.*.tmp"):
+    for stray in _temporaries(path):
         with contextlib.suppress(OSError):  # gone already, or not ours to delete
             if now - stray.stat().st_mtime > ABANDONED_AFTER:
                 stray.unlink()
