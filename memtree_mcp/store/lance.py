@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +41,28 @@ from memtree_mcp.store.rows import (
 )
 from memtree_mcp.store.table import NamespaceTable, Snapshot, compact
 
+# Lance caches, per process, each table version's manifest and its files' metadata (the metadata
+# cache, 1 GiB by default) and opened indexes (6 GiB; this store makes none). Every remember is a
+# commit, so a server's cache grew by some 0.12 MB a remember and never shrank: 4,000 small
+# remembers took a server from 339 to 1,522 MB (issue 31), where a fresh one on the same store
+# used 457 MB. Only the latest versions are read again, and a commit rereads a few of them:
+# bench/longrun.py measures a server kept up for 4,000 remembers at these sizes.
+METADATA_CACHE_BYTES = 64 << 20
+INDEX_CACHE_BYTES = 16 << 20
+_session_made = threading.Lock()
+_session: lancedb.Session | None = None
+
+
+def lance_session() -> lancedb.Session:
+    """The process's one Lance session: its caches, bounded, shared by every connection."""
+    global _session
+    with _session_made:
+        if _session is None:
+            _session = lancedb.Session(
+                index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+            )
+        return _session
+
 
 class LanceStore:
     """A LanceDB database directory (or object-store URI) holding one table per namespace.
@@ -63,7 +86,9 @@ class LanceStore:
         self.history = history
         if "://" not in self.home:
             Path(self.home).mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = lancedb.connect(self.home, storage_options=storage_options or None)
+        self._db = lancedb.connect(
+            self.home, storage_options=storage_options or None, session=lance_session()
+        )
 
     def namespaces(self) -> list[str]:
         """Names of the namespaces that hold a table."""

@@ -55,6 +55,7 @@ from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import StoreError
+from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,
@@ -636,6 +637,8 @@ class NamespaceTable:
         if self._appends_since_compaction >= COMPACT_EVERY:
             compact(self._table)
             self._appends_since_compaction = 0
+            # A long-running writer's C heap keeps what a hundred commits freed (bench/longrun.py).
+            give_back_freed_memory()
 
     def _squash(self) -> bool:
         """Rewrite the table without the revisions that neither the latest memory nor any commit
