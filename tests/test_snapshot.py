@@ -11,6 +11,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import settings as examples
@@ -364,3 +366,39 @@ def test_a_write_killed_midway_leaves_no_file_behind_for_long(settings: Settings
     assert not killed.exists()
     assert under_way.exists()
     assert sorted(p.name for p in folder.iterdir()) == [".default.arrow.running.tmp", "default.arrow"]
+
+
+def forged(path: Path, keep: object) -> None:
+    """Rewrite the snapshot at ``path`` with only the rows ``keep(table)`` selects, whole and with a
+    valid checksum: a file a checksum cannot tell from a good one."""
+    whole = path.read_bytes()
+    table = pa.ipc.open_file(pa.py_buffer(whole[: -snapshots.TRAILER.size])).read_all()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table.filter(keep(table)))  # type: ignore[operator]
+    payload = sink.getvalue().to_pybytes()
+    path.write_bytes(payload + snapshots.TRAILER.pack(snapshots.MAGIC, len(payload), zlib.crc32(payload)))
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        pytest.param(lambda table: pc.not_equal(table.column("kind"), "leaf"), id="leaves dropped"),
+        pytest.param(lambda table: pc.less(pc.utf8_length(table.column("id")), 0), id="every row dropped"),
+    ],
+)
+def test_a_snapshot_whose_rows_were_dropped_is_not_trusted(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads, keep: object
+) -> None:
+    # Issue 31: such a snapshot made the namespace read as empty, and the next remember built
+    # its trees on nothing (4,783 doctor problems).
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    forged(snapshot_path(settings), keep)
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    service.remember(MORE[0])
+    assert service.doctor() == []
+    assert len(service.memory().leaves) == len(NOTES) + 1  # type: ignore[union-attr]
+    service.close()

@@ -101,6 +101,14 @@ class Opener:
         if saved is None:
             return None
         table.latest_version()
+        try:
+            why = snapshots.disagreement(saved.rows, saved.position, table.outline())
+        except (pa.ArrowException, KeyError, ValueError) as exc:  # a table of an older layout
+            why = f"it cannot be checked against the table ({exc})"
+        if why is not None:
+            snapshots.remove(self.home, name)  # the whole read saves one that fits
+            log.warning("ignoring the snapshot of namespace %s (%s); reading it whole", name, why)
+            return None
         behind = table.row_count() - saved.position.rows
         if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
             # Rewritten, or so far behind that following it would cost more than a whole read

@@ -16,6 +16,11 @@ whole snapshot or none. It is never trusted on its own:
 - a file that is missing, truncated, fails its checksum, or was written for another embedder,
   dimension or format is ignored (logged), and the namespace is read whole, which writes a new one;
 - the terms are kept only if ``core/lexical.py`` is the same file that tokenized them (its hash);
+- its rows must be what the table's rows up to its position give (:func:`disagreement`): each id's
+  latest revision, kind and sequence number, read from four narrow columns of the table (16 ms
+  for 59k rows, where a whole read takes 360 ms). A checksum is no proof of content: a snapshot
+  written whole but with rows dropped made a namespace read as empty, and the next remember built
+  its trees on nothing (issue 31);
 - the table itself says whether the snapshot still describes it: the snapshot records where its
   whole read stood (:class:`~memtree_mcp.store.table.Position`: the generation, row count, last
   revision and last row), and :meth:`NamespaceTable.changes` takes the rows appended since, checking
@@ -58,10 +63,10 @@ from memtree_mcp.core import lexical as lexical_module
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
-from memtree_mcp.store.arrow import one_array
+from memtree_mcp.store.arrow import latest_positions, one_array
 from memtree_mcp.store.migrations import as_current
 from memtree_mcp.store.rows import DELETED
-from memtree_mcp.store.table import Position
+from memtree_mcp.store.table import OUTLINE, Position
 
 log = logging.getLogger("memtree_mcp")
 
@@ -427,6 +432,27 @@ def _gf2_times(matrix: list[int], vector: int) -> int:
 
 def _gf2_square(matrix: list[int]) -> list[int]:
     return [_gf2_times(matrix, column) for column in matrix]
+
+
+def disagreement(rows: pa.Table, position: Position, outline: pa.Table) -> str | None:
+    """Why ``rows`` (a snapshot's: each id's latest row at ``position``) are not what the table
+    gives there, from ``outline`` (:meth:`NamespaceTable.outline`, the table now); None when they
+    are. The rows written since the snapshot have higher revisions, and are left out."""
+    upto = outline.filter(pc.less_equal(outline.column("rev"), position.rev))
+    if upto.num_rows != position.rows:
+        return f"the table held {upto.num_rows} rows at its revision {position.rev}, it says {position.rows}"
+    table = _by_id(upto.take(pa.array(latest_positions(upto)[0])))
+    saved = _by_id(rows.select(list(OUTLINE)))
+    if table.num_rows != saved.num_rows:
+        return f"it holds {saved.num_rows} nodes where the table holds {table.num_rows}"
+    for column in OUTLINE:
+        if not table.column(column).equals(saved.column(column).cast(table.column(column).type)):
+            return f"its {column} column differs from the table's"
+    return None
+
+
+def _by_id(rows: pa.Table) -> pa.Table:
+    return rows.take(pc.sort_indices(rows, sort_keys=[("id", "ascending")])).combine_chunks()
 
 
 def _unusable(path: Path, why: str) -> Saved | None:

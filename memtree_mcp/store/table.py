@@ -92,6 +92,7 @@ T = TypeVar("T")
 # one compacting.
 READER_GRACE = timedelta(0)
 
+OUTLINE = ("id", "rev", "kind", "first_seq")  # the columns of NamespaceTable.outline
 # Each append makes a small file; past a few hundred of them appends and reloads slow down, and
 # optimize() merges them back into few.
 COMPACT_EVERY = 100
@@ -213,6 +214,10 @@ class NamespaceTable:
         """How many rows (every revision) the table held when this reader last read, followed or
         wrote it (no call into LanceDB)."""
         return self._rows
+
+    def outline(self) -> pa.Table:
+        """Each row's id, rev, kind and first_seq, in table order: a cheap read (no text, no vector)."""
+        return self._again_if_gone(lambda: self._table.search().select(list(OUTLINE)).limit(None).to_arrow())
 
     def row_count(self) -> int:
         """How many rows (every revision) the version last checked out holds."""
