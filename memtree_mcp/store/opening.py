@@ -131,9 +131,16 @@ class Opener:
                 log.info("the snapshot of namespace %s no longer fits its table; reading it whole", name)
                 return None
             memory.apply(changes.leaves, changes.branches, changes.removed)
-        except Exception:
+        except Exception as exc:
             # Rows that do not hold together (a bug, or a file changed by hand): the table is exact.
-            log.exception("could not open namespace %s from its snapshot; reading it whole", name)
+            # One line; the traceback only at debug level (a bad file is no crash of ours).
+            log.warning(
+                "could not open namespace %s from its snapshot (%s: %s); reading it whole",
+                name,
+                type(exc).__name__,
+                " ".join(str(exc).split())[:200],
+            )
+            log.debug("opening namespace %s from its snapshot failed", name, exc_info=True)
             return None
         return Opened(memory, changes.version, saved_at, "from its snapshot")
 

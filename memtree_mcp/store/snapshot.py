@@ -45,6 +45,7 @@ import glob
 import hashlib
 import logging
 import os
+import stat
 import struct
 import tempfile
 import threading
@@ -78,6 +79,8 @@ SMALLEST = 2_000
 # A snapshot further behind its table than this many rows, or a quarter of its own, is read whole
 # instead of followed (and saved anew): following applies each row's node one by one.
 FOLLOW_AT_MOST = 20_000
+# A snapshot larger than this (bytes) that takes less than half its size on disk is refused unread.
+SPARSE_ABOVE = 1 << 20
 # Snapshots larger than this (bytes) have their checksum verified on two cores.
 SPLIT_ABOVE = 32 << 20
 MAGIC = b"MTSNAP\x00\x01"
@@ -303,6 +306,19 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
     one whole file.
     """
     try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _unusable(path, exc.strerror or str(exc))
+    if not stat.S_ISREG(found.st_mode):
+        # Opening a FIFO waits for a writer: the namespace never opened (issue 31).
+        return _unusable(path, "it is not a regular file")
+    if found.st_size > SPARSE_ABOVE and found.st_blocks * 512 < found.st_size // 2:
+        # Most of it was never written: not a file this module wrote, however plausible its trailer
+        # (an 8 GiB one was checksummed whole first, for 45 s).
+        return _unusable(path, "it is a sparse file")
+    try:
         whole = pa.memory_map(str(path)).read_buffer()
     except FileNotFoundError:
         return None
@@ -321,8 +337,8 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
     try:
         table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
         return _saved(table, embedder, dimension, rows_only=rows_only)
-    except (pa.ArrowException, ValueError, KeyError, TypeError, IndexError) as exc:
-        return _unusable(path, str(exc))
+    except Exception as exc:  # whatever its metadata or rows hold: one line, the table is exact
+        return _unusable(path, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
 
 
 def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
@@ -365,7 +381,12 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     vectors = dict(zip(branch_ids, zip(matrix, cohesions, strict=True), strict=True))
     lexical = None
     if meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
-        lexical = _lexical(table, int(meta[b"memtree.lexical_capacity"]))
+        capacity = int(meta[b"memtree.lexical_capacity"])
+        # Slots grow by doubling, never past twice the nodes ever indexed: a larger number would
+        # have the index allocate it (1e12 of them: 931 GiB, and the namespace failed to open).
+        if not 0 <= capacity <= 2 * table.num_rows + 1024:
+            raise ValueError(f"its BM25 index claims {capacity:,} slots for {table.num_rows:,} rows")
+        lexical = _lexical(table, capacity)
     return Saved(rows=rows, position=position, vectors=vectors, lexical=lexical)
 
 
