@@ -455,3 +455,28 @@ def test_a_long_running_writer_keeps_lances_caches_within_their_bound(
         service.remember(f"Note {i}: the backup of cluster {i} runs at {i % 24} o'clock.")
     service.close()
     assert lance.lance_session().size_bytes <= 2 << 20
+
+
+LANCE_DISK_FULL = (
+    "LanceError(IO): Generic LocalFileSystem error: Unable to copy file from /tmp/x/_versions/.tmp "
+    "to /tmp/x/_versions/3.manifest: No space left on device (os error 28), "
+    "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/lance-io-0.38.2/src/local.rs:226:31"
+)
+
+
+def test_a_full_disk_is_named_in_words_not_in_rust_source_paths(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.remember("The first memory fits.")
+    table = service.spaces["default"].table
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(LANCE_DISK_FULL)
+
+    monkeypatch.setattr(table._table, "add", disk_full)
+    with pytest.raises(StoreError) as refused:
+        service.remember("The second one does not.")
+    message = str(refused.value)
+    assert "No space left on device" in message and "free some space" in message
+    assert ".rs:" not in message and "cargo" not in message
+    assert len(message.splitlines()) == 1

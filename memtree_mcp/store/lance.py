@@ -15,7 +15,6 @@ whole read (``store/opening.py``).
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -28,7 +27,7 @@ import pyarrow.compute as pc
 
 from memtree_mcp.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.errors import StoreError
+from memtree_mcp.errors import StoreError, failure_reason, store_error
 from memtree_mcp.store.migrations import check_schema
 from memtree_mcp.store.rows import (
     DELETED,
@@ -164,7 +163,7 @@ class LanceStore:
         try:
             compact(self._db.create_table(namespace, data=data, schema=schema, mode="overwrite"))
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
+            raise store_error(f"rewrite namespace '{namespace}'", exc) from exc
         return rev
 
     def _deletions(self, namespace: str) -> tuple[list[tuple[str, float]], int]:
@@ -181,9 +180,6 @@ class LanceStore:
         return list(found), last
 
 
-_OS_ERROR = re.compile(r"os error (\d+)")
-
-
 def home_error(home: str, exc: BaseException, doing: str) -> StoreError:
     """The StoreError for a store the operating system refused to ``doing`` ("create", "write"): its
     reason in a few words, and what to set instead.
@@ -191,12 +187,7 @@ def home_error(home: str, exc: BaseException, doing: str) -> StoreError:
     Lance reports I/O failures as RuntimeError text with the errno inside ("… (os error 30) …"); the
     errno's own words are used then, not Lance's message with its source paths.
     """
-    if isinstance(exc, OSError) and exc.strerror:
-        reason = exc.strerror
-    elif found := _OS_ERROR.search(str(exc)):
-        reason = os.strerror(int(found.group(1)))
-    else:
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = failure_reason(exc)
     setting = "MEMTREE_HOME" if "://" not in home else "MEMTREE_HOME (and its credentials)"
     return StoreError(
         f"cannot {doing} the memory store at {home} ({reason}); set {setting} to a place you can write to"

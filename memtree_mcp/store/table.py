@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.errors import StoreError
+from memtree_mcp.errors import StoreError, store_error
 from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
@@ -409,7 +409,7 @@ class NamespaceTable:
         try:
             self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise StoreError(f"could not write to the memory store: {exc}") from exc
+            raise store_error("write to the memory store", exc) from exc
         self._rev = rev
         self._rows += len(rows)
         self._last = (rows[-1]["id"], rev)
@@ -506,7 +506,7 @@ class NamespaceTable:
         try:
             self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise StoreError(f"could not write to the memory store: {exc}") from exc
+            raise store_error("write to the memory store", exc) from exc
         self._rev = rev
         self._rows += data.num_rows
         self._last = last_row(data)
@@ -538,7 +538,7 @@ class NamespaceTable:
             self._table = self._db.open_table(self.name)
             compact(self._table)  # the old layout's versions are history no longer: their files go now
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
+            raise store_error(f"upgrade namespace '{self.name}'", exc) from exc
         self._schema = None
         self._generation = None  # read whole next time
         log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
@@ -562,7 +562,7 @@ class NamespaceTable:
                 warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
                 self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
+            raise store_error(f"purge namespace '{self.name}'", exc) from exc
         self._deleted = set()
         self.oldest_forget = None
         self.latest_version()
