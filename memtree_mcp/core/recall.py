@@ -142,7 +142,8 @@ class RecallRequest:
     :func:`estimate_tokens` of its text); ``min_relevance``, ``expand`` and ``supersede`` as
     :meth:`Ranker.recall` says. ``content_query`` is for ``gather``: the embedding of the query
     with the authors it names replaced (:meth:`Memory.content_text`); without it the query's own
-    vector stands in.
+    vector stands in. ``every``: ``gather`` and ``hybrid`` rank every memory even for a query
+    nothing is about (which they otherwise answer with nothing): the tools' ``min_relevance: 0``.
     """
 
     k: int
@@ -157,6 +158,7 @@ class RecallRequest:
     cost: Callable[[Hit], float] | None = None
     content_query: Vector | None = None
     weights: Weights = DEFAULT_WEIGHTS
+    every: bool = False
 
     def vector(self) -> Vector:
         """``query``; raises ValueError when the request was never embedded."""
@@ -215,10 +217,10 @@ class Ranker:
             where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
         ids: Positions | list[str]
         if strategy == "gather":
-            ids, scores = self.gathered(query, query_text, request.content_query, every=min_relevance <= 0)
+            ids, scores = self.gathered(query, query_text, request.content_query, every=request.every)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy == "hybrid":
-            ids, scores = self.hybrid(query, query_text, every=min_relevance <= 0)
+            ids, scores = self.hybrid(query, query_text, every=request.every)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy in ("propagate-down", "propagate-up"):
             ids, scores = self.propagated(query, strategy == "propagate-down")
@@ -324,7 +326,7 @@ class Ranker:
     def hybrid(self, query: Vector, query_text: str, *, every: bool = False) -> tuple[Positions, np.ndarray]:
         """Hybrid scores: dense and BM25 standardised and summed, propagated along time; summaries by
         their dense score on the leaves' scale. A query nothing is about gets none, unless ``every``
-        (``min_relevance`` 0: every hit ranked, as the README promises)."""
+        (:class:`RecallRequest`)."""
         memory, weights = self.memory, self.weights
         dense = memory.leaf_index.score_array(query)
         lexical = self.lexical_rows(query_text) if query_text else None
