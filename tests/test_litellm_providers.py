@@ -342,3 +342,30 @@ def test_a_huge_reply_is_not_read_whole(server: FakeOpenAI) -> None:
     assert "xxx" not in str(info.value)
     server.reply = "a summary of a normal size"
     assert chat(server).complete("system", "user") == server.reply
+
+
+def test_the_memory_agent_answers_within_the_timeout_when_the_model_trickles(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Issue 31: a navigate with agent: true had not answered after 560 s against an endpoint
+    # sending a byte a second, with MEMTREE_LLM_TIMEOUT at 5 s.
+    from memtree_mcp.providers.local import MiniLMEmbedder
+    from memtree_mcp.service import MemoryService
+    from tests.fake_openai import llm_settings
+
+    settings = llm_settings(tmp_path, server).model_copy(update={"llm_timeout": 2.0})
+    service = MemoryService(settings, embedder=MiniLMEmbedder(), background=False)
+    for note in (
+        "The staging database is on port 5433.",
+        "Backups run nightly at two.",
+        "Marta flies on Monday.",
+    ):
+        service.remember(note)
+    server.mode = "trickle"
+    server.reply = "down 0 " * 40
+    start = time.monotonic()
+    walked = service.navigate(query="staging database port", agent=True, max_steps=6)
+    elapsed = time.monotonic() - start
+    service.close()
+    assert walked is not None
+    assert elapsed < 2.0 * 2 + 3, elapsed  # one call cut at its deadline, then the embedding agent
