@@ -30,6 +30,7 @@ the server for the model's details (``/api/show``) without the ``api_base`` of t
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -110,6 +111,15 @@ class _BoundedTransport(httpx.HTTPTransport):
 
 def _bounded_client() -> httpx.Client:
     return httpx.Client(transport=_BoundedTransport(), follow_redirects=True)
+
+
+@functools.cache
+def _ollama_client() -> Any:
+    """litellm's HTTP handler on the bounded transport, for the providers it reaches without the
+    OpenAI SDK (Ollama): one for the process, like ``litellm.client_session``."""
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    return HTTPHandler(client=_bounded_client())
 
 
 def import_litellm() -> Any:
@@ -193,9 +203,7 @@ class LiteLLMEndpoint:
         if self.model.startswith(OLLAMA_PREFIXES):
             if self.api_base:
                 os.environ.setdefault("OLLAMA_API_BASE", self.api_base)
-            from litellm.llms.custom_httpx.http_handler import HTTPHandler
-
-            kwargs["client"] = HTTPHandler(client=_bounded_client())
+            kwargs["client"] = _ollama_client()
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:
