@@ -184,6 +184,15 @@ def bigwrite(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def longrun(d: dict[str, Any]) -> list[str]:
+    long, fresh = d["long_running"], d["fresh"]
+    return [
+        f"RSS after {n(d['remembers'])} remembers over stdio and {n(d['idle_seconds'])} s idle "
+        f"**{n(long['rss_mb_after_idle'])} MB**, a fresh server on the same store "
+        f"{n(fresh['rss_mb_after_idle'])} MB: ratio **{d['ratio']}** (target ≤ {d['target']})"
+    ]
+
+
 def coldstart(d: dict[str, Any]) -> list[str]:
     m = d["median_ms"]
     return [
@@ -218,6 +227,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "scale-s3-moto": s3,
     "multiclient": multiclient,
     "bigwrite": bigwrite,
+    "longrun": longrun,
     "coldstart": coldstart,
     "firstcall": firstcall,
 }

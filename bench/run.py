@@ -151,6 +151,14 @@ BENCHES: dict[str, Bench] = {
         ("--chars", "100000"),
         quick=("--chars", "5000"),
     ),
+    "longrun": Bench(
+        "longrun.py",
+        "A long-running server: RSS of `memtree-mcp serve` (stdio) after 4,000 remembers and 30 s "
+        "idle, next to a fresh server on the same store after one recall (target: at most 1.3 "
+        "times; ~10 min).",
+        ("--remembers", "4000", "--idle", "30"),
+        quick=("--remembers", "50", "--idle", "1", "--every", "10"),
+    ),
     "coldstart": Bench(
         "coldstart.py",
         "Start-up: spawn `memtree-mcp serve` (stdio, empty home) to the answer of tools/list, "

@@ -578,7 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memtree-mcp`` command; returns the exit status.
 
     0 on success and when a server is stopped by SIGTERM or by its client; 1 when ``doctor`` or
-    ``refine`` leave something undone; 2 for a refused setting, argument or store; 130 on Ctrl-C.
+    ``refine`` leave something undone; 2 for a refused setting, argument or store; 130 on Ctrl-C;
+    141 when the reader of standard output closed it (a pipe into ``head``).
     """
     # One BLAS thread: scoring a query is one small matrix-vector product, and waking a second
     # thread for it made recall's p95 25 times its p50 on two cores. Set before numpy loads.
@@ -594,6 +595,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of standard output went away (``memtree-mcp doctor | head``): stop quietly,
+        # as a command killed by SIGPIPE would, with nothing left to flush into the broken pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

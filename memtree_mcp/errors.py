@@ -6,6 +6,10 @@ Each message says what was wrong and what to do; the MCP layer hands them to the
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+
 __all__ = [
     "ConfigurationError",
     "EmbedderMismatch",
@@ -36,6 +40,31 @@ class NotFound(MemtreeError):
 
 class StoreError(MemtreeError):
     """The database could not be read or written; the previous state is kept."""
+
+
+_OS_ERROR = re.compile(r"os error (\d+)")
+# A source location in a Rust library's message ("/root/.cargo/registry/src/…/local.rs:123:45").
+_SOURCE_PATH = re.compile(r"\S+\.rs:\d+(?::\d+)?")
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A store failure's reason in a few words: the operating system's words for its errno when
+    there is one (Lance reports I/O failures as text with "(os error 28)" inside and the Rust source
+    paths it came through), else the message without those paths, cut short."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if found := _OS_ERROR.search(str(exc)):
+        return os.strerror(int(found.group(1)))
+    text = " ".join(_SOURCE_PATH.sub("", str(exc)).replace(", ,", ",").split()).strip(" ,")
+    return text[:200] or type(exc).__name__
+
+
+def store_error(doing: str, exc: BaseException) -> StoreError:
+    """The StoreError for a store that could not ``doing`` ("write to the memory store")."""
+    reason = failure_reason(exc)
+    if reason == os.strerror(errno.ENOSPC):
+        return StoreError(f"could not {doing}: {reason}; free some space and retry (nothing was written)")
+    return StoreError(f"could not {doing}: {reason}")
 
 
 class LockTimeout(StoreError):

@@ -60,6 +60,10 @@ _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
 # model), variation selectors, and the bidirectional embeddings, overrides and isolates that can
 # make text display in another order than it is read (U+202A-202E, U+2066-2069).
 INVISIBLE = re.compile("[\U000e0000-\U000e007f\ufe00-\ufe0f\U000e0100-\U000e01ef\u202a-\u202e\u2066-\u2069]")
+# What shows nothing on its own: spaces and format characters (zero-width space, joiners, the
+# byte-order mark, soft hyphens). Kept in a text (a joiner makes one emoji of several), but a text
+# made only of them says nothing and is refused.
+_UNSEEN = {"Zs", "Zl", "Zp", "Cf"}
 # A version number for ``as_of``: ASCII digits only (``str.isdigit`` also takes '²' and '١').
 _VERSION = re.compile("[0-9]{1,18}")
 
@@ -81,6 +85,12 @@ def check_namespace(namespace: str | None, default: str) -> str:
         return "default" if default == AUTO_NAMESPACE else default
     if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
         raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
+    if namespace == AUTO_NAMESPACE:
+        # A setting's value, not a name: named in a call, it made a namespace called 'auto'.
+        raise InvalidInput(
+            "namespace 'auto' is a setting (MEMTREE_NAMESPACE=auto: the client's workspace names the "
+            "namespace), not a name: leave namespace out to use the configured one, or name another."
+        )
     return namespace
 
 
@@ -100,6 +110,11 @@ def check_text(value: object, what: str, limit: int) -> str:
     if not text:
         raise InvalidInput(
             f"{what} is empty: give the text to {'store' if what == 'content' else 'look up'}."
+        )
+    if not any(unicodedata.category(char) not in _UNSEEN for char in text):
+        raise InvalidInput(
+            f"{what} has only invisible characters (zero-width spaces, joiners, format marks): give "
+            f"the text to {'store' if what == 'content' else 'look up'}."
         )
     if len(text) > limit:
         raise InvalidInput(

@@ -9,12 +9,13 @@ person runs from the CLI, so it may read a whole table and rebuild whole trees.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import format_timestamp
@@ -101,14 +102,15 @@ class Maintenance:
                 problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
             if problems and repair:
                 rebuilt = self._spaces.new_memory()
-                for leaf in sorted(snapshot.leaves, key=lambda leaf: leaf.seq):
+                leaves, renumbered = in_sequence(snapshot.leaves)
+                for leaf in leaves:
                     rebuilt.add_leaf(leaf)
                 nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
                 stale = {b.id for b in snapshot.branches} - nodes
                 self._refinement.mark(rebuilt, nodes, forgotten=True)
                 space.memory = rebuilt
                 with self._spaces.change(space) as change:
-                    change.changed, change.removed = nodes, stale
+                    change.changed, change.removed, change.rewritten = nodes, stale, renumbered
                 self._spaces.reload(space)
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems
@@ -184,3 +186,24 @@ class Maintenance:
             if links[leaf.id]:
                 record["supersedes"] = links[leaf.id]
             yield record
+
+
+def in_sequence(leaves: Iterable[Leaf]) -> tuple[list[Leaf], set[str]]:
+    """``leaves`` in the order they were remembered, each with a sequence number above the one
+    before it, and the ids of those whose number had to change.
+
+    The order is by sequence number, then time, then id (so that leaves sharing a number keep one
+    order whatever the table's); a leaf whose number is not above the previous one's (a duplicate,
+    one gone back, a negative one: writers that did not share a lock, or a table edited by hand)
+    gets the next number. :meth:`Memory.add_leaf` refuses such a leaf, which made ``doctor
+    --repair`` crash on the very store it was for (issue 31). Changes the leaves given.
+    """
+    ordered = sorted(leaves, key=lambda leaf: (leaf.seq, leaf.timestamp, leaf.id))
+    renumbered: set[str] = set()
+    previous = -1
+    for leaf in ordered:
+        if leaf.seq <= previous:
+            leaf.seq = previous + 1
+            renumbered.add(leaf.id)
+        previous = leaf.seq
+    return ordered, renumbered

@@ -117,6 +117,8 @@ def recall_request(
         expand=expand,
         supersede=True,
         cost=recall_cost,
+        # "min_relevance: 0 returns every hit ranked" (the README), whatever the query.
+        every=min_relevance == 0,
     )
 
 

@@ -8,6 +8,11 @@ server: a tool call under way still finishes (it runs in a worker thread, which 
 waits for; its write is one commit), the read of the next line is not waited for, and the reading
 thread ends with the process.
 
+A line that is not a JSON-RPC message gets the JSON-RPC error a client can read (id null): -32700
+when it is not UTF-8 or not JSON (a lone surrogate, 100,000-deep nesting, a 5,000-digit number),
+-32600 when it is JSON but no message. The SDK's own reading logs such a line and answers nothing,
+so a client waited for ever, and read bytes that were not UTF-8 as replacement characters (issue 31).
+
 On a terminal a person, not a client, started the server: one line on standard error says what it
 waits for and how to stop it. Standard output carries the protocol and nothing else.
 """
@@ -25,9 +30,12 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
+import mcp_types as types
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 __all__ = ["STOP_SIGNALS", "WAITING_ON_A_TERMINAL", "serve_stdio"]
 
@@ -76,6 +84,7 @@ async def _serve(server: MCPServer, fd: int, on_a_terminal: bool) -> int:
         # stdio_server only iterates its stdin; it still claims standard output (fd 1 points at
         # standard error while it serves, so stray prints cannot corrupt the protocol).
         async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
+            lines.answer_with(write)
             # The SDK offers no public way to run an MCPServer on streams it is given.
             lowlevel = server._lowlevel_server
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
@@ -84,23 +93,41 @@ async def _serve(server: MCPServer, fd: int, on_a_terminal: bool) -> int:
 
 
 class StdinLines:
-    """The lines of a file descriptor, read by a daemon thread: iterating them is cancellable."""
+    """The lines of a file descriptor, read by a daemon thread: iterating them is cancellable.
+
+    Only JSON-RPC messages are handed on; any other line is answered with a JSON-RPC error on the
+    stream given to :meth:`answer_with`."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self._answers: MemoryObjectSendStream[SessionMessage] | None = None
+        self._answering = anyio.Event()
+
+    def answer_with(self, answers: MemoryObjectSendStream[SessionMessage]) -> None:
+        """Where the errors for lines that are no JSON-RPC message go (the server's output)."""
+        self._answers = answers
+        self._answering.set()
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        send, receive = anyio.create_memory_object_stream[str]()
+        send, receive = anyio.create_memory_object_stream[bytes]()
         token = anyio.lowlevel.current_token()
         reader = threading.Thread(
             target=self._hand_over, args=(send, token), name="memtree-stdin", daemon=True
         )
         reader.start()
         async with receive:
-            async for line in receive:
-                yield line
+            async for raw in receive:
+                line, error = unparsable(raw)
+                if error is None:
+                    yield line
+                    continue
+                await self._answering.wait()
+                assert self._answers is not None
+                await self._answers.send(
+                    SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+                )
 
-    def _hand_over(self, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
+    def _hand_over(self, send: MemoryObjectSendStream[bytes], token: anyio.lowlevel.EventLoopToken) -> None:
         try:
             for line in self._lines():
                 anyio.from_thread.run(send.send, line, token=token)
@@ -109,7 +136,7 @@ class StdinLines:
             # The server stopped and reads no more (RunFinishedError is a RuntimeError).
             return
 
-    def _lines(self) -> Iterator[str]:
+    def _lines(self) -> Iterator[bytes]:
         pending = b""
         while True:
             try:
@@ -119,6 +146,33 @@ class StdinLines:
             if not chunk:
                 break
             *lines, pending = (pending + chunk).split(b"\n")
-            yield from (line.decode("utf-8", "replace") for line in lines if line.strip())
+            yield from (line for line in lines if line.strip())
         if pending.strip():
-            yield pending.decode("utf-8", "replace")
+            yield pending
+
+
+def unparsable(raw: bytes) -> tuple[str, types.ErrorData | None]:
+    """``raw``, a line of input, as text, and the JSON-RPC error that answers it when it is no
+    JSON-RPC message (None when it is one)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        why = f"the line is not UTF-8 (byte {exc.start}); send JSON-RPC messages in UTF-8, one a line"
+        return "", types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {why}")
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        invalid = [error["msg"] for error in exc.errors() if error["type"] == "json_invalid"]
+        if invalid:
+            return line, _parse_error(invalid[0])
+        why = "the line is JSON but not a JSON-RPC 2.0 request, notification or response"
+        return line, types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid Request: {why}")
+    except Exception as exc:  # worse than invalid: too deep to parse, say
+        return line, _parse_error(str(exc) or type(exc).__name__)
+    return line, None
+
+
+def _parse_error(detail: str) -> types.ErrorData:
+    shown = " ".join(detail.split())[:120]
+    why = f"the line is not JSON ({shown}); send one JSON-RPC message a line"
+    return types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {why}")

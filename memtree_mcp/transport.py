@@ -10,10 +10,12 @@ locked down by default rather than by configuration:
   headers must name the bound address or a loopback name.
 * **Bounded bodies.** The SDK's ``max_request_body_size`` answers oversized POSTs with 413 before
   they are parsed.
-* **Bounded connections and sessions.** At most :data:`MAX_CONNECTIONS` connections and requests at
-  once (more are answered 503); a connection must send a complete request head within
-  :data:`HEADER_TIMEOUT_SECONDS` (uvicorn waits for ever, so one slow client could hold sockets
-  open); at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
+* **Bounded connections and sessions** (:func:`~memtree_mcp.http_guards.server_config`, shared
+  with ``memtree-mcp ui``). At most :data:`MAX_CONNECTIONS` requests at once (more are answered
+  503); a connection must send a complete request head within :data:`HEADER_TIMEOUT_SECONDS`
+  (uvicorn waits for ever, so one slow client could hold sockets open), and connections still
+  waiting for theirs take no request's slot: past :data:`MAX_CONNECTIONS` of them the oldest is
+  closed; at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
   :data:`SESSION_IDLE_SECONDS` without a request (the client then starts a new one). A local
   memory server has a handful of clients: the SDK's defaults (10,000 sessions, kept 30 minutes)
   let one client exhaust it.
@@ -31,7 +33,6 @@ killing the process. The caller owns the :class:`~memtree_mcp.service.MemoryServ
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import signal
 import socket
@@ -44,12 +45,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memtree_mcp.addresses import is_loopback
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.http_guards import BearerTokenMiddleware, HostGuardMiddleware, security_settings
+from memtree_mcp.http_guards import (
+    HEADER_TIMEOUT_SECONDS,
+    MAX_CONNECTIONS,
+    BearerTokenMiddleware,
+    HostGuardMiddleware,
+    security_settings,
+    server_config,
+)
 from memtree_mcp.ui.api import ui_app
 
 if TYPE_CHECKING:
-    import uvicorn
-
     from memtree_mcp.service import MemoryService
 
 __all__ = [
@@ -71,12 +77,6 @@ HttpTransport = Literal["sse", "streamable-http"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long shutdown waits for open connections; SSE streams never end on their own."""
-
-MAX_CONNECTIONS = 64
-"""Connections and requests served at once; more are answered 503 (uvicorn's ``limit_concurrency``)."""
-
-HEADER_TIMEOUT_SECONDS = 10.0
-"""How long a connection may take to send a complete request head."""
 
 MAX_SESSIONS = 32
 """Streamable-HTTP sessions open at once; a client opening one more is answered 503."""
@@ -227,57 +227,3 @@ def serve_http(
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()
-
-
-def server_config(
-    app: ASGIApp,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    log_level: str = "WARNING",
-    header_timeout: float = HEADER_TIMEOUT_SECONDS,
-    max_connections: int = MAX_CONNECTIONS,
-) -> uvicorn.Config:
-    """uvicorn's configuration for ``app``: the connection limits of the module doc, graceful shutdown."""
-    import uvicorn
-
-    return uvicorn.Config(
-        app,
-        host=host.strip("[]"),
-        port=port,
-        log_level=log_level.lower(),
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        # The SDK's lifespan starts the streamable-HTTP session manager; it must run.
-        lifespan="on",
-        server_header=False,
-        proxy_headers=False,
-        limit_concurrency=max_connections,
-        http=_with_header_deadline(header_timeout),
-    )
-
-
-def _with_header_deadline(seconds: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol, closing a connection that has not sent a complete request head
-    ``seconds`` after it opened or after its last response."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderDeadline(H11Protocol):
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._await_request_head()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._await_request_head()
-
-        def _await_request_head(self) -> None:
-            # A new request head replaces ``self.cycle``; if it has not by the deadline, give up.
-            waiting = self.cycle
-
-            def expire() -> None:
-                if self.cycle is waiting and not self.transport.is_closing():
-                    self.transport.close()
-
-            self.loop.call_later(seconds, expire)
-
-    return HeaderDeadline

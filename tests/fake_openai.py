@@ -4,7 +4,9 @@ Answers ``POST /v1/chat/completions`` with :attr:`FakeOpenAI.reply` and ``POST /
 deterministic vectors derived from a hash of each input; as an Ollama server (api_base
 :attr:`FakeOpenAI.root`), ``/api/generate`` and ``/api/chat`` with the reply and ``/api/show`` with
 a model's details. :attr:`FakeOpenAI.mode` switches it to answer
-``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead;
+``"401"``, ``"500"`` or ``"hang"`` (sleep up to :attr:`FakeOpenAI.hang_seconds`, then close) instead,
+or ``"trickle"``: a chat answer whose body comes a byte every :attr:`FakeOpenAI.trickle_seconds`
+(each gap well under any read timeout, the whole far over it);
 :attr:`FakeOpenAI.delay` makes every chat answer slow and :attr:`FakeOpenAI.reply_for` scripts it.
 Every request is recorded in :attr:`FakeOpenAI.requests` as ``(path, headers, json_body)``, the
 headers in a :class:`Headers` that, like HTTP, ignores the case of their names.
@@ -65,9 +67,10 @@ class Headers(Mapping[str, str]):
 class FakeOpenAI:
     url: str = ""
     reply: str = "scripted reply"
-    mode: str = "ok"  # "ok" | "401" | "500" | "hang"
+    mode: str = "ok"  # "ok" | "401" | "500" | "hang" | "trickle"
     dimension: int = 8
     hang_seconds: float = 5.0
+    trickle_seconds: float = 0.2
     # Seconds each chat answer takes (a slow model), and an optional function of the request body
     # that replaces ``reply`` (scripted answers that depend on the prompt).
     delay: float = 0.0
@@ -87,6 +90,21 @@ class FakeOpenAI:
 OLLAMA_USAGE = {"prompt_eval_count": 10, "eval_count": 5}
 
 
+def _chat_answer(state: FakeOpenAI, body: Any) -> dict[str, Any]:
+    """The chat-completions answer to ``body``: :attr:`FakeOpenAI.reply` or what ``reply_for`` says."""
+    content = state.reply_for(body) if state.reply_for is not None else state.reply
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": (body or {}).get("model", "fake-model"),
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
 def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -102,6 +120,22 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _trickle(self, body: Any) -> None:
+            data = json.dumps(_chat_answer(state, body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for byte in data:
+                if state.stop.wait(state.trickle_seconds):
+                    break
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:  # the client gave up
+                    break
+            self.close_connection = True
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -116,6 +150,9 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if mode == "hang":
                 state.stop.wait(state.hang_seconds)
                 self.close_connection = True
+                return
+            if mode == "trickle":
+                self._trickle(body)
                 return
             if mode == "401":
                 self._send(
@@ -137,24 +174,7 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/chat/completions"):
                 if state.delay:
                     state.stop.wait(state.delay)
-                content = state.reply_for(body) if state.reply_for is not None else state.reply
-                self._send(
-                    200,
-                    {
-                        "id": "chatcmpl-fake",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": content},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    },
-                )
+                self._send(200, _chat_answer(state, body))
             elif path.endswith("/embeddings"):
                 inputs = (body or {}).get("input", [])
                 if isinstance(inputs, str):

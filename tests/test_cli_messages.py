@@ -107,3 +107,23 @@ def test_the_outline_of_one_memory_says_one_memory(home: Path, capsys: pytest.Ca
     capsys.readouterr()
     assert main(["tree", "--tree", "temporal"]) == 0
     assert capsys.readouterr().out.startswith("temporal tree · 1 memory")
+
+
+@pytest.mark.slow
+def test_a_command_piped_into_a_reader_that_stops_early_ends_without_a_traceback(tmp_path: Path) -> None:
+    # Issue 31: `memtree-mcp doctor | head` ended in a BrokenPipeError traceback.
+    import subprocess
+    import sys
+
+    home = tmp_path / "store"
+    command = str(Path(sys.executable).with_name("memtree-mcp"))
+    env = {**os.environ, "MEMTREE_HOME": str(home)}
+    for i in range(3):
+        subprocess.run([command, "remember", f"Note {i} about the staging database."], env=env, check=True)
+    for args in (["doctor"], ["export"], ["tree"]):
+        reader, writer = os.pipe()
+        os.close(reader)  # the reader is gone before the command writes
+        done = subprocess.run([command, *args], env=env, stdout=writer, stderr=subprocess.PIPE, timeout=120)
+        os.close(writer)
+        assert "Traceback" not in done.stderr.decode(), (args, done.stderr.decode())
+        assert done.returncode == (1 if args == ["tree"] else 141), (args, done.returncode)  # rich's own

@@ -239,3 +239,55 @@ def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes
     assert due.spaces["default"].table.oldest_forget is None
     assert files_holding(home, MARKER) == [] and due.doctor() == []
     due.close()
+
+
+# Run in a child: opens the store whole (no snapshot yet), so it saves one, and stops for good
+# once the snapshot's temporary file holds argv[2] on disk, saying so on stdout.
+SAVE_THEN_HANG = """
+import sys, threading
+from memtree_mcp.config import Settings
+from memtree_mcp.service import MemoryService
+from memtree_mcp.store import snapshot as snapshots
+
+snapshots.SMALLEST = 0
+write = snapshots._Summed.write
+
+
+def write_then_hang(self, data):
+    written = write(self, data)
+    if sys.argv[2].encode() in bytes(data):
+        self.out.flush()
+        print("saving", flush=True)
+        threading.Event().wait()
+    return written
+
+
+snapshots._Summed.write = write_then_hang
+MemoryService(Settings(home=sys.argv[1], namespace="default")).recall("bastion")
+"""
+
+
+@pytest.mark.slow
+def test_a_purge_removes_the_snapshot_a_process_killed_while_saving_left_behind(
+    service: MemoryService, settings: Settings
+) -> None:
+    home = Path(settings.home)
+    service.remember(SECRET)
+    for text in OTHERS:
+        service.remember(text)
+    secret = service.recall("vault code", kind="leaf", k=1).hits[0].id
+    child = subprocess.Popen(
+        [sys.executable, "-c", SAVE_THEN_HANG, str(home), MARKER],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MEMTREE_LOG_LEVEL": "ERROR"},
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "saving\n"
+    finally:
+        child.kill()  # SIGKILL: no handler, no cleanup
+        child.wait(timeout=30)
+    assert [path.parent.name for path in files_holding(home, MARKER)].count(".snapshots") == 1
+    service.forget(ids=[secret])
+    service.purge()
+    assert files_holding(home, MARKER) == []

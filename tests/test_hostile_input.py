@@ -381,3 +381,50 @@ async def test_a_timestamp_after_year_9999_in_utc_is_refused_and_nothing_is_stor
     await assert_refused_as_out_of_range(
         service, "A far-future memory.", "9999-12-31T23:59:59-14:00", "far-future memory"
     )
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_memory_of_only_zero_width_characters_is_refused(service: MemoryService) -> None:
+    with crash_log() as crashes:
+        result = await call_once(service, "remember", {"content": "\u200b\u200c\u200d \u2060\ufeff"})
+    assert not crashes.records
+    assert "only invisible characters" in error_text(result)
+    assert service.memory() is None
+    kept = await call_once(service, "remember", {"content": "A family: 👨\u200d👩\u200d👧 at the zoo."})
+    assert not kept.is_error  # a joiner inside a visible text stays
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("recall", {"query": "contact", "k": "5"}),
+        ("recall", {"query": "contact", "k": True}),
+        ("recall", {"query": "contact", "max_tokens": "300"}),
+        ("recall", {"query": "contact", "min_relevance": "0.5"}),
+        ("navigate", {"move": "down", "index": True}),
+        ("summarize", {"max_tokens": "300"}),
+    ],
+)
+async def test_a_number_sent_as_text_or_as_a_boolean_is_refused(
+    service: MemoryService, tool: str, arguments: dict[str, Any]
+) -> None:
+    name = next(key for key in arguments if key not in ("query", "move"))
+    with crash_log() as crashes:
+        result = await call_once(service, tool, arguments)
+    assert not crashes.records
+    assert name in error_text(result)
+
+
+@pytest.mark.anyio
+async def test_namespace_auto_in_a_call_is_refused_not_made_a_namespace(service: MemoryService) -> None:
+    with crash_log() as crashes:
+        result = await call_once(service, "remember", {"content": "Where does this go?", "namespace": "auto"})
+    assert not crashes.records
+    assert "namespace 'auto' is a setting" in error_text(result)
+    assert "auto" not in [name for name, _ in service.namespaces()]

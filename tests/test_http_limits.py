@@ -40,6 +40,14 @@ def seconds_until_closed(host: str, port: int, limit: float) -> float:
     return time.monotonic() - started
 
 
+def closed_by_the_server(conn: socket.socket) -> bool:
+    """Whether the server closed ``conn`` (waits at most the socket's timeout for it to)."""
+    try:
+        return conn.recv(1024) == b""
+    except ConnectionResetError:  # closed with our half-sent head unread
+        return True
+
+
 def port_of(base: str) -> int:
     return int(base.rsplit(":", 1)[1])
 
@@ -55,20 +63,75 @@ async def test_a_connection_that_never_finishes_its_request_head_is_closed(servi
             ).structured_content
 
 
-async def test_connections_beyond_the_limit_are_answered_503(service: MemoryService) -> None:
-    mcp = build_server(service)
-    app = lambda port: http_app(mcp, transport="streamable-http", port=port)  # noqa: E731
-    with running(app, lambda asgi: server_config(asgi, max_connections=2)) as base:
+class HeldRequests:
+    """An ASGI app whose requests wait until :meth:`release`; counts those that arrived."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+        self.released = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        self.arrived += 1
+        while not self.released:  # bounded: the test releases them before it ends
+            await anyio.sleep(0.01)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    def release(self) -> None:
+        self.released = True
+
+
+WHOLE_HEAD = b"GET /held HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+def wait_for(condition: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # bounded polling
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+async def test_requests_beyond_the_limit_are_answered_503() -> None:
+    app = HeldRequests()
+    with running(lambda port: app, lambda asgi: server_config(asgi, max_connections=2)) as base:
         port = port_of(base)
-        with (
-            socket.create_connection(("127.0.0.1", port)),
-            socket.create_connection(("127.0.0.1", port)),
-            socket.create_connection(("127.0.0.1", port), timeout=10) as third,
-        ):
-            third.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            answer = third.recv(1024)
-        assert answer.startswith(b"HTTP/1.1 503")
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+        try:
+            for conn in held:
+                conn.sendall(WHOLE_HEAD)
+            wait_for(lambda: app.arrived == 2)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as third:
+                third.sendall(WHOLE_HEAD)
+                assert third.recv(1024).startswith(b"HTTP/1.1 503")
+            app.release()
+            assert all(conn.recv(1024).startswith(b"HTTP/1.1 200") for conn in held)
+        finally:
+            app.release()
+            for conn in held:
+                conn.close()
     assert server_config(lambda *_: None).limit_concurrency == MAX_CONNECTIONS  # type: ignore[arg-type]
+
+
+async def test_connections_without_a_request_head_take_no_request_slot() -> None:
+    # Any local process can open connections without the token: while they wait for their heads
+    # they do not count against the requests' limit, and past it the oldest of them is closed.
+    app = HeldRequests()
+    app.release()
+    with running(lambda port: app, lambda asgi: server_config(asgi, max_connections=2)) as base:
+        port = port_of(base)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(5)]
+        try:
+            for conn in idle:
+                conn.sendall(PARTIAL_HEAD)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as whole:
+                whole.sendall(WHOLE_HEAD)
+                assert whole.recv(1024).startswith(b"HTTP/1.1 200")
+            assert closed_by_the_server(idle[0])  # it waited longest
+        finally:
+            for conn in idle:
+                conn.close()
 
 
 async def test_sessions_are_capped_and_an_idle_one_is_closed(service: MemoryService) -> None:
@@ -122,3 +185,89 @@ def test_the_real_server_closes_a_connection_whose_request_head_never_ends(tmp_p
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def half_sent_heads(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections to ``port`` that each sent half a request head (none is closed here)."""
+    opened = []
+    for _ in range(count):
+        try:
+            conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+            conn.sendall(PARTIAL_HEAD)
+        except OSError:  # closed by the server already: it keeps few of them
+            continue
+        opened.append(conn)
+    return opened
+
+
+def with_token(port: int, path: str) -> int:
+    """The status of a GET of ``path`` sent with the token (and a fresh connection)."""
+    head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer right-token\r\n"
+    request = head + "Connection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(request.encode())
+        return int(conn.recv(1024).split(b" ", 2)[1])
+
+
+def listening_server(args: list[str], home: Path, port: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [COMMAND, *args, "--port", str(port)],
+        env={**os.environ, "MEMTREE_HOME": str(home), "MEMTREE_AUTH_TOKEN": "right-token"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:  # bounded polling until it listens
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server
+        except OSError:
+            assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "path"),
+    [
+        pytest.param(["serve", "--transport", "streamable-http"], "/ui/api/namespaces", id="serve"),
+        pytest.param(["ui", "--no-browser"], "/ui/api/namespaces", id="ui"),
+    ],
+)
+def test_half_sent_request_heads_neither_starve_the_token_holder_nor_pile_up(
+    tmp_path: Path, args: list[str], path: str
+) -> None:
+    # Issue 31: re-opening 64 half-sent heads kept `serve` answering 503 to the token's holder,
+    # and `memtree-mcp ui` had no cap at all (1,100 of them exhausted its file descriptors).
+    port = free_port()
+    server = listening_server(args, tmp_path / "store", port)
+    try:
+        idle = half_sent_heads(port, 3 * MAX_CONNECTIONS)
+        statuses = [with_token(port, path) for _ in range(10)]
+        idle += half_sent_heads(port, 3 * MAX_CONNECTIONS)
+        statuses += [with_token(port, path) for _ in range(10)]
+        assert statuses == [200] * 20
+        descriptors = len(os.listdir(f"/proc/{server.pid}/fd"))
+        assert descriptors < 2 * MAX_CONNECTIONS + 50, f"{descriptors} descriptors open"
+        kept = [conn for conn in idle if not closed_by_the_server_yet(conn)]
+        assert kept and len(kept) <= MAX_CONNECTIONS
+        # And those kept are closed at the head deadline.
+        assert all(closed_by_the_server(conn) for conn in kept)
+        for conn in idle:
+            conn.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def closed_by_the_server_yet(conn: socket.socket) -> bool:
+    """Whether the server has closed ``conn`` by now (without waiting)."""
+    conn.setblocking(False)
+    try:
+        return conn.recv(1024) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+    finally:
+        conn.settimeout(HEADER_TIMEOUT_SECONDS + 10)

@@ -20,7 +20,7 @@ import pytest
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.prompts import aggregation_prompt
-from memtree_mcp.providers.llm import LiteLLMChat, TextGenerator
+from memtree_mcp.providers.llm import CHAT_REPLY_BYTES, LiteLLMChat, TextGenerator
 from memtree_mcp.providers.remote_embedder import BATCH_SIZE, PROBE_TEXT, LiteLLMEmbedder
 from tests.fake_openai import FakeOpenAI, fake_openai, fake_vector
 
@@ -319,3 +319,53 @@ def test_a_store_can_be_built_with_a_litellm_embedder_and_then_refuses_another(t
     local = MemoryService(settings.model_copy(update={"embedder": "local"}))
     with pytest.raises(EmbedderMismatch, match="litellm:openai/fake-embed"):
         local.recall("anything")
+
+
+def test_a_trickling_endpoint_is_given_up_on_at_the_timeout_for_the_whole_call(server: FakeOpenAI) -> None:
+    # Issue 31: httpx's timeouts bound the gap between two reads; a byte every 0.2 s never trips a
+    # 2 s one, and one call took 208 s under a 5 s MEMTREE_LLM_TIMEOUT.
+    server.mode = "trickle"
+    server.reply = "a summary " * 50
+    start = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        chat(server, timeout=2.0, retries=1).complete("system", "user")
+    elapsed = time.monotonic() - start
+    assert elapsed < 2.0 + 1.5, elapsed
+    assert "timed out" in str(info.value) and CHAT_MODEL in str(info.value)
+
+
+def test_a_huge_reply_is_not_read_whole(server: FakeOpenAI) -> None:
+    server.reply = "x" * (3 * CHAT_REPLY_BYTES)
+    with pytest.raises(ProviderError) as info:
+        chat(server).complete("system", "user")
+    assert f"{CHAT_REPLY_BYTES:,} bytes" in str(info.value)
+    assert "xxx" not in str(info.value)
+    server.reply = "a summary of a normal size"
+    assert chat(server).complete("system", "user") == server.reply
+
+
+def test_the_memory_agent_answers_within_the_timeout_when_the_model_trickles(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Issue 31: a navigate with agent: true had not answered after 560 s against an endpoint
+    # sending a byte a second, with MEMTREE_LLM_TIMEOUT at 5 s.
+    from memtree_mcp.providers.local import MiniLMEmbedder
+    from memtree_mcp.service import MemoryService
+    from tests.fake_openai import llm_settings
+
+    settings = llm_settings(tmp_path, server).model_copy(update={"llm_timeout": 2.0})
+    service = MemoryService(settings, embedder=MiniLMEmbedder(), background=False)
+    for note in (
+        "The staging database is on port 5433.",
+        "Backups run nightly at two.",
+        "Marta flies on Monday.",
+    ):
+        service.remember(note)
+    server.mode = "trickle"
+    server.reply = "down 0 " * 40
+    start = time.monotonic()
+    walked = service.navigate(query="staging database port", agent=True, max_steps=6)
+    elapsed = time.monotonic() - start
+    service.close()
+    assert walked is not None
+    assert elapsed < 2.0 * 2 + 3, elapsed  # one call cut at its deadline, then the embedding agent

@@ -11,6 +11,7 @@ from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.relevance import DENSE_SAME, DENSE_UNRELATED, meaning, relevance
 from memtree_mcp.core.updates import UPDATE_MEANING, UpdateJudge, read, supersedes
 from memtree_mcp.providers.local import MiniLMEmbedder
+from memtree_mcp.service import MemoryService
 
 DOCS = {
     "a": "The staging database is Postgres 16 on port 5432.",
@@ -357,3 +358,22 @@ def test_an_update_told_in_a_chat_is_an_update(embedder: MiniLMEmbedder) -> None
         'Tom said, "I run 10 km every Sunday."',
         'Tom said, "Hi Ana! I now run 15 km every Sunday. How about you?"',
     )
+
+
+@pytest.mark.parametrize("strategy", ["gather", "hybrid"])
+@pytest.mark.parametrize("query", ["anything", "xyzzy", "tell me everything"])
+def test_min_relevance_zero_returns_every_hit_ranked_even_for_a_query_nothing_is_about(
+    service: MemoryService, strategy: str, query: str
+) -> None:
+    # The README: "min_relevance: 0 returns every hit ranked"; these returned nothing (issue 31).
+    notes = [
+        "The staging database is on port 5433.",
+        "Marta's flight lands at 18:40.",
+        "The plants are watered on Wednesdays.",
+        "Tomas is allergic to peanuts.",
+    ]
+    for note in notes:
+        service.remember(note)
+    every = service.recall(query, min_relevance=0, strategy=strategy, kind="leaf", k=10).hits
+    assert sorted(hit.text for hit in every) == sorted(notes)
+    assert len(service.recall(query, strategy=strategy).hits) <= 1  # the default cut-off still holds

@@ -285,3 +285,34 @@ def test_an_automatic_namespace_is_the_folder_name_and_a_hash_of_its_path(uri: s
         assert elsewhere != name and elsewhere is not None and elsewhere.rsplit("-", 1)[0] == expected
     assert namespace_from_roots(None) is None
     assert namespace_from_roots(ListRootsResult(roots=[])) is None
+
+
+@pytest.mark.anyio
+async def test_a_store_failing_under_a_call_is_a_tool_error_that_says_to_retry(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 31: with purges running in another process, a remember could fail with the SDK's bare
+    # "Error executing tool remember": Lance's RuntimeError when the files of a version went.
+    from memtree_mcp.store.table import NamespaceTable
+
+    service.remember("A memory before the failure.")
+    latest = NamespaceTable.latest_version
+    failures = iter(
+        [RuntimeError("LanceError(IO): Not found: /x/default.lance/_versions/9.manifest (os error 2)")]
+    )
+
+    def once_gone(table: NamespaceTable) -> int:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return latest(table)
+
+    monkeypatch.setattr(NamespaceTable, "latest_version", once_gone)
+    async with Client(build_server(service)) as client:
+        failed = await client.call_tool("remember", {"content": "A memory during a purge."})
+        assert failed.is_error
+        text = failed.content[0].text  # type: ignore[union-attr]
+        assert "retry the call" in text and "No such file or directory" in text
+        assert text.strip() != "Error executing tool remember"  # the SDK's bare one
+        again = await client.call_tool("remember", {"content": "A memory during a purge."})
+        assert not again.is_error

@@ -322,3 +322,44 @@ def test_the_memory_agent_finds_the_memory_asked_about(chat: MemoryService) -> N
     run = chat.navigate(query="the pottery class bowl", agent=True, tree="semantic")
     assert run.moves and run.sufficient is not None
     assert any("pottery" in line.text or "bowl" in line.text for line in run.context)
+
+
+NOTES_IN_ORDER = [
+    "The staging database moved to port 5433.",
+    "Marta's flight lands at 18:40 at gate B12.",
+    "The office plants are watered on Wednesdays.",
+    "Our API rate limit is 600 requests per minute per key.",
+    "Tomas is allergic to peanuts and shellfish.",
+]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param({3: 1}, id="a duplicated sequence number"),
+        pytest.param({4: 0, 3: -7}, id="low sequence numbers"),
+    ],
+)
+def test_repair_survives_duplicated_or_low_sequence_numbers(
+    service: MemoryService, settings: Settings, damage: dict[int, int]
+) -> None:
+    # Two writers that did not share a lock (or a hand-edited table) can store leaves whose
+    # sequence numbers repeat or go back; repair then crashed with a ValueError (issue 31).
+    ids = [service.remember(text).ids[0] for text in NOTES_IN_ORDER]
+    space = service.spaces["default"]
+    memory = space.memory
+    for index, seq in damage.items():
+        memory.leaves[ids[index]].seq = seq
+    damaged = {ids[index] for index in damage}
+    with service.spaces.writing("default"):
+        space.table.commit(memory, damaged, rewritten=damaged)
+    fresh = MemoryService(settings, embedder=service.embedder)
+    assert fresh.recall("staging database port").hits  # read as it is meanwhile
+    assert fresh.doctor(repair=True)  # the damage is found
+    assert fresh.doctor() == []
+    assert sorted(fresh.memory().leaves) == sorted(ids)  # type: ignore[union-attr]
+    assert fresh.recall("staging database port").hits
+    fresh.close()
+    again = MemoryService(settings, embedder=service.embedder)
+    assert again.doctor() == [] and len(again.memory().leaves) == len(ids)  # type: ignore[union-attr]
+    again.close()

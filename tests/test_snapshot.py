@@ -5,12 +5,16 @@ corrupt or does not fit the table is ignored, the table read whole, and a good s
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import settings as examples
@@ -364,3 +368,92 @@ def test_a_write_killed_midway_leaves_no_file_behind_for_long(settings: Settings
     assert not killed.exists()
     assert under_way.exists()
     assert sorted(p.name for p in folder.iterdir()) == [".default.arrow.running.tmp", "default.arrow"]
+
+
+def forged(path: Path, keep: object) -> None:
+    """Rewrite the snapshot at ``path`` with only the rows ``keep(table)`` selects, whole and with a
+    valid checksum: a file a checksum cannot tell from a good one."""
+    whole = path.read_bytes()
+    table = pa.ipc.open_file(pa.py_buffer(whole[: -snapshots.TRAILER.size])).read_all()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table.filter(keep(table)))  # type: ignore[operator]
+    payload = sink.getvalue().to_pybytes()
+    path.write_bytes(payload + snapshots.TRAILER.pack(snapshots.MAGIC, len(payload), zlib.crc32(payload)))
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        pytest.param(lambda table: pc.not_equal(table.column("kind"), "leaf"), id="leaves dropped"),
+        pytest.param(lambda table: pc.less(pc.utf8_length(table.column("id")), 0), id="every row dropped"),
+    ],
+)
+def test_a_snapshot_whose_rows_were_dropped_is_not_trusted(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads, keep: object
+) -> None:
+    # Issue 31: such a snapshot made the namespace read as empty, and the next remember built
+    # its trees on nothing (4,783 doctor problems).
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    forged(snapshot_path(settings), keep)
+    assert_reopened_by_a_whole_read(settings, embedder, reads)
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    service.remember(MORE[0])
+    assert service.doctor() == []
+    assert len(service.memory().leaves) == len(NOTES) + 1  # type: ignore[union-attr]
+    service.close()
+
+
+def reopened_within(settings: Settings, embedder: object, seconds: float) -> Memory:
+    """A new process's memory (see ``reopened``), failing the test if opening takes ``seconds``."""
+    opened: list[Memory] = []
+    worker = threading.Thread(target=lambda: opened.append(reopened(settings, embedder)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert opened, f"opening the namespace took more than {seconds} s"
+    return opened[0]
+
+
+def test_a_fifo_or_a_sparse_file_in_place_of_the_snapshot_is_ignored_at_once(
+    writer: MemoryService, settings: Settings, embedder: object
+) -> None:
+    # Issue 31: a FIFO made opening the namespace hang; a sparse 8 GiB file with a plausible
+    # trailer was checksummed whole first (45 s).
+    for note in NOTES:
+        writer.remember(note)
+    whole = whole_read(settings, embedder)
+    path = snapshot_path(settings)
+    path.unlink()
+    os.mkfifo(path)
+    assert_same_memory(reopened_within(settings, embedder, 30), whole, embedder)
+    assert path.is_file()  # saved anew over it
+    size = 8 << 30
+    with path.open("r+b") as sparse:
+        sparse.truncate(size)
+        sparse.seek(size - snapshots.TRAILER.size)
+        sparse.write(snapshots.TRAILER.pack(snapshots.MAGIC, size - snapshots.TRAILER.size, 0))
+    assert_same_memory(reopened_within(settings, embedder, 10), whole, embedder)
+
+
+def test_a_snapshot_with_bad_metadata_is_ignored_in_one_line_without_a_traceback(
+    writer: MemoryService, settings: Settings, embedder: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    path = snapshot_path(settings)
+    whole = path.read_bytes()
+    table = pa.ipc.open_file(pa.py_buffer(whole[: -snapshots.TRAILER.size])).read_all()
+    meta = {**(table.schema.metadata or {}), b"memtree.lexical_capacity": b"1000000000000"}
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema.with_metadata(meta)) as out:
+        out.write_table(table.replace_schema_metadata(meta))
+    payload = sink.getvalue().to_pybytes()
+    path.write_bytes(payload + snapshots.TRAILER.pack(snapshots.MAGIC, len(payload), zlib.crc32(payload)))
+    with caplog.at_level(logging.WARNING, logger="memtree_mcp"):
+        memory = reopened(settings, embedder)
+    assert_same_memory(memory, whole_read(settings, embedder), embedder)
+    warnings = [record for record in caplog.records if "snapshot" in record.getMessage()]
+    assert warnings and not any(record.exc_info for record in caplog.records)

@@ -364,3 +364,49 @@ def test_a_bad_import_line_is_named_and_nothing_of_its_batch_is_written(tmp_path
     assert done.returncode == 2 and "line 3" in done.stderr and "Traceback" not in done.stderr
     exported = subprocess.run([COMMAND, "export"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert exported.stdout == ""  # the records before it were in the same, uncommitted batch
+
+
+def test_a_line_that_is_no_json_rpc_message_is_answered_with_a_json_rpc_error(tmp_path: Path) -> None:
+    # Issue 31: these got no answer at all over stdio (HTTP answers a parse error), and bytes
+    # that are not UTF-8 were read as replacement characters and stored.
+    session = RawSession(tmp_path / "store", tmp_path / "stderr.log")
+    try:
+        session.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        )
+        session.notify("notifications/initialized")
+        remember = b'{"jsonrpc":"2.0","id":7,"method":"tools/call",'
+        remember += b'"params":{"name":"remember","arguments":{"content":"'
+        lines = {
+            "a lone surrogate": remember + b'\\ud800 is half a character"}}}',
+            "100,000-deep nesting": b"[" * 100_000,
+            "a 5,000-digit number": b'{"jsonrpc":"2.0","id":' + b"9" * 5_000 + b',"method":"ping"}',
+            "bytes that are not UTF-8": remember + b'caf\xe9 au lait"}}}',
+        }
+        assert session.proc.stdin is not None and session.proc.stdout is not None
+        for what, line in lines.items():
+            session.proc.stdin.write(line + b"\n")
+            session.proc.stdin.flush()
+            ready, _, _ = select.select([session.proc.stdout], [], [], TIMEOUT)
+            assert ready, f"no answer to {what}"
+            answer = json.loads(session.proc.stdout.readline())
+            assert answer["id"] is None and answer["error"]["code"] == -32700, (what, answer)
+            assert answer["error"]["message"].startswith("Parse error: "), answer
+        session._send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+        session.proc.stdin.write(b'{"not": "a message"}\n')
+        session.proc.stdin.flush()
+        answers = [json.loads(session.proc.stdout.readline()) for _ in range(2)]
+        assert sorted(str(answer.get("id")) for answer in answers) == ["8", "None"]
+        invalid = next(answer for answer in answers if answer.get("id") is None)
+        assert invalid["error"]["code"] == -32600
+        recalled = session.request(
+            "tools/call", {"name": "recall", "arguments": {"query": "lait", "min_relevance": 0}}
+        )
+        assert "caf" not in json.dumps(recalled)  # nothing of the refused lines was stored
+    finally:
+        session.kill()

@@ -440,3 +440,47 @@ def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundre
     assert len(compactions) == 1  # one commit since the import's compaction: not due yet
     service.remember("The second one since the import is due.")
     assert len(compactions) == 2
+
+
+def test_a_long_running_writer_keeps_lances_caches_within_their_bound(
+    settings: Settings,
+    embedder,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # Every remember is a commit, a new table version whose manifest and file metadata Lance
+    # caches: unbounded (1 GiB), 4,000 remembers took a server from 339 to 1,522 MB (issue 31).
+    from memtree_mcp.store import lance
+
+    monkeypatch.setattr(lance, "_session", None)  # a session of its own, at the bound below
+    monkeypatch.setattr(lance, "METADATA_CACHE_BYTES", 1 << 20)
+    monkeypatch.setattr(lance, "INDEX_CACHE_BYTES", 1 << 20)
+    service = MemoryService(settings, embedder=embedder)
+    for i in range(60):
+        service.remember(f"Note {i}: the backup of cluster {i} runs at {i % 24} o'clock.")
+    service.close()
+    assert lance.lance_session().size_bytes <= 2 << 20
+
+
+LANCE_DISK_FULL = (
+    "LanceError(IO): Generic LocalFileSystem error: Unable to copy file from /tmp/x/_versions/.tmp "
+    "to /tmp/x/_versions/3.manifest: No space left on device (os error 28), "
+    "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/lance-io-0.38.2/src/local.rs:226:31"
+)
+
+
+def test_a_full_disk_is_named_in_words_not_in_rust_source_paths(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.remember("The first memory fits.")
+    table = service.spaces["default"].table
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(LANCE_DISK_FULL)
+
+    monkeypatch.setattr(table._table, "add", disk_full)
+    with pytest.raises(StoreError) as refused:
+        service.remember("The second one does not.")
+    message = str(refused.value)
+    assert "No space left on device" in message and "free some space" in message
+    assert ".rs:" not in message and "cargo" not in message
+    assert len(message.splitlines()) == 1

@@ -142,7 +142,8 @@ class RecallRequest:
     :func:`estimate_tokens` of its text); ``min_relevance``, ``expand`` and ``supersede`` as
     :meth:`Ranker.recall` says. ``content_query`` is for ``gather``: the embedding of the query
     with the authors it names replaced (:meth:`Memory.content_text`); without it the query's own
-    vector stands in.
+    vector stands in. ``every``: ``gather`` and ``hybrid`` rank every memory even for a query
+    nothing is about (which they otherwise answer with nothing): the tools' ``min_relevance: 0``.
     """
 
     k: int
@@ -157,6 +158,7 @@ class RecallRequest:
     cost: Callable[[Hit], float] | None = None
     content_query: Vector | None = None
     weights: Weights = DEFAULT_WEIGHTS
+    every: bool = False
 
     def vector(self) -> Vector:
         """``query``; raises ValueError when the request was never embedded."""
@@ -215,10 +217,10 @@ class Ranker:
             where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
         ids: Positions | list[str]
         if strategy == "gather":
-            ids, scores = self.gathered(query, query_text, request.content_query)
+            ids, scores = self.gathered(query, query_text, request.content_query, every=request.every)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy == "hybrid":
-            ids, scores = self.hybrid(query, query_text)
+            ids, scores = self.hybrid(query, query_text, every=request.every)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy in ("propagate-down", "propagate-up"):
             ids, scores = self.propagated(query, strategy == "propagate-down")
@@ -321,13 +323,14 @@ class Ranker:
         parts, branch_scores = self._branch_scores(query, leaf_scores)
         return Positions(self.memory.leaf_index, parts), np.concatenate([leaf_scores, branch_scores])
 
-    def hybrid(self, query: Vector, query_text: str) -> tuple[Positions, np.ndarray]:
+    def hybrid(self, query: Vector, query_text: str, *, every: bool = False) -> tuple[Positions, np.ndarray]:
         """Hybrid scores: dense and BM25 standardised and summed, propagated along time; summaries by
-        their dense score on the leaves' scale."""
+        their dense score on the leaves' scale. A query nothing is about gets none, unless ``every``
+        (:class:`RecallRequest`)."""
         memory, weights = self.memory, self.weights
         dense = memory.leaf_index.score_array(query)
         lexical = self.lexical_rows(query_text) if query_text else None
-        if not len(dense) or (lexical is None and float(dense.max()) < weights.relevance_floor):
+        if not len(dense) or (not every and lexical is None and float(dense.max()) < weights.relevance_floor):
             # Nothing is about the query at all: answer nothing rather than the least unrelated.
             return Positions(memory.leaf_index, []), dense[:0]
         mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
@@ -343,10 +346,11 @@ class Ranker:
         return Positions(memory.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
 
     def gathered(
-        self, query: Vector, query_text: str, content_query: Vector | None
+        self, query: Vector, query_text: str, content_query: Vector | None, *, every: bool = False
     ) -> tuple[Positions, np.ndarray]:
         """Gather scoring (``core/gathering.py``): hybrid's fusion with the authors the query names
-        matched as authors, and each memory lifted by its segment's BM25 score."""
+        matched as authors, and each memory lifted by its segment's BM25 score; ``every`` as for
+        :meth:`hybrid`."""
         memory, weights = self.memory, self.weights
         names = memory.authors_named(query_text) if query_text else []
         if content_query is None:
@@ -362,7 +366,7 @@ class Ranker:
         lexical = self.lexical_rows(words) if words else None
         if not len(dense):
             return Positions(memory.leaf_index, []), dense[:0]
-        if lexical is None and not names:
+        if lexical is None and not names and not every:
             cosines = dense if content_query is None else memory.leaf_index.score_array(query)
             if float(cosines.max()) < weights.relevance_floor:
                 return Positions(memory.leaf_index, []), dense[:0]

@@ -13,6 +13,15 @@ litellm is the optional extra ``memtree-mcp[llm]`` (with what it pulls in, about
 default, offline configuration never loads); without it a ``litellm:`` setting is refused when
 the process starts (:mod:`memtree_mcp.config`) and :func:`import_litellm` says what to install.
 
+Each call has a total deadline, ``timeout`` seconds for all its attempts, and a cap on the bytes it
+reads (:data:`CHAT_REPLY_BYTES`, :data:`EMBEDDING_REPLY_BYTES`): httpx's timeouts bound only the gap
+between two reads, so an endpoint sending a byte a second held one call for 208 s under a 5 s
+timeout, and a 50 MB reply, read whole, took a server from 510 to 1,554 MB (issue 31). The HTTP
+client litellm uses is given a transport that checks both as each chunk arrives
+(:class:`_BoundedTransport`; ``litellm.client_session`` for the providers reached through the OpenAI
+SDK, an ``HTTPHandler`` passed to the call for Ollama), and the call itself runs in a worker thread
+waited for until the deadline, for the providers whose HTTP client cannot be given one.
+
 Only the endpoint given is reached: for an Ollama model not in litellm's price list, litellm asks
 the server for the model's details (``/api/show``) without the ``api_base`` of the call, at
 ``OLLAMA_API_BASE`` or else Ollama's default port on localhost; :meth:`LiteLLMEndpoint.call` sets
@@ -21,9 +30,14 @@ the server for the model's details (``/api/show``) without the ``api_base`` of t
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
+
+import httpx
 
 from memtree_mcp.config import LLM_EXTRA
 from memtree_mcp.errors import ProviderError
@@ -39,6 +53,73 @@ __all__ = [
 _IMPORT_LOCK = threading.Lock()
 OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
 _MAX_DETAIL = 300
+CHAT_REPLY_BYTES = 1 << 20
+"""The most bytes one chat answer may take (a summary is a few hundred tokens)."""
+EMBEDDING_REPLY_BYTES = 64 << 20
+"""The most bytes one embedding answer may take (64 texts of 3,072 numbers are about 5 MB of JSON)."""
+# Past its deadline, a call's worker thread is given this long to notice and stop before the
+# call gives up on it.
+_GRACE_SECONDS = 2.0
+
+
+class _Bounds(threading.local):
+    """The deadline (time.monotonic) and byte cap of the call running in this thread, and why it
+    was cut short; no bounds outside a call."""
+
+    deadline: float | None = None
+    limit: int | None = None
+    exceeded: str | None = None
+
+
+_bounds = _Bounds()
+
+
+class _BoundedStream(httpx.SyncByteStream):
+    """A response body that stops once its call is past its deadline or has read its cap."""
+
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float | None, limit: int | None) -> None:
+        self.inner, self.deadline, self.limit, self.read = inner, deadline, limit, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.inner:
+            self.read += len(chunk)
+            if self.limit is not None and self.read > self.limit:
+                _bounds.exceeded = f"the reply passed {self.limit:,} bytes"
+                raise httpx.ReadError(_bounds.exceeded)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                _bounds.exceeded = "it passed its deadline"
+                raise httpx.ReadTimeout(_bounds.exceeded)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _BoundedTransport(httpx.HTTPTransport):
+    """httpx's transport, holding each response of a call to that call's deadline and byte cap."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline, limit = _bounds.deadline, _bounds.limit
+        if deadline is not None and time.monotonic() > deadline:
+            _bounds.exceeded = "it passed its deadline"
+            raise httpx.ConnectTimeout(_bounds.exceeded, request=request)
+        response = super().handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _BoundedStream(response.stream, deadline, limit)
+        return response
+
+
+def _bounded_client() -> httpx.Client:
+    return httpx.Client(transport=_BoundedTransport(), follow_redirects=True)
+
+
+@functools.cache
+def _ollama_client() -> Any:
+    """litellm's HTTP handler on the bounded transport, for the providers it reaches without the
+    OpenAI SDK (Ollama): one for the process, like ``litellm.client_session``."""
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    return HTTPHandler(client=_bounded_client())
 
 
 def import_litellm() -> Any:
@@ -56,6 +137,9 @@ def import_litellm() -> Any:
         litellm.suppress_debug_info = True
         if hasattr(litellm, "telemetry"):
             litellm.telemetry = False
+        if litellm.client_session is None:
+            # What litellm gives the OpenAI SDK, for every provider it reaches through it.
+            litellm.client_session = _bounded_client()
         return litellm
 
 
@@ -102,32 +186,70 @@ class LiteLLMEndpoint:
         self.retries = int(retries)
         self.kind = kind
 
-    def call(self, function: str, **payload: Any) -> Any:
-        """Call ``litellm.<function>`` (``completion`` or ``embedding``) on this endpoint.
+    def call(self, function: str, *, reply_bytes: int = CHAT_REPLY_BYTES, **payload: Any) -> Any:
+        """Call ``litellm.<function>`` (``completion`` or ``embedding``) on this endpoint, within
+        ``timeout`` seconds in all and reading at most ``reply_bytes`` of each reply.
 
         Retries happen in the HTTP client (``max_retries``); litellm's own retry wrapper
         (``num_retries``) stays off. Any failure raises ProviderError naming the model and what to check.
         """
         litellm = import_litellm()
-        if self.api_base and self.model.startswith(OLLAMA_PREFIXES):
-            os.environ.setdefault("OLLAMA_API_BASE", self.api_base)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "timeout": self.timeout,
             "max_retries": self.retries,
             **payload,
         }
+        if self.model.startswith(OLLAMA_PREFIXES):
+            if self.api_base:
+                os.environ.setdefault("OLLAMA_API_BASE", self.api_base)
+            kwargs["client"] = _ollama_client()
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
-        try:
-            return getattr(litellm, function)(**kwargs)
-        except Exception as exc:
+        deadline = time.monotonic() + self.timeout
+        answer: list[Any] = []
+        failure: list[BaseException] = []
+        cut_short: list[str | None] = [None]
+
+        def bounded_call() -> None:
+            _bounds.deadline, _bounds.limit, _bounds.exceeded = deadline, reply_bytes, None
+            try:
+                answer.append(getattr(litellm, function)(**kwargs))
+            except BaseException as exc:  # handed to the caller's thread
+                failure.append(exc)
+            finally:
+                cut_short[0] = _bounds.exceeded
+                _bounds.deadline = _bounds.limit = None
+
+        worker = threading.Thread(target=bounded_call, name=f"memtree-{self.kind.lower()}-call", daemon=True)
+        worker.start()
+        worker.join(self.timeout + _GRACE_SECONDS)
+        if worker.is_alive() or (cut_short[0] is not None and "deadline" in cut_short[0]):
+            raise ProviderError(
+                f"the {self.kind} call with model {self.model!r}{self._where} timed out: no whole answer "
+                f"within {self.timeout:g} s (the timeout bounds the whole call); check that the endpoint "
+                "is up and answers in time, or raise the timeout"
+            )
+        if cut_short[0] is not None:
+            raise ProviderError(
+                f"the {self.kind} call with model {self.model!r}{self._where} was stopped: "
+                f"{cut_short[0]}, far more than a model's answer; check the endpoint (api_base)"
+            )
+        if failure:
+            exc = failure[0]
+            if not isinstance(exc, Exception):
+                raise exc
             what = f"the {self.kind} call"
             raise ProviderError(
                 describe_provider_error(what, self.model, self.api_base, exc, self._api_key)
             ) from exc
+        return answer[0]
+
+    @property
+    def _where(self) -> str:
+        return f" at {self.api_base}" if self.api_base else ""
 
 
 def describe_provider_error(

@@ -5,10 +5,10 @@ on the first call, never at module import (see :func:`memtree_mcp.providers.llm.
 the dimension is not given it is learnt by embedding one short probe text on first use; any later answer
 of another length raises :class:`~memtree_mcp.errors.ProviderError`, as does any failed call.
 
-Caveats: ``timeout`` bounds each attempt, and litellm's OpenAI embedding path turns ``retries=0`` into
-its default of 2 retries (``DEFAULT_MAX_RETRIES``), so a dead endpoint costs up to three timeouts plus
-back-off. On Python 3.11 ``isinstance(e, Embedder)`` evaluates :attr:`LiteLLMEmbedder.dimension`, so it
-runs the probe call when the dimension was not given.
+Caveats: ``timeout`` bounds the whole call, its attempts included (litellm's OpenAI embedding path
+turns ``retries=0`` into its default of 2 retries, ``DEFAULT_MAX_RETRIES``). On Python 3.11
+``isinstance(e, Embedder)`` evaluates :attr:`LiteLLMEmbedder.dimension`, so it runs the probe call
+when the dimension was not given.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.llm import LiteLLMEndpoint
+from memtree_mcp.providers.llm import EMBEDDING_REPLY_BYTES, LiteLLMEndpoint
 
 __all__ = ["BATCH_SIZE", "PROBE_TEXT", "LiteLLMEmbedder"]
 
@@ -86,7 +86,7 @@ class LiteLLMEmbedder:
 
     def _call(self, texts: list[str]) -> Matrix:
         """One embedding request; returns the raw (unnormalised, unchecked-dimension) float32 matrix."""
-        response = self.endpoint.call("embedding", input=texts)
+        response = self.endpoint.call("embedding", reply_bytes=EMBEDDING_REPLY_BYTES, input=texts)
         try:
             items = list(_field(response, "data"))
             if len(items) != len(texts):

@@ -10,7 +10,7 @@ things to different tools, so each tool adds its own description to a declaratio
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from memtree_mcp.inputs import (
     MAX_AGENT_STEPS,
@@ -65,9 +65,10 @@ Flag = StrictBool
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 OptionalQuery = Annotated[str | None, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-HitCount = Annotated[int, Field(ge=1, le=MAX_K)]
-TokenBudget = Annotated[int | None, Field(ge=1, le=MAX_TOKENS)]
-SummaryTokens = Annotated[int, Field(ge=MIN_SUMMARY_TOKENS, le=MAX_TOKENS)]
-AgentSteps = Annotated[int, Field(ge=1, le=MAX_AGENT_STEPS)]
-ChildIndex = Annotated[int | None, Field(ge=0)]
-Share = Annotated[float, Field(ge=0.0, le=1.0)]
+# Numbers only: pydantic's lax mode would take "5" for 5 and true for 1 (issue 31).
+HitCount = Annotated[StrictInt, Field(ge=1, le=MAX_K)]
+TokenBudget = Annotated[StrictInt | None, Field(ge=1, le=MAX_TOKENS)]
+SummaryTokens = Annotated[StrictInt, Field(ge=MIN_SUMMARY_TOKENS, le=MAX_TOKENS)]
+AgentSteps = Annotated[StrictInt, Field(ge=1, le=MAX_AGENT_STEPS)]
+ChildIndex = Annotated[StrictInt | None, Field(ge=0)]
+Share = Annotated[StrictFloat, Field(ge=0.0, le=1.0)]

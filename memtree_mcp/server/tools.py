@@ -12,6 +12,7 @@ its service as the lifespan context of the server that received it.
 
 import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field
 from memtree_mcp import rendering
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy, TreeName
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
-from memtree_mcp.errors import MemtreeError
+from memtree_mcp.errors import MemtreeError, failure_reason
 from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
 from memtree_mcp.providers.sampling import ReplayChat, answer_text
 from memtree_mcp.server.fields import (
@@ -67,6 +68,7 @@ from memtree_mcp.server.resolvers import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("memtree_mcp")
 
 
 async def remember(
@@ -269,8 +271,20 @@ def _answer(text: str, output: BaseModel) -> CallToolResult:
 
 
 async def _run(operation: Callable[..., T], *args: object) -> T:
-    """Run a blocking service call in a worker thread; turn anticipated errors into ToolError."""
+    """Run a blocking service call in a worker thread; turn anticipated errors into ToolError.
+
+    Lance reports I/O as RuntimeError or OSError; one that reaches here (the files of a version
+    deleted under a read by another process's purge or compaction, say) is told to the model as
+    what it is and that a retry works, not as the SDK's bare "Error executing tool" (issue 31).
+    Its traceback goes to the log.
+    """
     try:
         return await anyio.to_thread.run_sync(functools.partial(operation, *args))
     except MemtreeError as exc:
         raise ToolError(str(exc)) from exc
+    except (RuntimeError, OSError) as exc:
+        log.warning("a call failed in the store", exc_info=True)
+        raise ToolError(
+            f"the memory store failed under this call ({failure_reason(exc)}); another process may "
+            "have been rewriting it (a purge or a compaction): retry the call. Nothing stored was lost."
+        ) from exc

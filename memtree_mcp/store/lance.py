@@ -15,7 +15,7 @@ whole read (``store/opening.py``).
 from __future__ import annotations
 
 import os
-import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from memtree_mcp.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.errors import StoreError
+from memtree_mcp.errors import StoreError, failure_reason, store_error
 from memtree_mcp.store.migrations import check_schema
 from memtree_mcp.store.rows import (
     DELETED,
@@ -39,6 +39,28 @@ from memtree_mcp.store.rows import (
     node_schema,
 )
 from memtree_mcp.store.table import NamespaceTable, Snapshot, compact
+
+# Lance caches, per process, each table version's manifest and its files' metadata (the metadata
+# cache, 1 GiB by default) and opened indexes (6 GiB; this store makes none). Every remember is a
+# commit, so a server's cache grew by some 0.12 MB a remember and never shrank: 4,000 small
+# remembers took a server from 339 to 1,522 MB (issue 31), where a fresh one on the same store
+# used 457 MB. Only the latest versions are read again, and a commit rereads a few of them:
+# bench/longrun.py measures a server kept up for 4,000 remembers at these sizes.
+METADATA_CACHE_BYTES = 64 << 20
+INDEX_CACHE_BYTES = 16 << 20
+_session_made = threading.Lock()
+_session: lancedb.Session | None = None
+
+
+def lance_session() -> lancedb.Session:
+    """The process's one Lance session: its caches, bounded, shared by every connection."""
+    global _session
+    with _session_made:
+        if _session is None:
+            _session = lancedb.Session(
+                index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+            )
+        return _session
 
 
 class LanceStore:
@@ -63,7 +85,9 @@ class LanceStore:
         self.history = history
         if "://" not in self.home:
             Path(self.home).mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = lancedb.connect(self.home, storage_options=storage_options or None)
+        self._db = lancedb.connect(
+            self.home, storage_options=storage_options or None, session=lance_session()
+        )
 
     def namespaces(self) -> list[str]:
         """Names of the namespaces that hold a table."""
@@ -139,7 +163,7 @@ class LanceStore:
         try:
             compact(self._db.create_table(namespace, data=data, schema=schema, mode="overwrite"))
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not rewrite namespace '{namespace}': {exc}") from exc
+            raise store_error(f"rewrite namespace '{namespace}'", exc) from exc
         return rev
 
     def _deletions(self, namespace: str) -> tuple[list[tuple[str, float]], int]:
@@ -156,9 +180,6 @@ class LanceStore:
         return list(found), last
 
 
-_OS_ERROR = re.compile(r"os error (\d+)")
-
-
 def home_error(home: str, exc: BaseException, doing: str) -> StoreError:
     """The StoreError for a store the operating system refused to ``doing`` ("create", "write"): its
     reason in a few words, and what to set instead.
@@ -166,12 +187,7 @@ def home_error(home: str, exc: BaseException, doing: str) -> StoreError:
     Lance reports I/O failures as RuntimeError text with the errno inside ("… (os error 30) …"); the
     errno's own words are used then, not Lance's message with its source paths.
     """
-    if isinstance(exc, OSError) and exc.strerror:
-        reason = exc.strerror
-    elif found := _OS_ERROR.search(str(exc)):
-        reason = os.strerror(int(found.group(1)))
-    else:
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = failure_reason(exc)
     setting = "MEMTREE_HOME" if "://" not in home else "MEMTREE_HOME (and its credentials)"
     return StoreError(
         f"cannot {doing} the memory store at {home} ({reason}); set {setting} to a place you can write to"

@@ -104,6 +104,14 @@ class Opener:
         if saved is None:
             return None
         table.latest_version()
+        try:
+            why = snapshots.disagreement(saved.rows, saved.position, table.outline())
+        except (pa.ArrowException, KeyError, ValueError) as exc:  # a table of an older layout
+            why = f"it cannot be checked against the table ({exc})"
+        if why is not None:
+            snapshots.remove(self.home, name)  # the whole read saves one that fits
+            log.warning("ignoring the snapshot of namespace %s (%s); reading it whole", name, why)
+            return None
         behind = table.row_count() - saved.position.rows
         if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
             # Rewritten, or so far behind that following it would cost more than a whole read
@@ -126,9 +134,16 @@ class Opener:
                 log.info("the snapshot of namespace %s no longer fits its table; reading it whole", name)
                 return None
             memory.apply(changes.leaves, changes.branches, changes.removed)
-        except Exception:
+        except Exception as exc:
             # Rows that do not hold together (a bug, or a file changed by hand): the table is exact.
-            log.exception("could not open namespace %s from its snapshot; reading it whole", name)
+            # One line; the traceback only at debug level (a bad file is no crash of ours).
+            log.warning(
+                "could not open namespace %s from its snapshot (%s: %s); reading it whole",
+                name,
+                type(exc).__name__,
+                " ".join(str(exc).split())[:200],
+            )
+            log.debug("opening namespace %s from its snapshot failed", name, exc_info=True)
             return None
         return Opened(memory, changes.version, saved_at, "from its snapshot")
 

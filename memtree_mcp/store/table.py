@@ -54,7 +54,8 @@ import pyarrow.compute as pc
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.errors import StoreError
+from memtree_mcp.errors import StoreError, store_error
+from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,
@@ -91,6 +92,7 @@ T = TypeVar("T")
 # one compacting.
 READER_GRACE = timedelta(0)
 
+OUTLINE = ("id", "rev", "kind", "first_seq")  # the columns of NamespaceTable.outline
 # Each append makes a small file; past a few hundred of them appends and reloads slow down, and
 # optimize() merges them back into few.
 COMPACT_EVERY = 100
@@ -212,6 +214,10 @@ class NamespaceTable:
         """How many rows (every revision) the table held when this reader last read, followed or
         wrote it (no call into LanceDB)."""
         return self._rows
+
+    def outline(self) -> pa.Table:
+        """Each row's id, rev, kind and first_seq, in table order: a cheap read (no text, no vector)."""
+        return self._again_if_gone(lambda: self._table.search().select(list(OUTLINE)).limit(None).to_arrow())
 
     def row_count(self) -> int:
         """How many rows (every revision) the version last checked out holds."""
@@ -403,7 +409,7 @@ class NamespaceTable:
         try:
             self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise StoreError(f"could not write to the memory store: {exc}") from exc
+            raise store_error("write to the memory store", exc) from exc
         self._rev = rev
         self._rows += len(rows)
         self._last = (rows[-1]["id"], rev)
@@ -500,7 +506,7 @@ class NamespaceTable:
         try:
             self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise StoreError(f"could not write to the memory store: {exc}") from exc
+            raise store_error("write to the memory store", exc) from exc
         self._rev = rev
         self._rows += data.num_rows
         self._last = last_row(data)
@@ -539,7 +545,7 @@ class NamespaceTable:
             self._table = self._db.open_table(self.name)
             compact(self._table)  # the old layout's versions are history no longer: their files go now
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not upgrade namespace '{self.name}': {exc}") from exc
+            raise store_error(f"upgrade namespace '{self.name}'", exc) from exc
         self._schema = None
         self._generation = None  # read whole next time
         if memory is not None:
@@ -565,7 +571,7 @@ class NamespaceTable:
                 warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
                 self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
         except Exception as exc:  # Lance raises several exception types for I/O
-            raise StoreError(f"could not purge namespace '{self.name}': {exc}") from exc
+            raise store_error(f"purge namespace '{self.name}'", exc) from exc
         self._deleted = set()
         self.oldest_forget = None
         self.latest_version()
@@ -645,6 +651,8 @@ class NamespaceTable:
         if self._appends_since_compaction >= COMPACT_EVERY:
             compact(self._table)
             self._appends_since_compaction = 0
+            # A long-running writer's C heap keeps what a hundred commits freed (bench/longrun.py).
+            give_back_freed_memory()
 
     def _squash(self) -> bool:
         """Rewrite the table without the revisions that neither the latest memory nor any commit

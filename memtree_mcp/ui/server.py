@@ -1,4 +1,5 @@
-"""``memtree-mcp ui``: the explorer alone, on 127.0.0.1, behind the same Host checks as the MCP transports.
+"""``memtree-mcp ui``: the explorer alone, on 127.0.0.1, behind the same Host checks and connection
+limits (a cap, a deadline for request heads) as the MCP transports.
 
 Always behind a token. 127.0.0.1 keeps other machines out, not the other users and processes of
 this one: any of them could read every memory through the port. So without MEMTREE_AUTH_TOKEN a
@@ -25,7 +26,7 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp
 
-from memtree_mcp.http_guards import HostGuardMiddleware, security_settings
+from memtree_mcp.http_guards import HostGuardMiddleware, security_settings, server_config
 from memtree_mcp.inputs import check_range
 from memtree_mcp.service import MemoryService
 from memtree_mcp.ui.api import ui_app
@@ -71,14 +72,8 @@ def serve_ui(
         # Load the store and the model while the person opens the page, not on its first request.
         threading.Thread(target=service.warm_up, name="memtree-ui-warm-up", daemon=True).start()
         app = guarded_ui_app(service, port=bound, allow_edit=allow_edit, token=token)
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            server_header=False,
-            proxy_headers=False,
-        )
+        # The connection cap and the request-head deadline of ``serve`` (http_guards.py).
+        config = server_config(app, host=UI_HOST, port=bound, lifespan="off", graceful_shutdown=2)
         url = f"http://{UI_HOST}:{bound}/ui/" + (f"#token={quote(token, safe='')}" if token else "")
         on_ready(url)
         uvicorn.Server(config).run(sockets=[sock])
