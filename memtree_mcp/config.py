@@ -159,6 +159,14 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         description="Seconds a write waits for another process's write to the namespace before giving up.",
     )
+    lease_seconds: float = Field(
+        default=5.0,
+        ge=0.5,
+        le=600,
+        allow_inf_nan=False,
+        description="For an s3:// home: seconds a server's write lease lasts unrenewed, so how long a "
+        "dead or stalled writer holds up the others before it is fenced off.",
+    )
     retention: float = Field(
         default=7 * 86_400.0,
         ge=0,

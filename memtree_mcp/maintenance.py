@@ -143,7 +143,7 @@ class Maintenance:
 
             policy = BatchLLMPolicy(generator)
         embedder = self._embedder()
-        with self._spaces.file_lock(name):
+        with self._spaces.write_lock(name) as lock:
             found = self._spaces.store.read_any(name)
             if found is None:
                 raise NotFound(f"namespace '{name}' holds nothing to re-index.")
@@ -158,6 +158,7 @@ class Maintenance:
                     rebuilt.add_leaf(leaf)
             nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
             refine = self._refinement.mark(rebuilt, nodes, forgotten=True)
+            lock.before()  # a server that lost the namespace's lease meanwhile must not rewrite it
             version = self._spaces.store.replace(name, rebuilt)
             self._spaces.drop(name)
         self._refinement.submit(name, refine)
