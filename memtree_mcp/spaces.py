@@ -227,12 +227,14 @@ class Spaces:
             space.passed.wait_for(lambda: not space.readers_waiting, timeout=READERS_TURN_SECONDS)
 
     @contextmanager
-    def writing(self, name: str, *, create: bool = True) -> Iterator[Space | None]:
+    def writing(self, name: str, *, create: bool = True, follow: bool = True) -> Iterator[Space | None]:
         """The up-to-date space of ``name`` while this thread alone may write it, in any process.
 
-        The file lock comes first: while a writer waits for another process it holds nothing this
+        The write lock comes first: while a writer waits for another process it holds nothing this
         process's readers need. Yields None when the namespace has no table and ``create`` is
-        false. Raises LockTimeout when another writer keeps the namespace past MEMTREE_LOCK_TIMEOUT.
+        false; with ``follow`` false, the space as it was (``doctor``, which reads the table itself
+        and must not fail on trees too damaged to load). Raises LockTimeout when another writer
+        keeps the namespace past MEMTREE_LOCK_TIMEOUT.
         """
         with self.write_lock(name) as lock:
             # Under the lock: two servers creating the namespace at once would make two tables.
@@ -243,17 +245,21 @@ class Spaces:
             with space.lock:
                 space.table.guard = lock
                 try:
-                    self.follow(space)
+                    if follow:
+                        self.follow(space)
                     if lock.taken_over:
                         # The last holder let its lease expire: what it may still append must not count.
+                        if not follow:
+                            space.table.read()  # the fence's revision comes after every one written
                         space.table.fence()
-                        self.follow(space)
                     if space.table.outdated:
                         # Written by an older memtree-mcp: rewritten in the current layout before any write.
                         space.table.upgrade()
+                    if follow:
                         self.follow(space)
                     yield space
-                    self._purge_if_due(space)
+                    if follow:
+                        self._purge_if_due(space)
                 finally:
                     space.table.guard = None
 
