@@ -23,6 +23,7 @@ from pathlib import Path
 # After PYTHONPATH: bench/bucket_soak.py runs it over an older checkout to compare.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
+import memtree_mcp
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.service import MemoryService
@@ -50,7 +51,7 @@ def main() -> int:
     settings = Settings(home=args.home, namespace="default", lock_dir=args.lock_dir)
     service = MemoryService(settings)
     service.recall("warm up the embedder", k=1)
-    say(ready=os.getpid())
+    say(ready=os.getpid(), code=str(Path(memtree_mcp.__file__).parent))
     stored: list[str] = []
     try:
         for i in range(args.count):

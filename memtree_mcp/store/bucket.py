@@ -20,8 +20,10 @@ wins and the other gets 412 and looks again.
   it, with revisions no newer than the fence, and every reader ignores it.
 - **A lone writer keeps it across a burst.** After a write the lease is kept, released when the
   server has been idle for :data:`LINGER_SECONDS`, or at the end of a write once it was held for
-  :data:`HOLD_AT_MOST` seconds, so that other servers get their turn; a server that just released
-  waits :data:`HANDOFF_SECONDS` before taking it back.
+  :data:`HOLD_AT_MOST` seconds *and another server wants it*: a server waiting for the lease
+  rewrites a second object (``<namespace>.wanted.json``) every :data:`WANT_EVERY` seconds, and the
+  holder looks at its ETag once every :data:`HOLD_AT_MOST` seconds. A server that released for
+  another waits :data:`HANDOFF_SECONDS` before taking the lease back.
 
 Only botocore (``pip install 'memtree-mcp[s3]'``) is imported here, and only for a bucket home.
 """
@@ -54,8 +56,10 @@ LEASE_SECONDS = 5.0
 VALID_FRACTION = 0.8
 # Kept this long after the last write, so that a burst pays for the lease once.
 LINGER_SECONDS = 0.5
-# Released at the end of a write once held this long: the other servers get their turn.
+# Released at the end of a write once held this long, if another server wants it.
 HOLD_AT_MOST = 1.0
+# A server waiting for the lease says so this often (see above).
+WANT_EVERY = 0.3
 # A server that released waits this long before taking the lease back: the others poll faster.
 HANDOFF_SECONDS = 0.3
 # How often a server waiting for the lease reads it.
@@ -159,9 +163,11 @@ class BucketLease:
         self._state = threading.Condition()
         self._held: Held | None = None
         self._users = 0
-        self._since = 0.0  # when this server took the lease
         self._last_used = 0.0
-        self._released_at = -1e9
+        self._released_at = -1e9  # when this server last released the lease for another
+        self.wanted_key = key.removesuffix(".json") + ".wanted.json"
+        self._wanted: str | None = None  # the ETag of the wanted object the holder saw last
+        self._wanted_at = 0.0  # when it looked
         self._keeper: threading.Thread | None = None
         self._closed = False
 
@@ -193,8 +199,12 @@ class BucketLease:
         with self._state:
             self._users -= 1
             self._last_used = time.monotonic()
-            if not self._users and self._held is not None and self._last_used - self._since >= HOLD_AT_MOST:
-                self._release()
+            due = self._last_used - self._wanted_at >= HOLD_AT_MOST
+            if not self._users and self._held is not None and due:
+                wanted, self._wanted_at = self._wanted_etag(), self._last_used
+                if wanted != self._wanted:
+                    self._release()
+                    self._released_at = time.monotonic()
             self._state.notify_all()
 
     def check(self) -> None:
@@ -246,6 +256,21 @@ class BucketLease:
             state = {}
         return (state if isinstance(state, dict) else {}), str(found["ETag"])
 
+    def _wanted_etag(self) -> str | None:
+        """The ETag of the wanted object (None: there is none, or it cannot be read)."""
+        try:
+            return str(self.client.head_object(Bucket=self.bucket, Key=self.wanted_key)["ETag"])
+        except Exception:  # missing, or unreachable: nobody is known to want the lease
+            return None
+
+    def _want(self) -> None:
+        """Say that this server waits for the lease (a fresh body, so a fresh ETag)."""
+        try:
+            body = json.dumps({"by": self.holder, "at": uuid.uuid4().hex}).encode()
+            self.client.put_object(Bucket=self.bucket, Key=self.wanted_key, Body=body)
+        except Exception as exc:  # the holder then keeps the lease until idle: slower, not wrong
+            log.debug("could not say the lease of namespace %s is wanted: %s", self.namespace, exc)
+
     def _write(self, state: dict[str, Any], etag: str | None) -> str | None:
         """Write ``state`` if the object is still at ``etag`` (None: if there is none); its new
         ETag, or None when someone else wrote first."""
@@ -268,6 +293,7 @@ class BucketLease:
         """Take the lease (the state lock held); see :meth:`acquire`."""
         give_up = time.monotonic() + timeout
         watched: tuple[str | None, float] = (None, 0.0)  # an ETag seen, and since when
+        wanted = -1e9  # when this server last said it wants the lease
         while True:
             now = time.monotonic()
             wait_handoff = self._released_at + HANDOFF_SECONDS - now
@@ -286,7 +312,8 @@ class BucketLease:
                 written = self._write(self._state_of(generation, 0, released=False), etag)
                 if written is not None:
                     self._held = Held(generation, written, sent + self.seconds * VALID_FRACTION)
-                    self._since = sent
+                    self._wanted_at = sent
+                    self._wanted = self._wanted_etag()
                     if taken_over:
                         log.warning(
                             "took over the lease of namespace %s from %s, silent for %.1f s",
@@ -303,6 +330,9 @@ class BucketLease:
                     f"(its lease in the bucket); gave up after {timeout:.2g} s (MEMTREE_LOCK_TIMEOUT). "
                     "Try again later."
                 )
+            if now - wanted >= WANT_EVERY:
+                self._want()
+                wanted = now
             self._state.wait(POLL_SECONDS)
 
     def _still_mine(self) -> bool:
@@ -332,7 +362,6 @@ class BucketLease:
     def _release(self) -> None:
         held, self._held = self._held, None
         assert held is not None
-        self._released_at = time.monotonic()
         try:
             self._write(self._state_of(held.generation, held.renewals + 1, released=True), held.etag)
         except StoreError as exc:  # it expires on its own
