@@ -392,6 +392,8 @@ class Spaces:
                 self._purge_if_due(space)
         except LockTimeout:
             pass  # a writer is busy: its commit, or a later read, purges
+        except StoreError as exc:  # the bucket's lease out of reach: the read goes on all the same
+            log.warning("could not purge namespace %s: %s", space.name, exc)
         finally:
             space.table.guard = None
 
