@@ -21,9 +21,11 @@ wins and the other gets 412 and looks again.
 - **A lone writer keeps it across a burst.** After a write the lease is kept, released when the
   server has been idle for :data:`LINGER_SECONDS`, or at the end of a write once it was held for
   :data:`HOLD_AT_MOST` seconds *and another server wants it*: a server waiting for the lease
-  rewrites a second object (``<namespace>.wanted.json``) every :data:`WANT_EVERY` seconds, and the
-  holder looks at its ETag once every :data:`HOLD_AT_MOST` seconds. A server that released for
-  another waits :data:`HANDOFF_SECONDS` before taking the lease back.
+  rewrites a second object (``<namespace>.wanted.json``) every :data:`WANT_EVERY` seconds, unless
+  it names a server that has waited longer, and the holder reads it once every
+  :data:`HOLD_AT_MOST` seconds. Releasing for another, the holder names the one that has waited
+  longest, and the others leave it :data:`HANDOFF_SECONDS` to take the lease; the holder waits as
+  long before taking it back.
 
 Only botocore (``pip install 'memtree-mcp[s3]'``) is imported here, and only for a bucket home.
 """
@@ -201,9 +203,9 @@ class BucketLease:
             self._last_used = time.monotonic()
             due = self._last_used - self._wanted_at >= HOLD_AT_MOST
             if not self._users and self._held is not None and due:
-                wanted, self._wanted_at = self._wanted_etag(), self._last_used
-                if wanted != self._wanted:
-                    self._release()
+                (wanted, etag), self._wanted_at = self._wanted_state(), self._last_used
+                if etag != self._wanted and wanted.get("by") not in (None, self.holder):
+                    self._release(successor=wanted["by"])
                     self._released_at = time.monotonic()
             self._state.notify_all()
 
@@ -256,20 +258,45 @@ class BucketLease:
             state = {}
         return (state if isinstance(state, dict) else {}), str(found["ETag"])
 
-    def _wanted_etag(self) -> str | None:
-        """The ETag of the wanted object (None: there is none, or it cannot be read)."""
+    def _wanted_state(self) -> tuple[dict[str, Any], str | None]:
+        """The wanted object's state and ETag ({}, None: there is none, or it cannot be read)."""
         try:
-            return str(self.client.head_object(Bucket=self.bucket, Key=self.wanted_key)["ETag"])
-        except Exception:  # missing, or unreachable: nobody is known to want the lease
-            return None
+            found = self.client.get_object(Bucket=self.bucket, Key=self.wanted_key)
+            state = json.loads(found["Body"].read())
+            return (state if isinstance(state, dict) else {}), str(found["ETag"])
+        except Exception:  # missing, unreadable or unreachable: nobody is known to want the lease
+            return {}, None
 
-    def _want(self) -> None:
-        """Say that this server waits for the lease (a fresh body, so a fresh ETag)."""
+    def _want(self, waited: float, seen: list[Any]) -> None:
+        """Say that this server, waiting for ``waited`` seconds, wants the lease, unless the wanted
+        object names a server that has waited longer and still says so (``seen``: the ETag this
+        server last saw there and since when, on its clock)."""
+        state, etag = self._wanted_state()
+        now = time.monotonic()
+        if etag != seen[0]:
+            seen[:] = [etag, now]
+        other = state.get("by") not in (None, self.holder)
+        if other and float(state.get("waited", 0)) > waited and now - seen[1] < 3 * WANT_EVERY:
+            return
         try:
-            body = json.dumps({"by": self.holder, "at": uuid.uuid4().hex}).encode()
-            self.client.put_object(Bucket=self.bucket, Key=self.wanted_key, Body=body)
+            body = {"by": self.holder, "waited": waited, "at": uuid.uuid4().hex}  # a fresh ETag each time
+            self.client.put_object(Bucket=self.bucket, Key=self.wanted_key, Body=json.dumps(body).encode())
         except Exception as exc:  # the holder then keeps the lease until idle: slower, not wrong
             log.debug("could not say the lease of namespace %s is wanted: %s", self.namespace, exc)
+
+    def _wanted_now(self) -> str | None:
+        """Just after taking the lease: the wanted object's ETag, from which a later change says
+        another server wants the lease (if it named this server, it is cleared first)."""
+        state, etag = self._wanted_state()
+        if state.get("by") == self.holder:
+            try:
+                cleared = json.dumps({"by": None, "at": uuid.uuid4().hex}).encode()
+                etag = str(
+                    self.client.put_object(Bucket=self.bucket, Key=self.wanted_key, Body=cleared)["ETag"]
+                )
+            except Exception:  # the holder may then release once for nobody
+                pass
+        return etag
 
     def _write(self, state: dict[str, Any], etag: str | None) -> str | None:
         """Write ``state`` if the object is still at ``etag`` (None: if there is none); its new
@@ -292,8 +319,10 @@ class BucketLease:
     def _take(self, timeout: float) -> bool:
         """Take the lease (the state lock held); see :meth:`acquire`."""
         give_up = time.monotonic() + timeout
+        started = time.monotonic()
         watched: tuple[str | None, float] = (None, 0.0)  # an ETag seen, and since when
         wanted = -1e9  # when this server last said it wants the lease
+        seen: list[Any] = [None, 0.0]  # the wanted object's ETag this server saw, and since when
         while True:
             now = time.monotonic()
             wait_handoff = self._released_at + HANDOFF_SECONDS - now
@@ -302,18 +331,23 @@ class BucketLease:
                 continue
             state, etag = self.read()
             taken_over = False
+            if state is not None and state.get("holder") != self.holder and etag != watched[0]:
+                watched = (etag, now)
             if state is not None and not state.get("released") and state.get("holder") != self.holder:
-                if etag != watched[0]:
-                    watched = (etag, now)
                 taken_over = now - watched[1] >= self.seconds
-            if state is None or state.get("released") or state.get("holder") == self.holder or taken_over:
+            # Released for another server: it has HANDOFF_SECONDS to take it first.
+            handed = state is not None and state.get("next") not in (None, self.holder)
+            free = state is None or (
+                state.get("released") and not (handed and now - watched[1] < HANDOFF_SECONDS)
+            )
+            if free or (state or {}).get("holder") == self.holder or taken_over:
                 generation = int((state or {}).get("generation", 0)) + 1
                 sent = time.monotonic()
                 written = self._write(self._state_of(generation, 0, released=False), etag)
                 if written is not None:
                     self._held = Held(generation, written, sent + self.seconds * VALID_FRACTION)
                     self._wanted_at = sent
-                    self._wanted = self._wanted_etag()
+                    self._wanted = self._wanted_now()
                     if taken_over:
                         log.warning(
                             "took over the lease of namespace %s from %s, silent for %.1f s",
@@ -324,14 +358,14 @@ class BucketLease:
                     return taken_over
                 continue  # someone else wrote first: look again at once
             if time.monotonic() >= give_up:
-                holder = state.get("holder", "another server")
+                holder = (state or {}).get("holder", "another server")
                 raise LockTimeout(
                     f"namespace '{self.namespace}' is being written by {holder} "
                     f"(its lease in the bucket); gave up after {timeout:.2g} s (MEMTREE_LOCK_TIMEOUT). "
                     "Try again later."
                 )
             if now - wanted >= WANT_EVERY:
-                self._want()
+                self._want(now - started, seen)
                 wanted = now
             self._state.wait(POLL_SECONDS)
 
@@ -359,11 +393,14 @@ class BucketLease:
             held.renewals + 1,
         )
 
-    def _release(self) -> None:
+    def _release(self, successor: str | None = None) -> None:
+        """Release the lease; ``successor``: the server that has waited longest, which the others
+        leave a moment to take it."""
         held, self._held = self._held, None
         assert held is not None
+        state = self._state_of(held.generation, held.renewals + 1, released=True)
         try:
-            self._write(self._state_of(held.generation, held.renewals + 1, released=True), held.etag)
+            self._write({**state, "next": successor}, held.etag)
         except StoreError as exc:  # it expires on its own
             log.warning("could not release the lease of namespace %s: %s", self.namespace, exc)
 
