@@ -536,10 +536,14 @@ class Spaces:
             # a StoreError naming the setting, not an OSError when the lock is taken.
             path.touch(mode=0o600, exist_ok=True)
         except OSError as exc:
-            setting = "MEMTREE_HOME" if folder == Path(home) / ".locks" else "MEMTREE_LOCK_DIR"
+            if folder == Path(home) / ".locks":  # the lock lives in the store, which is refused
+                raise StoreError(
+                    f"cannot write the memory store at {home} ({exc.strerror or exc}); "
+                    "set MEMTREE_HOME to a place you can write to"
+                ) from exc
             raise StoreError(
                 f"cannot write the lock file {path} ({exc.strerror or exc}); "
-                f"set {setting} to a directory you can write to"
+                "set MEMTREE_LOCK_DIR to a directory you can write to"
             ) from exc
         wait = self.settings.lock_timeout if timeout is None else timeout
         return NamespaceLock(FileWriteLock(path, name, wait), self._lease(name))
