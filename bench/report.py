@@ -217,7 +217,30 @@ def firstcall(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def bucket_soak(d: dict[str, Any]) -> list[str]:
+    c = d["remember_under_contention"]
+    return [
+        f"{d['writers']} servers × {d['remembers_per_writer']} remembers, {d['forgets_acked']} forgets "
+        f"on one namespace: errors **{d['errors']}**, acked lost **{d['acked_lost']}**, stored twice "
+        f"**{d['stored_twice']}**, forgotten back **{d['forgotten_back']}**, doctor problems "
+        f"**{d['doctor_problems']}**, recalls working {d['recalls_working']}, identical recalls afterwards "
+        f"{d['identical_recalls_afterwards']}; remember p50 {n(c['p50'])} ms, p95 {n(c['p95'])} ms; "
+        f"{d['wall_s']} s (load {d['machine'].get('loadavg_1_5_15', ['?'])[0]})"
+    ]
+
+
+def bucket_lone(d: dict[str, Any]) -> list[str]:
+    base, this = d["remember_baseline"], d["remember_this"]
+    return [
+        f"lone writer, remember p50 **{n(this['p50'])} ms** with the lease against {n(base['p50'])} ms at "
+        f"{d['baseline_rev']}: ratio **{d['p50_ratio']}** (target ≤ 1.5; {d['rounds']} interleaved rounds of "
+        f"{d['remembers_per_run']}, load {d['machine'].get('loadavg_1_5_15', ['?'])[0]})"
+    ]
+
+
 FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "bucket-soak": bucket_soak,
+    "bucket-lone": bucket_lone,
     "locomo": locomo,
     "sessions": sessions,
     "updates": updates,

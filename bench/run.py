@@ -125,6 +125,23 @@ BENCHES: dict[str, Bench] = {
         out_flag=None,
         needs="moto and boto3 installed",
     ),
+    "bucket-soak": Bench(
+        "bucket_soak.py",
+        "Several machines on one bucket namespace: 3 writing servers (lock folders of their own) x 200 "
+        "remembers and 30 forgets on moto: acked memories lost or stored twice, forgotten ones back, "
+        "doctor problems, recall during the load, identical recalls afterwards (~5 min).",
+        ("soak",),
+        quick=("soak", "--remembers", "12", "--forget-every", "4", "--recall-every", "3"),
+        needs="moto and boto3 installed",
+    ),
+    "bucket-lone": Bench(
+        "bucket_soak.py",
+        "A lone writer on a bucket home: remember p50 with the lease against the code before it "
+        "(git 28aee11), runs interleaved on moto (~3 min).",
+        ("lone", "--rounds", "3", "--remembers", "60"),
+        quick=("lone", "--rounds", "1", "--remembers", "8"),
+        needs="moto and boto3 installed, git",
+    ),
     "multiclient": Bench(
         "multiclient.py",
         "Many clients: two `memtree-mcp serve` processes on one 100k store, recall right after "

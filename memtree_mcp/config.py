@@ -167,6 +167,14 @@ class Settings(BaseSettings):
         description="The silence that ends a session when memories come without a session id: "
         "seconds or 30m, 12h, 7d, 2w (a change of day ends one too).",
     )
+    lease_seconds: float = Field(
+        default=5.0,
+        ge=0.5,
+        le=600,
+        allow_inf_nan=False,
+        description="For an s3:// home: seconds a server's write lease lasts unrenewed, so how long a "
+        "dead or stalled writer holds up the others before it is fenced off.",
+    )
     retention: float = Field(
         default=7 * 86_400.0,
         ge=0,

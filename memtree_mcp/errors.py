@@ -14,6 +14,7 @@ __all__ = [
     "ConfigurationError",
     "EmbedderMismatch",
     "InvalidInput",
+    "LeaseLost",
     "LockTimeout",
     "MemtreeError",
     "NotFound",
@@ -69,6 +70,11 @@ def store_error(doing: str, exc: BaseException) -> StoreError:
 
 class LockTimeout(StoreError):
     """Another writer held the namespace longer than MEMTREE_LOCK_TIMEOUT; nothing was written."""
+
+
+class LeaseLost(StoreError):
+    """This server lost a bucket namespace's write lease (it stalled past the lease's expiry and
+    another server took it over): its write was not acknowledged and readers ignore it."""
 
 
 class EmbedderMismatch(StoreError):

@@ -15,7 +15,7 @@ from typing import Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.inputs import format_timestamp
@@ -88,7 +88,9 @@ class Maintenance:
         ids, same texts, same vectors, same order), written as one commit; the problems found
         before the repair are returned either way. Raises NotFound for an empty namespace.
         """
-        with self._spaces.writing(name, create=False) as space:
+        from memtree_mcp.store.damage import forgotten_texts  # pyarrow: never before the handshake
+
+        with self._spaces.writing(name, create=False, follow=False) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to check.")
             snapshot = space.table.read()
@@ -100,13 +102,19 @@ class Maintenance:
                 problems = memory_problems(checked)
             except Exception as exc:  # a store too broken to load is one problem, and repairable
                 problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
+            twice = stored_twice(snapshot.leaves)
+            problems += [
+                Problem("leaves", extra, f"memory {extra} stores the text of {kept} again")
+                for extra, kept in twice.items()
+            ]
+            problems += quoting_forgotten(snapshot.leaves, snapshot.branches, forgotten_texts(space.table))
             if problems and repair:
                 rebuilt = self._spaces.new_memory()
-                leaves, renumbered = in_sequence(snapshot.leaves)
+                leaves, renumbered = in_sequence(leaf for leaf in snapshot.leaves if leaf.id not in twice)
                 for leaf in leaves:
                     rebuilt.add_leaf(leaf)
                 nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
-                stale = {b.id for b in snapshot.branches} - nodes
+                stale = ({b.id for b in snapshot.branches} - nodes) | set(twice)
                 self._refinement.mark(rebuilt, nodes, forgotten=True)
                 space.memory = rebuilt
                 with self._spaces.change(space) as change:
@@ -143,7 +151,7 @@ class Maintenance:
 
             policy = BatchLLMPolicy(generator)
         embedder = self._embedder()
-        with self._spaces.file_lock(name):
+        with self._spaces.write_lock(name) as lock:
             found = self._spaces.store.read_any(name)
             if found is None:
                 raise NotFound(f"namespace '{name}' holds nothing to re-index.")
@@ -158,6 +166,7 @@ class Maintenance:
                     rebuilt.add_leaf(leaf)
             nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
             refine = self._refinement.mark(rebuilt, nodes, forgotten=True)
+            lock.before()  # a server that lost the namespace's lease meanwhile must not rewrite it
             version = self._spaces.store.replace(name, rebuilt)
             self._spaces.drop(name)
         self._refinement.submit(name, refine)
@@ -207,3 +216,40 @@ def in_sequence(leaves: Iterable[Leaf]) -> tuple[list[Leaf], set[str]]:
             renumbered.add(leaf.id)
         previous = leaf.seq
     return ordered, renumbered
+
+
+def stored_twice(leaves: list[Leaf]) -> dict[str, str]:
+    """Memories whose exact text an earlier memory already holds (two servers remembering the same
+    fact at once, before the bucket lease): each later one -> the earliest, which a repair keeps."""
+    first: dict[str, Leaf] = {}
+    twice: dict[str, str] = {}
+    for leaf in sorted(leaves, key=lambda leaf: (leaf.seq, leaf.created, leaf.id)):
+        key = leaf.content_hash or leaf.text
+        if key in first:
+            twice[leaf.id] = first[key].id
+        else:
+            first[key] = leaf
+    return twice
+
+
+# A summary quotes a forgotten memory when it holds this many of its first characters (or all of a
+# shorter one): extractive summaries copy sentences whole.
+QUOTED = 40
+
+
+def quoting_forgotten(leaves: list[Leaf], branches: list[Branch], forgotten: dict[str, str]) -> list[Problem]:
+    """Branches whose text or LLM summary still quotes a forgotten memory (written by a server that
+    had not seen the forget) that no live memory (``leaves``) also says; a repair rebuilds them from
+    the live memories."""
+    quotes = {node_id: text.strip()[:QUOTED] for node_id, text in forgotten.items() if text and text.strip()}
+    quotes = {
+        node_id: quote for node_id, quote in quotes.items() if not any(quote in leaf.text for leaf in leaves)
+    }
+    found = []
+    for branch in branches:
+        for node_id, quote in quotes.items():
+            if quote in branch.text or (branch.summary and quote in branch.summary):
+                message = f"its summary quotes the forgotten memory {node_id}"
+                found.append(Problem(branch.tree, branch.id, message))
+                break
+    return found

@@ -12,9 +12,12 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
   only when it was rewritten (a purge, a squash, a re-index).
   A server also follows in the background (:meth:`Spaces.watch`), so that its next call seldom has
   to, and when it stops it saves a snapshot that has fallen far behind (:meth:`Spaces.close`);
-- serialises writers: a per-namespace file lock across processes and threads (:class:`WriteLock`),
-  taken before the space's own lock, so a writer waiting for another process never holds up the
-  readers of this one; it gives up after MEMTREE_LOCK_TIMEOUT and names the process in the way;
+- serialises writers: a per-namespace write lock (``locks.py``: a file lock across the processes
+  and threads of the machine, and for a bucket home the namespace's lease in the bucket, across
+  machines), taken before the space's own lock, so a writer waiting for another process never
+  holds up the readers of this one; it gives up after MEMTREE_LOCK_TIMEOUT and names the writer in
+  the way. A server that takes a lease over from a stalled or dead holder fences the table first
+  (``store/fences.py``), and every commit checks the lease (``NamespaceTable.guard``);
 - commits: a write's changed and removed nodes go to the table in one commit (:meth:`Spaces.change`),
   and when anything fails the memory is reloaded from the table, which still holds the previous
   version; no half-change stays in RAM or on disk.
@@ -29,22 +32,14 @@ still waiting for a summary) registers ``on_load``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING
-
-import platformdirs
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
@@ -52,8 +47,10 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import LockTimeout, StoreError
 from memtree_mcp.heap import collector_paused, give_back_freed_memory
+from memtree_mcp.locks import FileWriteLock, NamespaceLock, lock_folder
 
 if TYPE_CHECKING:
+    from memtree_mcp.store.bucket import BucketLease
     from memtree_mcp.store.lance import LanceStore
     from memtree_mcp.store.opening import Opener
     from memtree_mcp.store.table import NamespaceTable
@@ -114,6 +111,8 @@ class Spaces:
         self.on_load: Callable[[Space], None] | None = None
         self._watcher: threading.Thread | None = None
         self._stop_watching = threading.Event()
+        self._bucket: Any = None  # the S3 client of a bucket home's leases (store/bucket.py)
+        self._leases: dict[str, BucketLease] = {}
 
     def new_memory(self, temporal_policy: CompatibilityPolicy | None = None) -> Memory:
         """An empty memory for the configured embedder and sessions (MEMTREE_SESSION_GAP)."""
@@ -149,6 +148,8 @@ class Spaces:
                     region=self.settings.s3_region,
                     allow_http=self.settings.s3_allow_http,
                 )
+                if "://" in home:
+                    self._bucket = self._bucket_client(options)
                 try:
                     self._store = LanceStore(
                         home, embedder.identity, embedder.dimension, options, history=self.settings.retention
@@ -157,6 +158,19 @@ class Spaces:
                     raise home_error(home, exc, "create") from exc
                 self._opener = Opener(home, embedder.dimension, session_gap=self.settings.session_gap)
             return self._store
+
+    def _bucket_client(self, options: dict[str, str]) -> Any:
+        """The S3 client of the leases, on the store's endpoint and region; with an endpoint set,
+        its credentials go to LanceDB too, which then looks nowhere else. Raises StoreError (one
+        line) without a region or credentials."""
+        from memtree_mcp.store.bucket import bucket_client, static_credentials
+
+        endpoint = options.get("aws_endpoint")
+        client = bucket_client(endpoint, options.get("aws_region"))
+        if endpoint and "aws_access_key_id" not in options:
+            options.update(static_credentials(client))
+        options.setdefault("aws_region", client.meta.region_name)
+        return client
 
     @property
     def opener(self) -> Opener:
@@ -220,32 +234,48 @@ class Spaces:
             space.passed.wait_for(lambda: not space.readers_waiting, timeout=READERS_TURN_SECONDS)
 
     @contextmanager
-    def writing(self, name: str, *, create: bool = True) -> Iterator[Space | None]:
+    def writing(self, name: str, *, create: bool = True, follow: bool = True) -> Iterator[Space | None]:
         """The up-to-date space of ``name`` while this thread alone may write it, in any process.
 
-        The file lock comes first: while a writer waits for another process it holds nothing this
+        The write lock comes first: while a writer waits for another process it holds nothing this
         process's readers need. Yields None when the namespace has no table and ``create`` is
-        false. Raises LockTimeout when another writer keeps the namespace past MEMTREE_LOCK_TIMEOUT.
+        false; with ``follow`` false, the space as it was (``doctor``, which reads the table itself
+        and must not fail on trees too damaged to load). Raises LockTimeout when another writer
+        keeps the namespace past MEMTREE_LOCK_TIMEOUT.
         """
-        space = self.get(name, create=create)
-        if space is None:
-            yield None
-            return
-        with self.file_lock(name), space.lock:
-            if space.table.outdated:
-                # Written by an older memtree-mcp: rewritten in the current layout before any write,
-                # with the temporal tree built on reading it when its own is not the current one.
-                self.follow(space)
-                space.table.upgrade(space.memory)
-            self.follow(space)
-            if space.memory.temporal_rebuilt:
-                # A table that keeps no temporal tree (not one this code wrote): the one built on
-                # loading is stored before anything else is written.
-                with self.change(space) as change:
-                    change.changed = set(space.memory.temporal.branches)
-                space.memory.temporal_rebuilt = False
-            yield space
-            self._purge_if_due(space)
+        with self.write_lock(name) as lock:
+            # Under the lock: two servers creating the namespace at once would make two tables.
+            space = self.get(name, create=create)
+            if space is None:
+                yield None
+                return
+            with space.lock:
+                space.table.guard = lock
+                try:
+                    if follow:
+                        self.follow(space)
+                    if lock.taken_over:
+                        # The last holder let its lease expire: what it may still append must not count.
+                        if not follow:
+                            space.table.read()  # the fence's revision comes after every one written
+                        space.table.fence()
+                    if space.table.outdated:
+                        # Written by an older memtree-mcp: rewritten in the current layout before any
+                        # write, with the temporal tree built on reading it (schema 4's is not today's).
+                        space.table.upgrade(space.memory if follow else None)
+                    if follow:
+                        self.follow(space)
+                        if space.memory.temporal_rebuilt:
+                            # A table that keeps no temporal tree (not one this code wrote): the one
+                            # built on loading is stored before anything else is written.
+                            with self.change(space) as change:
+                                change.changed = set(space.memory.temporal.branches)
+                            space.memory.temporal_rebuilt = False
+                    yield space
+                    if follow:
+                        self._purge_if_due(space)
+                finally:
+                    space.table.guard = None
 
     @contextmanager
     def change(self, space: Space) -> Iterator[ChangeSet]:
@@ -370,11 +400,16 @@ class Spaces:
         if not self._purge_due(space):
             return
         try:
-            with self.file_lock(space.name, timeout=0):
+            with self.write_lock(space.name, timeout=0) as lock:
+                space.table.guard = lock
                 self.follow(space)
                 self._purge_if_due(space)
         except LockTimeout:
             pass  # a writer is busy: its commit, or a later read, purges
+        except StoreError as exc:  # the bucket's lease out of reach: the read goes on all the same
+            log.warning("could not purge namespace %s: %s", space.name, exc)
+        finally:
+            space.table.guard = None
 
     def reload(self, space: Space) -> None:
         """Read ``space``'s memory afresh from the latest version of its table.
@@ -439,6 +474,9 @@ class Spaces:
         with self._lock:
             self._spaces.clear()
             self._store = None
+            leases, self._leases = list(self._leases.values()), {}
+        for lease in leases:
+            lease.close()
 
     def watch(self, every: float = WATCH_SECONDS) -> None:
         """Follow other processes' commits in the background from now on, for a long-lived server.
@@ -499,18 +537,12 @@ class Spaces:
             space.snapshot_rows = refreshed.snapshot_rows
         return refreshed.saved
 
-    def file_lock(self, name: str, *, timeout: float | None = None) -> WriteLock:
-        """The lock writers of namespace ``name`` take, across the processes and threads of this
-        machine; waiting gives up after ``timeout`` seconds (MEMTREE_LOCK_TIMEOUT by default)."""
-        # For an object-store home it cannot live in the store, and it does not reach other
-        # machines (docs/deploy.md).
+    def write_lock(self, name: str, *, timeout: float | None = None) -> NamespaceLock:
+        """The lock writers of namespace ``name`` take (``locks.py``): the file lock of this machine's
+        processes and threads and, for a bucket home, the namespace's lease in the bucket; waiting
+        gives up after ``timeout`` seconds (MEMTREE_LOCK_TIMEOUT by default)."""
         home = self.settings.home
-        if self.settings.lock_dir is not None or "://" in home:
-            base = self.settings.lock_dir or platformdirs.user_cache_dir("memtree-mcp", appauthor=False)
-            # One folder per store, so two buckets' namespaces of the same name do not share a lock.
-            folder = Path(base) / "locks" / hashlib.sha256(home.rstrip("/").encode()).hexdigest()[:16]
-        else:
-            folder = Path(home) / ".locks"
+        folder = lock_folder(home, self.settings.lock_dir)
         path = folder / f"{name}.lock"
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -518,69 +550,30 @@ class Spaces:
             # a StoreError naming the setting, not an OSError when the lock is taken.
             path.touch(mode=0o600, exist_ok=True)
         except OSError as exc:
-            setting = "MEMTREE_HOME" if folder == Path(home) / ".locks" else "MEMTREE_LOCK_DIR"
+            if folder == Path(home) / ".locks":  # the lock lives in the store, which is refused
+                raise StoreError(
+                    f"cannot write the memory store at {home} ({exc.strerror or exc}); "
+                    "set MEMTREE_HOME to a place you can write to"
+                ) from exc
             raise StoreError(
                 f"cannot write the lock file {path} ({exc.strerror or exc}); "
-                f"set {setting} to a directory you can write to"
+                "set MEMTREE_LOCK_DIR to a directory you can write to"
             ) from exc
         wait = self.settings.lock_timeout if timeout is None else timeout
-        return WriteLock(path, name, wait)
+        return NamespaceLock(FileWriteLock(path, name, wait), self._lease(name))
 
+    def _lease(self, name: str) -> BucketLease | None:
+        """Namespace ``name``'s lease in the bucket, as this process holds it; None on a local home."""
+        if "://" not in self.settings.home:
+            return None
+        _ = self.store  # opening the store makes the bucket's client
+        with self._lock:
+            lease = self._leases.get(name)
+            if lease is None:
+                from memtree_mcp.store.bucket import BucketLease, bucket_and_prefix, lease_key
 
-class WriteLock:
-    """A namespace's write lock: a file lock with a deadline that says who holds it.
-
-    The holder notes its pid, command and start time in a file beside the lock (``<name>.holder``),
-    so a writer that gives up can name the process in its way. Each ``WriteLock`` opens the lock
-    file afresh, so threads of one process exclude each other as processes do; it is not
-    re-entrant.
-    """
-
-    def __init__(self, path: Path, namespace: str, timeout: float) -> None:
-        self.path = path
-        self.holder_path = path.with_suffix(".holder")
-        self.namespace = namespace
-        self.timeout = timeout
-        self._lock = FileLock(str(path))
-
-    def __enter__(self) -> WriteLock:
-        try:
-            self._lock.acquire(timeout=self.timeout, poll_interval=0.02)
-        except Timeout:
-            raise LockTimeout(
-                f"namespace '{self.namespace}' is being written by {self.holder()}; gave up after "
-                f"{self.timeout:g} s (MEMTREE_LOCK_TIMEOUT). Try again later, or stop that process."
-            ) from None
-        try:
-            note = {"pid": os.getpid(), "command": _command(), "since": time.time()}
-            self.holder_path.write_text(json.dumps(note), encoding="utf-8")
-        except OSError:
-            pass  # only a courtesy to the next writer
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        with suppress(OSError):
-            self.holder_path.unlink(missing_ok=True)
-        self._lock.release()
-
-    def holder(self) -> str:
-        """Who holds the lock, as far as its note says: 'process 4242 (memtree-mcp serve) since …'."""
-        try:
-            note = json.loads(self.holder_path.read_text(encoding="utf-8"))
-            pid, command, since = int(note["pid"]), str(note["command"]), float(note["since"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return "another process"
-        moment = time.strftime("%H:%M:%S", time.localtime(since))
-        who = "this process" if pid == os.getpid() else f"process {pid}"
-        return f"{who} ({_printable(command)}, since {moment})"
-
-
-def _command() -> str:
-    """This program's name and subcommand (never its other arguments, which may hold secrets)."""
-    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:2]]) if sys.argv and sys.argv[0] else "python"
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text)[:80]
+                bucket, _prefix = bucket_and_prefix(self.settings.home)
+                key = lease_key(self.settings.home, name)
+                lease = BucketLease(self._bucket, bucket, key, name, seconds=self.settings.lease_seconds)
+                self._leases[name] = lease
+            return lease

@@ -21,6 +21,7 @@ SLOW_MODULES = (
     "test_stdio.py",  # the real command in subprocesses: restarts, kills, the CLI beside the server
     "test_concurrent_servers.py",  # servers in subprocesses writing one store
     "test_s3.py",  # S3 and DynamoDB on moto
+    "test_bucket_writers.py",  # servers in subprocesses writing one bucket namespace on moto
     "test_ui_browser.py",  # the explorer page in Chromium
     "test_litellm_providers.py",  # litellm against the loopback fake OpenAI, timeouts and retries
     "test_refinement.py",  # summaries from slow fake models in the background, closing mid-answer

@@ -36,7 +36,7 @@ import os, sys
 from memtree_mcp.config import Settings
 from memtree_mcp.spaces import Spaces
 
-with Spaces(Settings(home=os.environ["MEMTREE_HOME"]), lambda: None).file_lock("default"):
+with Spaces(Settings(home=os.environ["MEMTREE_HOME"]), lambda: None).write_lock("default"):
     print("holding", flush=True)
     sys.stdin.read()
 """
@@ -89,8 +89,8 @@ def test_the_lock_is_free_again_once_its_holder_is_done(settings: Settings, tmp_
         pass
     service = MemoryService(settings.model_copy(update={"lock_timeout": 0.0}))
     # Threads and calls of one process exclude each other too, and the note names this process.
-    with service.spaces.file_lock("default"), pytest.raises(LockTimeout, match="this process"):
-        service.spaces.file_lock("default").__enter__()
+    with service.spaces.write_lock("default"), pytest.raises(LockTimeout, match="this process"):
+        service.spaces.write_lock("default").__enter__()
 
 
 @pytest.mark.anyio
@@ -100,13 +100,13 @@ async def test_recall_answers_while_a_remember_waits_for_another_process(
     service = MemoryService(settings.model_copy(update={"lock_timeout": 30.0}), embedder=embedder)
     service.remember("The user's cat is called Miso.")
     asked = threading.Event()
-    file_lock = service.spaces.file_lock
+    write_lock = service.spaces.write_lock
 
     def noting(name: str, *, timeout: float | None = None) -> Any:
         asked.set()
-        return file_lock(name, timeout=timeout)
+        return write_lock(name, timeout=timeout)
 
-    monkeypatch.setattr(service.spaces, "file_lock", noting)
+    monkeypatch.setattr(service.spaces, "write_lock", noting)
     async with Client(build_server(service)) as client:
         with lock_held_elsewhere(Path(settings.home), tmp_path) as holder:
             outcome: dict[str, Any] = {}
@@ -166,7 +166,7 @@ class GatedEmbedder:
             if any(self.gate_word in text for text in texts):
                 assert self.service is not None
                 try:
-                    with self.service.spaces.file_lock("default", timeout=0):
+                    with self.service.spaces.write_lock("default", timeout=0):
                         self.lock_was_free = True
                 except LockTimeout:
                     self.lock_was_free = False

@@ -28,7 +28,9 @@ import pyarrow.compute as pc
 from memtree_mcp.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import StoreError, failure_reason, store_error
+from memtree_mcp.store.fences import fence_row, unfenced
 from memtree_mcp.store.migrations import check_schema
+from memtree_mcp.store.reads import Snapshot
 from memtree_mcp.store.rows import (
     DELETED,
     META_DIMENSION,
@@ -38,7 +40,7 @@ from memtree_mcp.store.rows import (
     node_rows,
     node_schema,
 )
-from memtree_mcp.store.table import NamespaceTable, Snapshot, compact
+from memtree_mcp.store.table import BUCKET_GRACE, NamespaceTable, compact
 
 # Lance caches, per process, each table version's manifest and its files' metadata (the metadata
 # cache, 1 GiB by default) and opened indexes (6 GiB; this store makes none). Every remember is a
@@ -121,6 +123,8 @@ class LanceStore:
         if "://" not in self.home:
             # Where Lance writes each version's manifest (lance's format: <table>.lance/_versions).
             opened.versions_folder = Path(self.home) / f"{namespace}.lance" / "_versions"
+        else:  # writers on other machines: fenced rewrites, old files kept a while (store/fences.py)
+            opened.fencing, opened.reader_grace = True, BUCKET_GRACE
         return opened
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
@@ -159,6 +163,8 @@ class LanceStore:
             for node_id, at in deletions
             if node_id not in live  # a memory restored after its forget is live again
         ]
+        if "://" in self.home:  # what a writer that lost its lease appends later does not count
+            rows.append(fence_row(rev))
         data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=schema)
         try:
             compact(self._db.create_table(namespace, data=data, schema=schema, mode="overwrite"))
@@ -174,8 +180,9 @@ class LanceStore:
         except (FileNotFoundError, ValueError):
             return [], -1
         rows = table.to_arrow().select(["id", "kind", "updated", "rev"])
-        deleted = rows.filter(pc.equal(rows.column("kind"), DELETED))
         last = int(pc.max(rows.column("rev")).as_py()) if rows.num_rows else -1
+        rows = unfenced(rows)
+        deleted = rows.filter(pc.equal(rows.column("kind"), DELETED))
         found = zip(deleted.column("id").to_pylist(), deleted.column("updated").to_pylist(), strict=True)
         return list(found), last
 

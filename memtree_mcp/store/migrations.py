@@ -128,15 +128,19 @@ def m005_sessions_and_periods(rows: pa.Table) -> pa.Table:
     (``NamespaceTable.upgrade``). Rows are converted, not dropped: a reader counts the table's rows
     to follow it. Leaves, the semantic tree and deletions are kept as they are.
     """
-    old = pc.fill_null(
-        pc.and_(pc.equal(rows.column("tree"), "temporal"), pc.not_equal(rows.column("kind"), "leaf")), False
-    )
+    old = _old_temporal_branches(rows)
     columns = {name: rows.column(name) for name in rows.column_names}
     columns["kind"] = pc.if_else(old, pa.scalar(DELETED), rows.column("kind"))
     for name in ("text", "label"):
         columns[name] = pc.if_else(old, pa.scalar(""), rows.column(name))
     columns["updated"] = pc.if_else(old, pa.scalar(None, pa.float64()), rows.column("updated"))
     return pa.table([columns[name] for name in rows.column_names], schema=rows.schema)
+
+
+def _old_temporal_branches(rows: pa.Table) -> pa.Array:
+    """Which rows are branches of the temporal tree (schema 4's, when read from such a table)."""
+    temporal = pc.and_(pc.equal(rows.column("tree"), "temporal"), pc.not_equal(rows.column("kind"), "leaf"))
+    return pc.fill_null(temporal, False)
 
 
 READABLE_VERSIONS = ("1", *(str(version) for version in MIGRATIONS))
@@ -158,6 +162,17 @@ def layout_version(rows: pa.Table) -> int:
     if (rows.schema.metadata or {}).get(META_SCHEMA) == b"4":
         return 4
     return int(SCHEMA_VERSION)
+
+
+def outline_as_current(outline: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Some columns of a table's rows (``kind`` and ``tree`` among them), read from a table of
+    ``schema``, with ``kind`` as the current schema reads it: the one column a step changes
+    (:func:`m005_sessions_and_periods`) among those a snapshot is checked by."""
+    if not outdated(schema):
+        return outline
+    old = _old_temporal_branches(outline)
+    kinds = pc.if_else(old, pa.scalar(DELETED), outline.column("kind"))
+    return outline.set_column(outline.schema.get_field_index("kind"), "kind", kinds)
 
 
 def as_current(rows: pa.Table) -> pa.Table:

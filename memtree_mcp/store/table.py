@@ -42,7 +42,6 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,30 +50,35 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.errors import StoreError, store_error
+from memtree_mcp.errors import LeaseLost, StoreError, store_error
 from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,
     last_row,
     latest_positions,
-    leaf_vectors,
     leaves_at,
     live_positions,
     release_arrow_pages,
-    tree_shapes,
     up_to,
 )
-from memtree_mcp.store.migrations import as_current, check_schema, outdated, upgraded, with_temporal_tree
+from memtree_mcp.store.fences import WriteGuard, counts, fence_row, unfenced
+from memtree_mcp.store.history import restoring_rows
+from memtree_mcp.store.migrations import (
+    as_current,
+    check_schema,
+    outdated,
+    outline_as_current,
+    upgraded,
+    with_temporal_tree,
+)
+from memtree_mcp.store.reads import Changes, Position, Snapshot, snapshot_of
 from memtree_mcp.store.rows import (
     DELETED,
     META_FLOOR,
     META_GENERATION,
     SCHEMA_VERSION,
-    deletion_row,
     generation_of,
     new_generation,
     node_rows,
@@ -84,13 +88,16 @@ log = logging.getLogger("memtree_mcp")
 
 T = TypeVar("T")
 
-# How long LanceDB keeps the files of a version once a newer one exists. None: compaction's copies
-# must not pile up on disk, and a grace of seconds keeps every copy when writes come quickly (a
-# burst of remembers compacts several times within seconds). A reader in another process that was
-# reading a version whose files went meanwhile gets an error and reads again from the latest
-# version (_again_if_gone); the only writer is the one holding the namespace's lock, which is the
-# one compacting.
+# How long LanceDB keeps the files of a version once a newer one exists, on a local home. None:
+# compaction's copies must not pile up on disk, and a grace of seconds keeps every copy when writes
+# come quickly (a burst of remembers compacts several times within seconds). A reader in another
+# process that was reading a version whose files went meanwhile gets an error and reads again from
+# the latest version (_again_if_gone); the only writer is the one holding the namespace's lock,
+# which is the one compacting.
 READER_GRACE = timedelta(0)
+# On a bucket home, where servers on other machines read (and a writer that lost its lease may
+# still be appending), the files of older versions stay this long (NamespaceTable.reader_grace).
+BUCKET_GRACE = timedelta(minutes=2)
 
 OUTLINE = ("id", "rev", "kind", "first_seq")  # the columns of NamespaceTable.outline
 # Each append makes a small file; past a few hundred of them appends and reloads slow down, and
@@ -99,44 +106,6 @@ COMPACT_EVERY = 100
 # Rewrite the table with its live rows once superseded revisions outnumber them (plus some slack,
 # so that small stores are not rewritten every few calls).
 SQUASH_SLACK = 2_000
-
-
-@dataclass(slots=True)
-class Snapshot:
-    """The live nodes of a namespace table and the table version they were read at."""
-
-    version: int
-    leaves: list[Leaf]
-    branches: list[Branch]
-    # The leaves' vectors as one matrix, row i being leaves[i]'s (leaves in seq order), for
-    # Memory.load to take in one copy; each leaf's vector is a view of its row.
-    vectors: np.ndarray | None = None
-    # Each tree's shape, from the columns, for Memory.load (its branches in the order above).
-    shapes: dict[str, Shape] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a whole read of a table left its reader: what :meth:`NamespaceTable.changes` compares
-    the table with to find the rows appended since (the generation, the row count, the highest
-    revision and the (id, rev) of the last row), and the version read."""
-
-    generation: bytes
-    version: int
-    rows: int
-    rev: int
-    last: tuple[str, int] | None
-
-
-@dataclass(slots=True)
-class Changes:
-    """What was committed to a table since a reader last saw it, at table version ``version``: the
-    latest revision of each node written since (``leaves``, ``branches``) and the ids deleted."""
-
-    version: int
-    leaves: list[Leaf]
-    branches: list[Branch]
-    removed: set[str]
 
 
 class NamespaceTable:
@@ -175,6 +144,12 @@ class NamespaceTable:
         # When the oldest deletion row still in the table was written: forgotten text has been on
         # disk since then. None when nothing was forgotten since the last purge.
         self.oldest_forget: float | None = None
+        # Set by Spaces while a writer holds the namespace: checked around every write to Lance.
+        self.guard: WriteGuard | None = None
+        # A bucket home: rewrites end with a fence (store/fences.py) and keep old files a while.
+        self.fencing = False
+        self.reader_grace = READER_GRACE
+        self._scanned_version = -1  # the version the last whole read was of (see _overwrite)
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""
@@ -216,8 +191,11 @@ class NamespaceTable:
         return self._rows
 
     def outline(self) -> pa.Table:
-        """Each row's id, rev, kind and first_seq, in table order: a cheap read (no text, no vector)."""
-        return self._again_if_gone(lambda: self._table.search().select(list(OUTLINE)).limit(None).to_arrow())
+        """Each row's id, rev, kind and first_seq, in table order: a cheap read (no text, no vector);
+        the kinds as the current schema reads them (``migrations.outline_as_current``)."""
+        columns = [*OUTLINE, "tree"]
+        read = self._again_if_gone(lambda: self._table.search().select(columns).limit(None).to_arrow())
+        return outline_as_current(read, self._table.schema).select(list(OUTLINE))
 
     def row_count(self) -> int:
         """How many rows (every revision) the version last checked out holds."""
@@ -234,7 +212,7 @@ class NamespaceTable:
             return self._read_latest(keep_rows=False)[0]
         arrow = self._rows_at(version)
         positions, is_leaf = live_positions(arrow)
-        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        snapshot = snapshot_of(arrow, positions, is_leaf, version, self.dimension)
         del arrow
         release_arrow_pages()
         return snapshot
@@ -244,7 +222,9 @@ class NamespaceTable:
         anything (this process's memory stays as it was). Raises StoreError for a commit that is
         not kept."""
         self._check_kept(version)
-        return up_to(as_current(self._again_if_gone(self._table.to_arrow).combine_chunks()), version)
+        return up_to(
+            unfenced(as_current(self._again_if_gone(self._table.to_arrow).combine_chunks())), version
+        )
 
     def _check_kept(self, version: int) -> None:
         """Raise StoreError unless :meth:`versions` lists commit ``version``."""
@@ -279,7 +259,7 @@ class NamespaceTable:
         rows = arrow.take(pa.array(latest_positions(arrow)[0])) if keep_rows else None
         assert self._generation is not None
         position = Position(self._generation, version, self._rows, self._rev, self._last)
-        snapshot = _snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        snapshot = snapshot_of(arrow, positions, is_leaf, version, self.dimension)
         del arrow
         release_arrow_pages()
         return snapshot, rows, position
@@ -297,7 +277,7 @@ class NamespaceTable:
         alive, is_leaf = kind_masks(rows.column("kind"))
         everything = np.arange(rows.num_rows)
         self._note_latest(rows, everything, alive)
-        return _snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
+        return snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
 
     def rows_now(self, rows: pa.Table, position: Position, version: int) -> tuple[pa.Table, Position] | None:
         """Each id's latest row as this reader last followed the table (to ``version``), from
@@ -311,7 +291,7 @@ class NamespaceTable:
         added = self._again_if_gone(lambda: self._rows_after(position.rows, position.last, self._rows))
         if added is None:
             return None
-        merged = pa.concat_tables([rows, added.cast(rows.schema)]).combine_chunks()
+        merged = pa.concat_tables([rows, unfenced(added).cast(rows.schema)]).combine_chunks()
         latest = merged.take(pa.array(latest_positions(merged)[0]))
         return latest, Position(self._generation, version, self._rows, self._rev, self._last)
 
@@ -369,6 +349,7 @@ class NamespaceTable:
         self._rows = total
         self._rev = int(pc.max(arrow.column("rev")).as_py())
         self._last = last_row(arrow)
+        arrow = unfenced(arrow)  # another server's fence, and what it shuts out
         positions, kinds = latest_positions(arrow)
         alive, is_leaf = kind_masks(kinds)
         ids = arrow.column("id").take(pa.array(positions)).to_pylist()
@@ -405,11 +386,7 @@ class NamespaceTable:
         rev = self._rev + 1
         if self._schema is None:
             self._schema = self._table.schema
-        data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._schema)
-        try:
-            self._table.add(data)
-        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise store_error("write to the memory store", exc) from exc
+        self._append(pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._schema))
         self._rev = rev
         self._rows += len(rows)
         self._last = (rows[-1]["id"], rev)
@@ -421,6 +398,29 @@ class NamespaceTable:
         if not self.maintenance_deferred:
             self._maintain()
         return int(self._table.version)
+
+    def _append(self, data: pa.Table) -> None:
+        """Append ``data`` in one commit, inside the writer's lease (:attr:`guard`). Raises StoreError
+        when Lance refuses, LeaseLost when the writer lost its lease before or during it."""
+        if self.guard is not None:
+            self.guard.before()
+        try:
+            self._table.add(data)
+        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
+            raise store_error("write to the memory store", exc) from exc
+        if self.guard is not None:
+            try:
+                self.guard.after()
+            except LeaseLost:
+                if not counts(self._table, data):  # after another server's fence: readers ignore it
+                    raise
+
+    def fence(self) -> None:
+        """Append a fence (``store/fences.py``), holding a lease just taken over, the table followed:
+        what the writer that lost it appends from now on does not count."""
+        row = fence_row(self._rev + 1)
+        self._append(pa.Table.from_pylist([row], schema=self._table.schema))
+        self._rev, self._rows, self._last = row["rev"], self._rows + 1, (row["id"], row["rev"])
 
     @property
     def rev(self) -> int:
@@ -444,7 +444,7 @@ class NamespaceTable:
         since the history floor, with the time it was written (the latest time of its rows)."""
         self.latest_version()
         rows = self._again_if_gone(
-            lambda: self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
+            lambda: unfenced(self._table.search().select(["id", "rev", "updated"]).limit(None).to_arrow())
         )
         if not rows.num_rows:
             return []
@@ -466,47 +466,11 @@ class NamespaceTable:
         """
         self._check_kept(version)
         now, positions, _ = self._scan()
-        past = up_to(now, version)  # one read of the table serves both
-        live = set(
-            zip(
-                now.column("id").take(pa.array(positions)).to_pylist(),
-                now.column("rev").take(pa.array(positions)).to_pylist(),
-                strict=True,
-            )
-        )
-        then, _ = live_positions(past)
-        keys = zip(
-            past.column("id").take(pa.array(then)).to_pylist(),
-            past.column("rev").take(pa.array(then)).to_pylist(),
-            strict=True,
-        )
-        back = [int(p) for p, key in zip(then.tolist(), keys, strict=True) if key not in live]
-        kept = set(past.column("id").take(pa.array(then)).to_pylist())
-        rev = self._rev + 1
-        stamp = time.time()
-        schema = self._table.schema
-        parts = []
-        if back:
-            rows = past.take(pa.array(back, type=pa.int64())).select(schema.names)
-            # Dated now, so the new commit's time is the time of the restore.
-            rows = rows.set_column(
-                rows.schema.get_field_index("rev"), "rev", pa.array([rev] * len(back), pa.int64())
-            )
-            rows = rows.set_column(
-                rows.schema.get_field_index("updated"), "updated", pa.array([stamp] * len(back), pa.float64())
-            )
-            parts.append(rows)
-        gone = sorted(self._ids - kept)
-        if gone:
-            deletions = [{**deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
-            parts.append(pa.Table.from_pylist(deletions, schema=schema))
-        if not parts:
+        rev, stamp = self._rev + 1, time.time()
+        data, kept, gone = restoring_rows(now, positions, version, self._ids, rev, stamp, self._table.schema)
+        if data is None:
             return self._rev
-        data = pa.concat_tables([part.cast(schema) for part in parts])
-        try:
-            self._table.add(data)
-        except Exception as exc:  # Lance raises several exception types for I/O and conflicts
-            raise store_error("write to the memory store", exc) from exc
+        self._append(data)
         self._rev = rev
         self._rows += data.num_rows
         self._last = last_row(data)
@@ -537,7 +501,11 @@ class NamespaceTable:
         """
         if not self.outdated:
             return self.latest_version()
-        rows, schema = upgraded(self._table.to_arrow().combine_chunks(), self.embedder, self.dimension)
+        version = self.latest_version()
+        rows, schema = upgraded(
+            unfenced(self._table.to_arrow().combine_chunks()), self.embedder, self.dimension
+        )
+        self._before_rewrite(version)
         if memory is not None and memory.temporal_rebuilt:
             rows, schema = with_temporal_tree(rows, schema, memory)
         try:
@@ -546,6 +514,8 @@ class NamespaceTable:
             compact(self._table)  # the old layout's versions are history no longer: their files go now
         except Exception as exc:  # Lance raises several exception types for I/O
             raise store_error(f"upgrade namespace '{self.name}'", exc) from exc
+        if self.guard is not None:
+            self.guard.after()
         self._schema = None
         self._generation = None  # read whole next time
         if memory is not None:
@@ -582,13 +552,32 @@ class NamespaceTable:
         that saw the old rows read the table whole), with its history starting at commit ``floor``."""
         generation = new_generation()
         meta = {**(rows.schema.metadata or {}), META_GENERATION: generation, META_FLOOR: str(floor).encode()}
+        if self.fencing:  # a late append of a writer that lost its lease must not count after it
+            fence = pa.Table.from_pylist([fence_row(self._rev)], schema=rows.schema)
+            rows = pa.concat_tables([rows, fence])
         rows = rows.replace_schema_metadata(meta)
+        self._before_rewrite(self._scanned_version)
         self._table.add(rows, mode="overwrite")
+        if self.guard is not None:
+            self.guard.after()
         self._generation = generation
         self._schema = None
         self._rows = rows.num_rows
         self._last = last_row(rows)
         self._appends_since_compaction = 0
+
+    def _before_rewrite(self, version: int) -> None:
+        """Before a rewrite of the table as it was at ``version``: raise LeaseLost unless the writer
+        still holds the namespace, StoreError when anything was committed since that version (a
+        rewrite would drop it; nothing is written, the caller tries again later)."""
+        if self.guard is not None:
+            self.guard.before()
+        latest = self.latest_version()
+        if latest != version:
+            raise StoreError(
+                f"namespace '{self.name}' changed (version {version} to {latest}) while it was being "
+                "rewritten; nothing was rewritten, try again"
+            )
 
     def _noted(self, alive: Iterable[str], gone: Iterable[str], gone_at: float | None) -> None:
         """Note the ids that rows just written or read make live and those they delete, and
@@ -609,10 +598,12 @@ class NamespaceTable:
         schema = self._table.schema
         check_schema(self.name, schema, self.embedder, self.dimension)
         self._generation = generation_of(schema)
+        self._scanned_version = int(self._table.version)
         arrow = as_current(self._table.to_arrow().combine_chunks())
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._last = last_row(arrow)
+        arrow = unfenced(arrow)  # counted above: revisions only grow, and offsets are the table's
         latest, kinds = latest_positions(arrow)
         alive, is_leaf = kind_masks(kinds)
         self._note_latest(arrow, latest, alive)
@@ -645,11 +636,21 @@ class NamespaceTable:
         self._maintain()
 
     def _maintain(self) -> None:
+        """Compact or squash if due, after a commit; a failure is logged (the commit stands, and
+        the next commit tries again)."""
+        try:
+            self._maintain_now()
+        except StoreError as exc:
+            log.warning("could not compact namespace %s: %s", self.name, exc)
+        except Exception as exc:  # Lance raises several exception types for I/O
+            log.warning("could not compact namespace %s: %s", self.name, exc)
+
+    def _maintain_now(self) -> None:
         dominated = self._rows - len(self._deleted) > 2 * len(self._ids) + SQUASH_SLACK
         if dominated and time.time() >= self._squash_after and self._squash():
             return
         if self._appends_since_compaction >= COMPACT_EVERY:
-            compact(self._table)
+            compact(self._table, self.reader_grace)
             self._appends_since_compaction = 0
             # A long-running writer's C heap keeps what a hundred commits freed (bench/longrun.py).
             give_back_freed_memory()
@@ -679,29 +680,13 @@ class NamespaceTable:
             self._squash_after = (pc.min(times).as_py() if len(times) else time.time()) + self.history
             return False
         self._overwrite(arrow.take(pa.array(keep)), floor=floor)
-        compact(self._table)
+        compact(self._table, self.reader_grace)
         return True
 
 
-def compact(table: Any) -> None:
+def compact(table: Any, grace: timedelta = READER_GRACE) -> None:
     """Compact ``table``'s small files and delete the files of its LanceDB versions older than
-    :data:`READER_GRACE`: the history is in the rows, so only readers in flight used them."""
+    ``grace``: the history is in the rows, so only readers in flight used them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Lance warns that older versions go: the point
-        table.optimize(cleanup_older_than=READER_GRACE)
-
-
-def _snapshot_of(
-    arrow: pa.Table, positions: np.ndarray, is_leaf: np.ndarray, version: int, dimension: int
-) -> Snapshot:
-    """The nodes in the rows at ``positions`` of ``arrow`` (``is_leaf`` says which are leaves)."""
-    at = positions[is_leaf]
-    # In seq order, so that the leaves' vectors are the rows of one matrix in their order.
-    at = at[np.argsort(arrow.column("first_seq").take(pa.array(at)).to_numpy(), kind="stable")]
-    vectors = leaf_vectors(arrow, at, dimension, copy=False)
-    leaves = leaves_at(arrow, at, dimension, vectors)
-    branches = branches_at(arrow, positions[~is_leaf])
-    shapes = tree_shapes(
-        arrow, at, positions[~is_leaf], [leaf.id for leaf in leaves], [b.id for b in branches]
-    )
-    return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors, shapes=shapes)
+        table.optimize(cleanup_older_than=grace)

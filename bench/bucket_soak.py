@@ -1,0 +1,214 @@
+"""Servers on several machines writing one namespace of a bucket home, against moto's S3 on loopback.
+
+    python bench/bucket_soak.py soak --out bench/results/bucket-soak.json [--writers 3 --remembers 200]
+    python bench/bucket_soak.py lone --out bench/results/bucket-lone.json [--baseline-rev 28aee11]
+
+``soak``: WRITERS processes (``tests/bucket_writer.py``), each with a lock folder of its own as if on
+a machine of its own, remember REMEMBERS facts each at once, forgetting one of theirs every
+FORGET_EVERY and recalling every RECALL_EVERY. Then a fresh service checks what issue 28 asks:
+no acknowledged memory lost or stored twice, nothing forgotten back, ``doctor`` clean, and the same
+recalls answered identically by a fresh service per "machine".
+
+``lone``: one writer's ``remember`` latency on a bucket home, this checkout against the code at
+BASELINE_REV (extracted with ``git archive`` under the temp dir), runs interleaved (old, new, old,
+new, …) so that the machine's load falls on both alike; each run on a prefix of its own.
+
+moto is a Python server sharing this machine's cores: latencies say little of a real bucket; the
+ratios between the two codes and the checks say what they say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from latency import machine_info, package_version, source_state, summary_ms  # noqa: E402
+
+WRITER = ROOT / "tests" / "bucket_writer.py"
+BUCKET = "memtree-soak"
+QUERIES = ["who owns the budget review?", "database migration owner", "on-call rota", "deploy window"]
+
+
+def moto_env() -> tuple[Any, dict[str, str]]:
+    """A moto S3 server on 127.0.0.1 with an empty bucket, and the environment that points at it
+    alone (instance metadata off: nothing here may reach AWS)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    os.environ.update(env)
+    urllib.request.urlopen(urllib.request.Request(f"{env['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST"))
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    return server, {**os.environ, **env}
+
+
+def run_writers(
+    env: dict[str, str], home: str, work: Path, writers: int, args: list[str]
+) -> list[list[dict[str, Any]]]:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(WRITER), home, str(work / f"machine{w}"), str(w), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for w in range(writers)
+    ]
+    results = []
+    for process in processes:
+        out, _ = process.communicate(timeout=3600)
+        results.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
+    return results
+
+
+def soak(writers: int, remembers: int, forget_every: int, recall_every: int, lease: float) -> dict[str, Any]:
+    from memtree_mcp.config import Settings
+    from memtree_mcp.service import MemoryService
+
+    server, env = moto_env()
+    env["MEMTREE_LEASE_SECONDS"] = str(lease)
+    home = f"s3://{BUCKET}/soak"
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            work = Path(scratch)
+            started = time.perf_counter()
+            args = [str(remembers), "--forget-every", str(forget_every), "--recall-every", str(recall_every)]
+            results = run_writers(env, home, work, writers, args)
+            wall = time.perf_counter() - started
+            lines = [r for rs in results for r in rs]
+            acked = {r["acked"] for r in lines if "acked" in r}
+            forgotten = {r["forgot"] for r in lines if "forgot" in r}
+            services = [
+                MemoryService(Settings(home=home, namespace="default", lock_dir=str(work / f"check{w}")))
+                for w in range(writers)
+            ]
+            memory = services[0].memory()
+            assert memory is not None
+            held = set(memory.leaves)
+            texts = [leaf.text for leaf in memory.leaves.values()]
+            problems = [str(p) for p in services[0].doctor()]
+            answers = [[[h.id for h in s.recall(q, k=5).hits] for q in QUERIES] for s in services]
+            for service in services:
+                service.close()
+    finally:
+        server.stop()
+    recalls = [r for r in lines if "recall" in r]
+    return {
+        "writers": writers,
+        "remembers_per_writer": remembers,
+        "lease_seconds": lease,
+        "wall_s": round(wall, 1),
+        "remembers_acked": len(acked),
+        "forgets_acked": len(forgotten),
+        "errors": len([r for r in lines if "error" in r]),
+        "error_examples": [r["error"] for r in lines if "error" in r][:3],
+        "acked_lost": len(acked - forgotten - held),
+        "stored_twice": len(texts) - len(set(texts)),
+        "forgotten_back": len(held & forgotten),
+        "doctor_problems": len(problems),
+        "doctor_examples": problems[:3],
+        "recalls_working": f"{sum(1 for r in recalls if r['recall'])} of {len(recalls)}",
+        "recall_during_load": summary_ms([r["ms"] / 1000 for r in recalls if "ms" in r]),
+        "identical_recalls_afterwards": all(a == answers[0] for a in answers),
+        "remember_under_contention": summary_ms([r["ms"] / 1000 for r in lines if "acked" in r]),
+    }
+
+
+def baseline_tree(rev: str) -> Path:
+    """The package at ``rev``, extracted once under the temp dir."""
+    target = Path(tempfile.gettempdir()) / "memtree-bench" / f"baseline-{rev}"
+    if not (target / "memtree_mcp").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", rev, "memtree_mcp"], cwd=ROOT, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
+
+
+def lone(rounds: int, remembers: int, baseline_rev: str) -> dict[str, Any]:
+    old = baseline_tree(baseline_rev)
+    server, env = moto_env()
+    runs: dict[str, list[float]] = {"baseline": [], "this": []}
+    per_run: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for round_ in range(rounds):
+                for code, path in (("baseline", str(old)), ("this", str(ROOT))):
+                    run_env = {**env, "PYTHONPATH": path}
+                    home = f"s3://{BUCKET}/lone-{code}-{round_}"
+                    work = Path(scratch) / f"{code}{round_}"
+                    [results] = run_writers(run_env, home, work, 1, [str(remembers)])
+                    ms = [r["ms"] / 1000 for r in results if "acked" in r]
+                    assert len(ms) == remembers, results[-3:]
+                    runs[code] += ms[1:]  # the first creates the table
+                    package = next(r["code"] for r in results if "ready" in r)
+                    per_run.append(
+                        {"code": code, "package": package, "round": round_, "remember": summary_ms(ms[1:])}
+                    )
+    finally:
+        server.stop()
+    base, this = summary_ms(runs["baseline"]), summary_ms(runs["this"])
+    return {
+        "baseline_rev": baseline_rev,
+        "rounds": rounds,
+        "remembers_per_run": remembers,
+        "remember_baseline": base,
+        "remember_this": this,
+        "p50_ratio": round(float(this["p50"]) / float(base["p50"]), 2),
+        "runs": per_run,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("mode", choices=["soak", "lone"])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--writers", type=int, default=3)
+    parser.add_argument("--remembers", type=int, default=200)
+    parser.add_argument("--forget-every", type=int, default=20)
+    parser.add_argument("--recall-every", type=int, default=10)
+    parser.add_argument("--lease", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-rev", default="28aee11")
+    args = parser.parse_args()
+    if args.mode == "soak":
+        found = soak(args.writers, args.remembers, args.forget_every, args.recall_every, args.lease)
+    else:
+        found = lone(args.rounds, args.remembers, args.baseline_rev)
+    found.update(
+        server=f"moto {package_version('moto')} ThreadedMotoServer on 127.0.0.1",
+        command=" ".join(["python", "bench/bucket_soak.py", *sys.argv[1:]]),
+        machine=machine_info(),
+        source=source_state(),
+    )
+    args.out.write_text(json.dumps(found, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in found.items() if k not in ("machine", "source", "runs")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""One writing server on a bucket home, as a process of its own: the driver of tests/test_bucket_writers.py
+and bench/bucket_soak.py.
+
+    python tests/bucket_writer.py HOME LOCK_DIR WRITER COUNT [--forget-every N] [--recall-every N]
+
+It opens a MemoryService on HOME (MEMTREE_* and AWS_* from the environment, its own lock folder
+LOCK_DIR, as on a machine of its own) and remembers COUNT facts of its own, forgetting one of the
+facts it stored every N remembers and recalling every N; each outcome is one JSON line on stdout,
+flushed at once, so the parent knows what was acknowledged even if it kills this process:
+``{"acked": id, "text": …, "ms": …}``, ``{"error": …, "text": …}``, ``{"forgot": id}``,
+``{"recall": ok, "ms": …}``, and ``{"ready": pid}`` first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# After PYTHONPATH: bench/bucket_soak.py runs it over an older checkout to compare.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
+
+import memtree_mcp
+from memtree_mcp.config import Settings
+from memtree_mcp.errors import MemtreeError
+from memtree_mcp.service import MemoryService
+
+
+def fact(writer: int, i: int) -> str:
+    """Writer ``writer``'s ``i``-th fact, unlike every other's."""
+    topics = ["deploy window", "on-call rota", "budget review", "design doc", "database migration"]
+    return f"Server {writer} note {i}: the {topics[i % 5]} is owned by person {writer * 1000 + i}."
+
+
+def say(**fields: object) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("home")
+    parser.add_argument("lock_dir")
+    parser.add_argument("writer", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("--forget-every", type=int, default=0)
+    parser.add_argument("--recall-every", type=int, default=0)
+    args = parser.parse_args()
+    settings = Settings(home=args.home, namespace="default", lock_dir=args.lock_dir)
+    service = MemoryService(settings)
+    service.recall("warm up the embedder", k=1)
+    say(ready=os.getpid(), code=str(Path(memtree_mcp.__file__).parent))
+    stored: list[str] = []
+    try:
+        for i in range(args.count):
+            text = fact(args.writer, i)
+            started = time.perf_counter()
+            try:
+                done = service.remember(text)
+                say(acked=done.ids[0], text=text, ms=(time.perf_counter() - started) * 1000)
+                stored.append(done.ids[0])
+            except MemtreeError as exc:
+                say(error=str(exc), text=text)
+            if args.forget_every and i % args.forget_every == args.forget_every - 1 and stored:
+                victim = stored.pop(0)
+                try:
+                    service.forget(ids=[victim])
+                    say(forgot=victim)
+                except MemtreeError as exc:
+                    say(error=str(exc), forget=victim)
+            if args.recall_every and i % args.recall_every == 0:
+                started = time.perf_counter()
+                try:
+                    hits = service.recall(f"who owns the {['budget review', 'design doc'][i % 2]}?", k=3).hits
+                    say(recall=bool(hits), ms=(time.perf_counter() - started) * 1000)
+                except MemtreeError as exc:
+                    say(recall=False, error=str(exc))
+    finally:
+        service.close()
+    say(done=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
