@@ -78,6 +78,11 @@ def recall_text(result: RecallResult) -> str:
     (recall always shows the update in the same result: ``core/current.py``), never to an id the
     model cannot see."""
     if not result.hits:
+        if result.unfit:
+            return (
+                f"{counted(result.unfit, 'hit matches', 'hits match')} but none fits in max_tokens "
+                f"{result.max_tokens}; max_tokens {result.first_needs} holds the first."
+            )
         return NOTHING_FOUND
     rank_of = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     lines = []

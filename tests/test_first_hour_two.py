@@ -1,0 +1,64 @@
+"""What a new user still tripped over in the first hour, round two (issue 32), through the MCP
+client the model uses: a recall budget too small for any hit, an inverted time range, a move
+down without a child, and argument errors the model reads as one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtree_mcp.service import MemoryService
+from tests.mcp_text import client_remembering, text_of
+
+pytestmark = pytest.mark.anyio
+
+RUNBOOK = (
+    "Runbook for the staging database: stop the writers, take a snapshot with pg_dump to the "
+    "backups bucket, check its size against yesterday's, then restart the writers one by one "
+    "and watch the replication lag until it is under a second."
+)
+MEMORIES = [
+    ("2026-11-20T09:00:00Z", "s1", RUNBOOK),
+    ("2026-11-21T09:00:00Z", "s2", "The staging database is Postgres 16 on port 5433."),
+]
+
+
+@pytest.mark.parametrize("budget", [5, 30])
+async def test_recall_within_a_budget_too_small_says_what_matched_and_the_budget_that_holds_it(
+    service: MemoryService, budget: int
+) -> None:
+    async with client_remembering(service, MEMORIES) as client:
+        text = text_of(await client.call_tool("recall", {"query": "runbook", "k": 3, "max_tokens": budget}))
+        assert "Nothing in memory" not in text
+        assert f"but none fits in max_tokens {budget}" in text
+        needed = int(text.rsplit("max_tokens ", 1)[1].split()[0])
+        roomy = text_of(await client.call_tool("recall", {"query": "runbook", "k": 3, "max_tokens": needed}))
+        assert "pg_dump" in roomy
+
+
+@pytest.mark.parametrize("tool", ["recall", "summarize"])
+async def test_an_inverted_time_range_says_it_is_inverted(service: MemoryService, tool: str) -> None:
+    args = {"time_from": "2026-11-22", "time_to": "2026-11-19"}
+    if tool == "recall":
+        args["query"] = "staging database"
+    async with client_remembering(service, MEMORIES) as client:
+        result = await client.call_tool(tool, args)
+    assert result.is_error
+    assert text_of(result).endswith(
+        ": time_from 2026-11-22 is after time_to 2026-11-19: the range is empty; swap them."
+    )
+
+
+async def test_moving_down_without_index_or_query_takes_an_only_child_and_is_refused_between_several(
+    service: MemoryService,
+) -> None:
+    async with client_remembering(service, MEMORIES) as client:
+        only = await client.call_tool("navigate", {"move": "down"})  # the root holds one cluster
+        cluster = only.structured_content["node_id"]
+        refused = await client.call_tool("navigate", {"node_id": cluster, "move": "down"})
+        chosen = await client.call_tool("navigate", {"node_id": cluster, "move": "down", "query": "port"})
+    assert not only.is_error and "  1. " in text_of(only)
+    assert refused.is_error
+    assert text_of(refused).endswith(
+        f": {cluster} has 2 children: give index (0 to 1) or a query to move 'down'"
+    )
+    assert "5433" in text_of(chosen)
