@@ -62,3 +62,31 @@ async def test_moving_down_without_index_or_query_takes_an_only_child_and_is_ref
         f": {cluster} has 2 children: give index (0 to 1) or a query to move 'down'"
     )
     assert "5433" in text_of(chosen)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "says"),
+    [
+        (
+            "recall",
+            {"query": "port", "k": 500},
+            "argument k: Input should be less than or equal to 100 (got 500).",
+        ),
+        ("recall", {"k": 3}, "argument query is required."),
+        ("navigate", {"move": "sideways"}, "argument move: Input should be 'stay', "),
+        (
+            "remember",
+            {"content": "x", "tags": "infra"},
+            "argument tags: Input should be a valid list (got 'infra').",
+        ),
+    ],
+)
+async def test_an_argument_the_schema_refuses_is_one_line_naming_it_and_what_it_takes(
+    service: MemoryService, tool: str, args: dict[str, object], says: str
+) -> None:
+    async with client_remembering(service, []) as client:
+        result = await client.call_tool(tool, args)
+    text = text_of(result)
+    assert result.is_error
+    assert "\n" not in text and "pydantic" not in text
+    assert text.startswith(f"Error executing tool {tool}: {says}")
