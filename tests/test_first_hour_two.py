@@ -4,12 +4,31 @@ down without a child, and argument errors the model reads as one line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from memtree_mcp.service import MemoryService
 from tests.mcp_text import client_remembering, text_of
 
-pytestmark = pytest.mark.anyio
+COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
+TIMEOUT = 120.0
+
+
+def run_cli(
+    *args: str, home: Path, stdin: str | None = None, **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """``memtree-mcp args`` in a subprocess over the store at ``home``, with this process's
+    environment (PYTHONPATH included, so the code under test runs) less its MEMTREE_* settings."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    env = {**kept, "MEMTREE_HOME": str(home), **settings}
+    return subprocess.run(
+        [COMMAND, *args], capture_output=True, text=True, env=env, input=stdin, timeout=TIMEOUT
+    )
+
 
 RUNBOOK = (
     "Runbook for the staging database: stop the writers, take a snapshot with pg_dump to the "
@@ -23,6 +42,7 @@ MEMORIES = [
 
 
 @pytest.mark.parametrize("budget", [5, 30])
+@pytest.mark.anyio
 async def test_recall_within_a_budget_too_small_says_what_matched_and_the_budget_that_holds_it(
     service: MemoryService, budget: int
 ) -> None:
@@ -35,6 +55,7 @@ async def test_recall_within_a_budget_too_small_says_what_matched_and_the_budget
         assert "pg_dump" in roomy
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize("tool", ["recall", "summarize"])
 async def test_an_inverted_time_range_says_it_is_inverted(service: MemoryService, tool: str) -> None:
     args = {"time_from": "2026-11-22", "time_to": "2026-11-19"}
@@ -48,6 +69,7 @@ async def test_an_inverted_time_range_says_it_is_inverted(service: MemoryService
     )
 
 
+@pytest.mark.anyio
 async def test_moving_down_without_index_or_query_takes_an_only_child_and_is_refused_between_several(
     service: MemoryService,
 ) -> None:
@@ -64,6 +86,7 @@ async def test_moving_down_without_index_or_query_takes_an_only_child_and_is_ref
     assert "5433" in text_of(chosen)
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("tool", "args", "says"),
     [
@@ -90,3 +113,17 @@ async def test_an_argument_the_schema_refuses_is_one_line_naming_it_and_what_it_
     assert result.is_error
     assert "\n" not in text and "pydantic" not in text
     assert text.startswith(f"Error executing tool {tool}: {says}")
+
+
+@pytest.mark.slow
+def test_a_home_inside_a_namespace_folder_is_one_line_naming_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    remembered = run_cli("remember", "The staging database is Postgres 16.", home=store)
+    assert remembered.returncode == 0, remembered.stderr
+    inside = store / "default.lance"
+    done = run_cli("recall", "staging", home=inside)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"memtree-mcp: MEMTREE_HOME: '{inside}' is the folder of namespace 'default', inside a store; "
+        f"set MEMTREE_HOME to the store, {store}"
+    )
