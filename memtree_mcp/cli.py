@@ -25,7 +25,7 @@ from memtree_mcp.config import Settings, settings_or_problem
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
-from memtree_mcp.inputs import INVISIBLE
+from memtree_mcp.inputs import INVISIBLE, format_timestamp
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
     )
     restore.add_argument("--to", required=True, help="a version number (see `history`) or an ISO 8601 time")
+    restore.add_argument("--yes", action="store_true", help="restore; without it, say what would change")
     reindex = commands.add_parser(
         "reindex",
         parents=[common],
@@ -509,17 +510,33 @@ def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) 
 
 
 def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    for version, written in service.history():
-        print(f"{version}\t{written}")
+    """One line a version: its number, time, what wrote it, the memories it added and deleted, and
+    how many there were after it (``store/commits.py`` says how that is read from the rows)."""
+    for commit in service.commits():
+        change = f"+{commit.added} -{commit.removed}"
+        print(
+            f"{commit.version}\t{format_timestamp(commit.at)}\t{commit.action}\t{change}\t{commit.memories}"
+        )
     return 0
 
 
 def restore(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    """Say what restoring would change; only with --yes do it, as ``forget`` does."""
+    version, back, gone, now = service.restore_preview(args.to)
+    after = now + back - gone
+    change = f"{counted(back, 'memory', 'memories')} back and {gone} deleted ({now} now, {after} after)"
+    if not args.yes:
+        print(f"restoring version {version} would bring {change}; nothing changed. Add --yes to restore.")
+        return 0
+    before = service.history()[-1][0]
     restored, latest = service.restore(args.to)
     if latest == restored:
         print(f"version {restored} is the memory as it is now: nothing to restore")
     else:
-        print(f"restored version {restored} as the new version {latest}")
+        print(
+            f"restored version {restored} as the new version {latest}: {change}; "
+            f"`memtree-mcp restore --to {before} --yes` undoes it, until a purge"
+        )
     return 0
 
 

@@ -48,6 +48,7 @@ from memtree_mcp.writing import Writer
 if TYPE_CHECKING:
     from memtree_mcp.providers.llm import TextGenerator
     from memtree_mcp.refine import Refiner
+    from memtree_mcp.store.commits import Commit
     from memtree_mcp.store.lance import LanceStore
 
 log = logging.getLogger("memtree_mcp")
@@ -329,6 +330,16 @@ class MemoryService:
     def history(self, namespace: str | None = None) -> list[tuple[int, str]]:
         """The versions a namespace's table keeps, oldest first: (version, ISO 8601 time written)."""
         return self.maintenance.history(self.resolve_namespace(namespace))
+
+    def commits(self, namespace: str | None = None) -> list[Commit]:
+        """:meth:`history` with what each version did: remember, import, forget, restore, purge or
+        update, and the memories it added and deleted (``store/commits.py``)."""
+        return self.maintenance.commits(self.resolve_namespace(namespace))
+
+    def restore_preview(self, to: str, namespace: str | None = None) -> tuple[int, int, int, int]:
+        """What :meth:`restore` would do, changing nothing: (the version ``to`` names, the memories
+        it brings back, the memories it deletes, the memories now). Raises as :meth:`restore`."""
+        return self.maintenance.restore_preview(self.resolve_namespace(namespace), to)
 
     def restore(self, to: str, namespace: str | None = None) -> tuple[int, int]:
         """Bring back the memory as it was at version or time ``to``, as a new version.

@@ -127,3 +127,59 @@ def test_a_home_inside_a_namespace_folder_is_one_line_naming_the_store(tmp_path:
         f"memtree-mcp: MEMTREE_HOME: '{inside}' is the folder of namespace 'default', inside a store; "
         f"set MEMTREE_HOME to the store, {store}"
     )
+
+
+def history_of(home: Path) -> list[tuple[int, str, str, int]]:
+    """``memtree-mcp history``: (version, action, change, memories after) a line."""
+    done = run_cli("history", home=home)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    return [(int(v), action, change, int(count)) for v, _, action, change, count in rows]
+
+
+@pytest.mark.slow
+def test_restore_says_what_it_would_change_and_needs_yes_and_history_says_what_each_version_did(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    records = "\n".join(
+        f'{{"content": "Imported fact number {i} about the build.", "timestamp": "2026-11-0{i}T09:00:00Z"}}'
+        for i in range(1, 4)
+    )
+    (tmp_path / "in.jsonl").write_text(records + "\n")
+    assert run_cli("import", str(tmp_path / "in.jsonl"), home=home).returncode == 0
+    assert run_cli("remember", "The staging database is Postgres 16.", home=home).returncode == 0
+    (staging,) = [
+        line.split("{")[-1].rstrip("}")
+        for line in run_cli("recall", "staging database", home=home).stdout.splitlines()
+        if "Postgres" in line
+    ]
+    assert run_cli("forget", staging, home=home).returncode == 0
+    history = history_of(home)
+    assert [(action, change, count) for _, action, change, count in history] == [
+        ("import", "+3 -0", 3),
+        ("remember", "+1 -0", 4),
+        ("forget", "+0 -1", 3),
+    ]
+    before_forget, first = history[1][0], history[0][0]
+
+    asked = run_cli("restore", "--to", str(first), home=home)
+    assert asked.returncode == 0
+    assert asked.stdout.strip() == (
+        f"restoring version {first} would bring 0 memories back and 0 deleted (3 now, 3 after); "
+        "nothing changed. Add --yes to restore."
+    )
+    asked = run_cli("restore", "--to", str(before_forget), home=home)
+    assert "would bring 1 memory back and 0 deleted (3 now, 4 after)" in asked.stdout
+    assert len(history_of(home)) == 3  # nothing written
+
+    done = run_cli("restore", "--to", str(before_forget), "--yes", home=home)
+    assert done.returncode == 0, done.stderr
+    assert f"restored version {before_forget} as the new version" in done.stdout
+    assert f"restore --to {history[2][0]} --yes` undoes it" in done.stdout
+    assert history_of(home)[-1][1:] == ("restore", "+1 -0", 4)
+
+    assert run_cli("restore", "--to", str(first), "--yes", home=home).returncode == 0
+    assert history_of(home)[-1][1:] == ("restore", "+0 -1", 3)  # a restore that only deletes
+    assert run_cli("purge", home=home).returncode == 0
+    assert history_of(home)[0][1] == "purge"

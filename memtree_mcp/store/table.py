@@ -67,6 +67,7 @@ from memtree_mcp.store.arrow import (
     tree_shapes,
     up_to,
 )
+from memtree_mcp.store.commits import COMMIT_COLUMNS, RESTORE_MARK, Commit, commits_of
 from memtree_mcp.store.migrations import as_current, check_schema, outdated, upgraded, with_temporal_tree
 from memtree_mcp.store.rows import (
     DELETED,
@@ -436,18 +437,13 @@ class NamespaceTable:
     def versions(self) -> list[tuple[int, float]]:
         """The versions of the memory that can be read and restored, oldest first: each commit
         since the history floor, with the time it was written (the latest time of its rows)."""
+        return [(commit.version, commit.at) for commit in self.commits(("rev", "updated"))]
+
+    def commits(self, columns: Collection[str] = COMMIT_COLUMNS) -> list[Commit]:
+        """:meth:`versions` with what each commit did, read from ``columns`` (``store/commits.py``)."""
         self.latest_version()
-        rows = self._again_if_gone(
-            lambda: self._table.search().select(["rev", "updated"]).limit(None).to_arrow()
-        )
-        if not rows.num_rows:
-            return []
-        commits = rows.group_by("rev").aggregate([("updated", "max")])
-        revs = commits.column("rev").to_numpy()
-        times = commits.column("updated_max").to_numpy(zero_copy_only=False)
-        kept = revs >= self.history_floor()
-        order = np.argsort(revs[kept], kind="stable")
-        return list(zip(revs[kept][order].tolist(), times[kept][order].tolist(), strict=True))
+        rows = self._again_if_gone(lambda: self._table.search().select(list(columns)).limit(None).to_arrow())
+        return commits_of(rows, self.history_floor())
 
     def restore(self, version: int) -> int:
         """Make commit ``version``'s memory the latest again, as a new commit; returns its rev.
@@ -492,7 +488,7 @@ class NamespaceTable:
             parts.append(rows)
         gone = sorted(self._ids - kept)
         if gone:
-            deletions = [{**deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
+            deletions = [{**deletion_row(i, stamp), "rev": rev, "tree": RESTORE_MARK} for i in gone]
             parts.append(pa.Table.from_pylist(deletions, schema=schema))
         if not parts:
             return self._rev
