@@ -258,6 +258,9 @@ def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) 
             file=sys.stderr,
             flush=True,
         )
+        # No handshake tells an HTTP server that a client comes: load the model and the store now,
+        # so the first call does not wait for them.
+        service.start_warm_up()
 
     serve_http(
         server,

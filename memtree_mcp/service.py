@@ -76,6 +76,7 @@ class MemoryService:
         self.unusable = unusable
         self._embedder = embedder
         self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
         self.spaces = Spaces(self.settings, lambda: self.embedder)
         self.refinement = Refinement(self.settings, self.spaces, background=background)
         self.judging = Judging(self.settings, self.spaces, self.refinement)
@@ -454,6 +455,15 @@ class MemoryService:
         """The LanceDB store of MEMTREE_HOME, opened on first use."""
         return self.spaces.store
 
+    def start_warm_up(self) -> None:
+        """:meth:`warm_up` in a background thread, once in the service's life: after the handshake
+        on stdio, as soon as it listens over HTTP (a server with no client yet)."""
+        with self._lock:
+            if self._warming is not None:
+                return
+            self._warming = threading.Thread(target=self.warm_up, name="memtree-warm-up", daemon=True)
+        self._warming.start()
+
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, side by side, so the first real call
         is fast.
@@ -482,6 +492,16 @@ class MemoryService:
         except Exception as exc:  # a warm-up must never take the server down
             log.warning("warm-up could not load the embedder: %s", exc)
         namespace.join()
+        if self.settings.llm.startswith("litellm:"):
+            # Else the first remember imports it (1-2 s) on the request's path; its module sets
+            # LITELLM_LOCAL_MODEL_COST_MAP first, so no price list is fetched.
+            from memtree_mcp.providers.llm import import_litellm
+
+            try:
+                import_litellm()
+                log.info("warm-up imported litellm")
+            except Exception as exc:  # the LLM's first call reports it properly
+                log.warning("warm-up could not import litellm: %s", exc)
         self.spaces.watch()
         log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 

@@ -5,8 +5,11 @@ down without a child, and argument errors the model reads as one line."""
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -183,3 +186,51 @@ def test_restore_says_what_it_would_change_and_needs_yes_and_history_says_what_e
     assert history_of(home)[-1][1:] == ("restore", "+0 -1", 3)  # a restore that only deletes
     assert run_cli("purge", home=home).returncode == 0
     assert history_of(home)[0][1] == "purge"
+
+
+def stderr_until(proc: subprocess.Popen[bytes], wanted: str, within: float = TIMEOUT) -> list[str]:
+    """The lines ``proc`` writes on standard error up to the first holding ``wanted`` (bounded)."""
+    assert proc.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + within
+    while not lines or wanted not in lines[-1]:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([proc.stderr], [], [], max(left, 0))
+        assert ready, f"no {wanted!r} within {within} s: {lines}"
+        line = proc.stderr.readline().decode()
+        assert line, f"the server ended before {wanted!r}: {lines}"
+        lines.append(line)
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("transport", "llm"), [("streamable-http", "litellm:openai/gpt-4o-mini"), ("sse", "none")]
+)
+def test_an_http_server_warms_up_when_it_starts_before_any_client(
+    tmp_path: Path, transport: str, llm: str
+) -> None:
+    """The model and the store load when the server listens, not on the first call; with an LLM
+    configured, litellm is imported then too, not on the first remember (issue 32)."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    settings = {
+        "MEMTREE_HOME": str(tmp_path / "store"),
+        "MEMTREE_LOG_LEVEL": "INFO",
+        "MEMTREE_LLM": llm,
+        "MEMTREE_LLM_API_BASE": "http://127.0.0.1:9/v1",  # never called: nothing is remembered
+    }
+    proc = subprocess.Popen(
+        [COMMAND, "serve", "--transport", transport, "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**kept, **settings},
+    )
+    try:
+        lines = stderr_until(proc, "warm-up done")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(TIMEOUT)
+    said = "".join(lines)
+    assert "serving MCP at" in said
+    assert ("warm-up imported litellm" in said) == (llm != "none")

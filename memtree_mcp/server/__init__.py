@@ -10,7 +10,6 @@ load on the first tool call, after the handshake.
 """
 
 import inspect
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -175,15 +174,14 @@ def lean_schema(schema: Any, *, descriptions: bool = True) -> Any:
 
 
 def _warm_up_after_handshake(service: MemoryService) -> ServerMiddleware[Any]:
-    warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
-
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # The heavy imports and the model load start in the background once the first request after
         # the handshake (usually tools/list) has been answered: starting them earlier slowed that
         # answer by competing for the interpreter; starting them later makes the first recall wait.
+        # (Over HTTP the server has warmed up when it started listening: this does nothing.)
         result = await call_next(ctx)
-        if ctx.method not in HANDSHAKE_METHODS and warm_up.ident is None:
-            warm_up.start()
+        if ctx.method not in HANDSHAKE_METHODS:
+            service.start_warm_up()
         return result
 
     return middleware
