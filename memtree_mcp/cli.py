@@ -301,15 +301,19 @@ def client_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
 
 
 def install(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.install import config_path, default_command, render, write_config
+    from memtree_mcp.install import config_path, configured, default_command, render, write_config
 
     env, left_out = client_env(settings)
-    if args.write and args.client != "claude-code":
-        target = config_path(args.client)
+    target = config_path(args.client)
+    if args.write and target is not None and configured(args.client, default_command(), env, target):
+        print(f"memtree is already in {target} as it would be written; nothing changed")
+    elif args.write and target is not None:
         backup = write_config(args.client, default_command(), env, path=target, force=args.force)
         print(f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else ""))
     else:
         print(render(args.client, default_command(), env), end="")
+        if target is not None:  # on standard error: standard output stays the JSON to paste
+            print(f"memtree-mcp: this goes into {target}; --write merges it there", file=sys.stderr)
     if left_out:
         secrets = f"{', '.join(left_out)} " + ("is" if len(left_out) == 1 else "are")
         print(
@@ -471,7 +475,7 @@ def forget(args: argparse.Namespace, settings: Settings, service: MemoryService)
         deleted = service.forget(ids=args.ids, limit=None).deleted
     elif args.query is not None:
         listed = service.forget(query=args.query)
-        print(_terminal(forget_text(listed)))
+        print(_terminal(forget_text(listed, "run `memtree-mcp forget ID...` with their ids, in braces")))
         chosen = [hit.id for hit in listed.candidates]
         if not args.yes:
             if chosen:

@@ -234,3 +234,39 @@ def test_an_http_server_warms_up_when_it_starts_before_any_client(
     said = "".join(lines)
     assert "serving MCP at" in said
     assert ("warm-up imported litellm" in said) == (llm != "none")
+
+
+@pytest.mark.slow
+def test_cli_forget_query_tells_a_shell_user_the_command_not_the_mcp_argument(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert run_cli("remember", "The staging database is Postgres 16.", home=home).returncode == 0
+    listed = run_cli("forget", "--query", "staging database", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert "run `memtree-mcp forget ID...` with their ids" in listed.stdout
+    assert "as ids" not in listed.stdout
+
+
+@pytest.mark.slow
+def test_install_write_twice_says_already_there_and_keeps_no_second_backup(tmp_path: Path) -> None:
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text('{"mcpServers": {"other": {"command": "x"}}}\n')
+    first = run_cli("install", "--client", "cursor", "--write", home=tmp_path / "m", HOME=str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"memtree added to {config}")
+    written = config.read_text()
+    second = run_cli("install", "--client", "cursor", "--write", home=tmp_path / "m", HOME=str(tmp_path))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == f"memtree is already in {config} as it would be written; nothing changed"
+    assert config.read_text() == written
+    assert len(list(config.parent.glob("*.bak"))) == 1
+
+
+@pytest.mark.slow
+def test_install_without_write_says_which_file_the_json_belongs_in(tmp_path: Path) -> None:
+    done = run_cli("install", "--client", "cursor", home=tmp_path / "m", HOME=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert '"mcpServers"' in done.stdout  # standard output is still the JSON alone
+    assert done.stderr.strip() == (
+        f"memtree-mcp: this goes into {tmp_path / '.cursor' / 'mcp.json'}; --write merges it there"
+    )
