@@ -392,8 +392,20 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
 
 
 def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    name = service.resolve_namespace()
+    before = dict(service.namespaces()).get(name, 0)
     with _open(args.file, "r") as lines:
-        added, skipped = service.import_memories(_jsonl(lines, args.file))
+        try:
+            added, skipped = service.import_memories(_jsonl(lines, args.file))
+        except KeyboardInterrupt:
+            # Each batch is committed whole, and a rerun skips what is already stored.
+            done = dict(service.namespaces()).get(name, 0) - before
+            print(
+                f"\ninterrupted: {counted(done, 'memory', 'memories')} imported; run the same import "
+                "again to continue (what is already there is skipped)",
+                file=sys.stderr,
+            )
+            raise
     print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
     return 0
 

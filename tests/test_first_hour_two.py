@@ -270,3 +270,55 @@ def test_install_without_write_says_which_file_the_json_belongs_in(tmp_path: Pat
     assert done.stderr.strip() == (
         f"memtree-mcp: this goes into {tmp_path / '.cursor' / 'mcp.json'}; --write merges it there"
     )
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_continues(tmp_path: Path) -> None:
+    home, fifo = tmp_path / "home", tmp_path / "records.jsonl"
+    records = "".join(
+        f'{{"content": "Build note {i}: step {i} of the release checklist passed."}}\n' for i in range(300)
+    )
+    os.mkfifo(fifo)
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    proc = subprocess.Popen(
+        [COMMAND, "import", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**kept, "MEMTREE_HOME": str(home)},
+    )
+    deadline = time.monotonic() + TIMEOUT
+    writer = None
+    while writer is None:  # the import opens the file once its service is up
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None, "the import never read its file"
+            select.select([], [], [], 0.05)
+    try:
+        os.set_blocking(writer, True)
+        os.write(writer, records.encode())  # one batch of 256 is committed, then it waits for more
+        while (
+            dict(line.split("\t") for line in run_cli("namespaces", home=home).stdout.splitlines()).get(
+                "default"
+            )
+            != "256"
+        ):
+            assert time.monotonic() < deadline, "the first batch was never committed"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        os.close(writer)
+    assert proc.returncode == 130
+    assert (
+        err.decode()
+        .strip()
+        .endswith(
+            "interrupted: 256 memories imported; run the same import again to continue "
+            "(what is already there is skipped)"
+        )
+    )
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(records)
+    again = run_cli("import", str(whole), home=home)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "imported 44 memories (256 already there)"
