@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from memtree_mcp.service import MemoryService
 from tests.mcp_text import client_remembering, text_of
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
+ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120.0
 
 
@@ -322,3 +324,22 @@ def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_conti
     again = run_cli("import", str(whole), home=home)
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "imported 44 memories (256 already there)"
+
+
+@pytest.mark.slow
+def test_the_http_example_with_no_server_running_says_so_in_one_line() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as free:
+        port = free.getsockname()[1]
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "http_client.py"), "I prefer tea"],
+        capture_output=True,
+        text=True,
+        env={**kept, "MEMTREE_URL": f"http://127.0.0.1:{port}/mcp"},
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"no server answers at http://127.0.0.1:{port}/mcp: start one with `memtree-mcp serve "
+        "--transport streamable-http --port 8765`, or set MEMTREE_URL to where yours serves\n"
+    )
