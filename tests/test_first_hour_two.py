@@ -5,6 +5,7 @@ down without a child, and argument errors the model reads as one line."""
 from __future__ import annotations
 
 import os
+import pty
 import select
 import signal
 import socket
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memtree_mcp.service import MemoryService
+from memtree_mcp.stdio import NOT_JSON_ON_A_TERMINAL, WAITING_ON_A_TERMINAL
 from tests.mcp_text import client_remembering, text_of
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
@@ -343,3 +345,27 @@ def test_the_http_example_with_no_server_running_says_so_in_one_line() -> None:
         f"no server answers at http://127.0.0.1:{port}/mcp: start one with `memtree-mcp serve "
         "--transport streamable-http --port 8765`, or set MEMTREE_URL to where yours serves\n"
     )
+
+
+@pytest.mark.slow
+def test_a_line_that_is_not_json_typed_into_serve_on_a_terminal_gets_a_hint(tmp_path: Path) -> None:
+    terminal, child_side = pty.openpty()
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    try:
+        proc = subprocess.Popen(
+            [COMMAND, "serve"],
+            stdin=child_side,
+            stdout=child_side,
+            stderr=subprocess.PIPE,
+            env={**kept, "MEMTREE_HOME": str(tmp_path / "store")},
+        )
+        try:
+            assert stderr_until(proc, "waiting for an MCP client")[-1] == WAITING_ON_A_TERMINAL + "\n"
+            os.write(terminal, b"remember that I like tea\n")
+            assert stderr_until(proc, "not JSON")[-1] == NOT_JSON_ON_A_TERMINAL + "\n"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(TIMEOUT)
+    finally:
+        os.close(terminal)
+        os.close(child_side)
