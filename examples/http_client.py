@@ -9,7 +9,7 @@ then run:
     python examples/http_client.py "I prefer tea over coffee"
 
 If the server requires a bearer token, export it as MEMTREE_AUTH_TOKEN for both; without it (or
-with another one) this prints one line saying so and exits 1.
+with another one), or with no server running, this prints one line saying so and exits 1.
 """
 
 from __future__ import annotations
@@ -52,7 +52,14 @@ async def main(line: str) -> int:
             recalled = await memory.call_tool("recall", {"query": line, "k": 3})
             # What the model reads: one line per hit (rank, relevance, date, text, id).
             print(*(block.text for block in recalled.content if block.type == "text"), sep="\n")
-    except Exception:
+    except Exception as exc:
+        if _unreachable(exc):
+            print(
+                f"no server answers at {URL}: start one with `memtree-mcp serve --transport "
+                "streamable-http --port 8765`, or set MEMTREE_URL to where yours serves",
+                file=sys.stderr,
+            )
+            return 1
         if not refused:
             raise
         given = "a token the server does not accept" if token else "no token"
@@ -63,6 +70,16 @@ async def main(line: str) -> int:
         )
         return 1
     return 0
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (the MCP client's task group wraps it in exception groups) is, or was
+    caused by, a connection that could not be opened."""
+    if isinstance(exc, httpx2.ConnectError):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_unreachable(inner) for inner in exc.exceptions)
+    return exc.__cause__ is not None and _unreachable(exc.__cause__)
 
 
 if __name__ == "__main__":

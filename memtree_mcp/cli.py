@@ -25,7 +25,7 @@ from memtree_mcp.config import Settings, settings_or_problem
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
-from memtree_mcp.inputs import INVISIBLE
+from memtree_mcp.inputs import INVISIBLE, format_timestamp
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         "restore", parents=[common], help="bring back the memory as it was (writes a new version)"
     )
     restore.add_argument("--to", required=True, help="a version number (see `history`) or an ISO 8601 time")
+    restore.add_argument("--yes", action="store_true", help="restore; without it, say what would change")
     reindex = commands.add_parser(
         "reindex",
         parents=[common],
@@ -257,6 +258,9 @@ def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) 
             file=sys.stderr,
             flush=True,
         )
+        # No handshake tells an HTTP server that a client comes: load the model and the store now,
+        # so the first call does not wait for them.
+        service.start_warm_up()
 
     serve_http(
         server,
@@ -297,15 +301,19 @@ def client_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
 
 
 def install(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.install import config_path, default_command, render, write_config
+    from memtree_mcp.install import config_path, configured, default_command, render, write_config
 
     env, left_out = client_env(settings)
-    if args.write and args.client != "claude-code":
-        target = config_path(args.client)
+    target = config_path(args.client)
+    if args.write and target is not None and configured(args.client, default_command(), env, target):
+        print(f"memtree is already in {target} as it would be written; nothing changed")
+    elif args.write and target is not None:
         backup = write_config(args.client, default_command(), env, path=target, force=args.force)
         print(f"memtree added to {target}" + (f" (the previous file is in {backup})" if backup else ""))
     else:
         print(render(args.client, default_command(), env), end="")
+        if target is not None:  # on standard error: standard output stays the JSON to paste
+            print(f"memtree-mcp: this goes into {target}; --write merges it there", file=sys.stderr)
     if left_out:
         secrets = f"{', '.join(left_out)} " + ("is" if len(left_out) == 1 else "are")
         print(
@@ -384,8 +392,20 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
 
 
 def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    name = service.resolve_namespace()
+    before = dict(service.namespaces()).get(name, 0)
     with _open(args.file, "r") as lines:
-        added, skipped = service.import_memories(_jsonl(lines, args.file))
+        try:
+            added, skipped = service.import_memories(_jsonl(lines, args.file))
+        except KeyboardInterrupt:
+            # Each batch is committed whole, and a rerun skips what is already stored.
+            done = dict(service.namespaces()).get(name, 0) - before
+            print(
+                f"\ninterrupted: {counted(done, 'memory', 'memories')} imported; run the same import "
+                "again to continue (what is already there is skipped)",
+                file=sys.stderr,
+            )
+            raise
     print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
     return 0
 
@@ -467,7 +487,7 @@ def forget(args: argparse.Namespace, settings: Settings, service: MemoryService)
         deleted = service.forget(ids=args.ids, limit=None).deleted
     elif args.query is not None:
         listed = service.forget(query=args.query)
-        print(_terminal(forget_text(listed)))
+        print(_terminal(forget_text(listed, "run `memtree-mcp forget ID...` with their ids, in braces")))
         chosen = [hit.id for hit in listed.candidates]
         if not args.yes:
             if chosen:
@@ -509,17 +529,33 @@ def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) 
 
 
 def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    for version, written in service.history():
-        print(f"{version}\t{written}")
+    """One line a version: its number, time, what wrote it, the memories it added and deleted, and
+    how many there were after it (``store/commits.py`` says how that is read from the rows)."""
+    for commit in service.commits():
+        change = f"+{commit.added} -{commit.removed}"
+        print(
+            f"{commit.version}\t{format_timestamp(commit.at)}\t{commit.action}\t{change}\t{commit.memories}"
+        )
     return 0
 
 
 def restore(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    """Say what restoring would change; only with --yes do it, as ``forget`` does."""
+    version, back, gone, now = service.restore_preview(args.to)
+    after = now + back - gone
+    change = f"{counted(back, 'memory', 'memories')} back and {gone} deleted ({now} now, {after} after)"
+    if not args.yes:
+        print(f"restoring version {version} would bring {change}; nothing changed. Add --yes to restore.")
+        return 0
+    before = service.history()[-1][0]
     restored, latest = service.restore(args.to)
     if latest == restored:
         print(f"version {restored} is the memory as it is now: nothing to restore")
     else:
-        print(f"restored version {restored} as the new version {latest}")
+        print(
+            f"restored version {restored} as the new version {latest}: {change}; "
+            f"`memtree-mcp restore --to {before} --yes` undoes it, until a purge"
+        )
     return 0
 
 

@@ -84,6 +84,13 @@ def checked_home(value: str) -> str:
     if os.path.exists(home) and not os.path.isdir(home):
         what = "a file" if os.path.isfile(home) else "not a directory"
         raise ValueError(f"{value!r} is {what}; set MEMTREE_HOME to a directory (it is created when missing)")
+    if os.path.isdir(os.path.join(home, "_versions")):
+        # A namespace's own table (``<home>/default.lance``): opened as a home it shows an empty memory.
+        folder = os.path.basename(os.path.normpath(home))
+        raise ValueError(
+            f"{value!r} is the folder of namespace '{folder.removesuffix('.lance')}', inside a store; "
+            f"set MEMTREE_HOME to the store, {os.path.dirname(os.path.normpath(home))}"
+        )
     return home
 
 

@@ -304,6 +304,18 @@ def _write_in_place(path: Path, text: str, mode: int) -> None:
             os.chmod(path, mode)
 
 
+def configured(client: str, command: str, env: Mapping[str, str], path: Path) -> bool:
+    """Whether ``path`` already holds the ``"memtree"`` entry :func:`write_config` would write (a
+    second ``install --write`` then changes nothing and keeps no second backup)."""
+    try:
+        raw = path.read_text(encoding="utf-8-sig")
+        document = _parse(path, _blank_comments(raw) if client == "vscode" else raw)
+    except (OSError, UnicodeDecodeError, InvalidInput):
+        return False  # write_config says what is wrong with it
+    servers = document.get(servers_key(client))
+    return isinstance(servers, dict) and servers.get(SERVER_NAME) == _client_entry(client, command, env)
+
+
 def write_config(
     client: str,
     command: str,

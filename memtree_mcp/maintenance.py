@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
@@ -22,6 +22,9 @@ from memtree_mcp.inputs import format_timestamp
 from memtree_mcp.refine import Refinement
 from memtree_mcp.spaces import Spaces
 from memtree_mcp.versions import resolve_version
+
+if TYPE_CHECKING:
+    from memtree_mcp.store.commits import Commit
 
 log = logging.getLogger("memtree_mcp")
 
@@ -53,6 +56,23 @@ class Maintenance:
         if space is None:
             return []
         return [(version, format_timestamp(at)) for version, at in space.table.versions()]
+
+    def commits(self, name: str) -> list[Commit]:
+        """:meth:`history` with what each version did (``store/commits.py``), oldest first."""
+        space = self._spaces.get(name, create=False)
+        return [] if space is None else space.table.commits()
+
+    def restore_preview(self, name: str, to: str) -> tuple[int, int, int, int]:
+        """What restoring namespace ``name`` to version or time ``to`` would do, changing nothing:
+        (the version, the memories it brings back, the memories it deletes, the memories now).
+        Raises as :meth:`restore` does."""
+        with self._spaces.reading(name) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to restore.")
+            version = resolve_version(space.table, to)
+            then = {leaf.id for leaf in space.table.read(version).leaves}
+            now = set(space.memory.leaves)
+        return version, len(then - now), len(now - then), len(now)
 
     def restore(self, name: str, to: str) -> tuple[int, int]:
         """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.

@@ -11,6 +11,7 @@ earlier version from its memories that still exist (:func:`~memtree_mcp.versions
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,10 +101,11 @@ def recall_request(
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
     check_flag(expand, "expand")
+    low, high = _period(time_from, time_to)
     where = RecallFilter(
         kind=kind,
-        time_from=parse_timestamp(time_from) if time_from is not None else None,
-        time_to=parse_timestamp(time_to) if time_to is not None else None,
+        time_from=low,
+        time_to=high,
         tags=check_tags(tags),
         session=check_session(session),
     )
@@ -160,10 +162,13 @@ class Reader:
         embedded = dataclasses.replace(
             request, query=vectors[0], content_query=vectors[1] if len(texts) > 1 else None
         )
+        unfit: list[Hit] = []  # the hits without the budget, when none fits in it
         with self._spaces.reading(name) as space:
             assert space is not None
             if as_of is None:
                 hits = ranking.recall(space.memory, embedded)
+                if not hits and request.max_tokens is not None:
+                    unfit = ranking.recall(space.memory, dataclasses.replace(embedded, max_tokens=None))
             else:
                 table, dimension, present = (
                     space.table,
@@ -172,10 +177,16 @@ class Reader:
                 )
         if as_of is not None:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
-            hits = ranking.recall(
-                memory_as_of(table, as_of, dimension, present, self._spaces.settings.session_gap), embedded
-            )
-        return RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+            past = memory_as_of(table, as_of, dimension, present, self._spaces.settings.session_gap)
+            hits = ranking.recall(past, embedded)
+            if not hits and request.max_tokens is not None:
+                unfit = ranking.recall(past, dataclasses.replace(embedded, max_tokens=None))
+        result = RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+        if unfit:
+            # Matches that did not fit the budget are not "nothing": say so, and what would fit.
+            result.unfit, result.max_tokens = len(unfit), request.max_tokens
+            result.first_needs = math.ceil(sum(map(request.cost or recall_cost, _first_group(unfit))))
+        return result
 
     def forget_candidates(self, name: str, query: str) -> list[RecallHit]:
         """The memories of namespace ``name`` a forget ``query`` matches, most relevant first: at most
@@ -227,8 +238,7 @@ class Reader:
         period = time_from is not None or time_to is not None
         if sum([node_id is not None, period, query is not None]) > 1:
             raise InvalidInput("give one of node_id, a period (time_from/time_to) or query, not several.")
-        low = parse_timestamp(time_from) if time_from is not None else None
-        high = parse_timestamp(time_to) if time_to is not None else None
+        low, high = _period(time_from, time_to)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
         vector = self._embed(text) if text is not None else None
         with self._spaces.reading(name) as space:
@@ -393,3 +403,24 @@ def _recall_hit(hit: Hit) -> RecallHit:
         covers=hit.covers,
         superseded_by=hit.superseded_by,
     )
+
+
+def _period(time_from: str | None, time_to: str | None) -> tuple[float | None, float | None]:
+    """``time_from`` and ``time_to`` parsed. Raises InvalidInput for a bad time, or for a range that
+    ends before it starts (it would hold nothing, and "nothing matches" would hide why)."""
+    low = parse_timestamp(time_from) if time_from is not None else None
+    high = parse_timestamp(time_to) if time_to is not None else None
+    if low is not None and high is not None and low > high:
+        raise InvalidInput(
+            f"time_from {time_from} is after time_to {time_to}: the range is empty; swap them."
+        )
+    return low, high
+
+
+def _first_group(hits: Sequence[Hit]) -> list[Hit]:
+    """The first hit with the updates it is shown with (what ``within_budget`` takes together)."""
+    by_id = {hit.id: hit for hit in hits}
+    group = [hits[0]]
+    while (newer := group[-1].superseded_by) in by_id and by_id[newer] not in group:
+        group.append(by_id[newer])
+    return group

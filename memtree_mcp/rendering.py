@@ -78,6 +78,11 @@ def recall_text(result: RecallResult) -> str:
     (recall always shows the update in the same result: ``core/current.py``), never to an id the
     model cannot see."""
     if not result.hits:
+        if result.unfit:
+            return (
+                f"{counted(result.unfit, 'hit matches', 'hits match')} but none fits in max_tokens "
+                f"{result.max_tokens}; max_tokens {result.first_needs} holds the first."
+            )
         return NOTHING_FOUND
     rank_of = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     lines = []
@@ -135,8 +140,9 @@ def navigate_text(result: NavigateResult) -> str:
     return "\n".join(lines)
 
 
-def forget_text(result: ForgetResult) -> str:
-    """What was deleted, or what a query matches (with the ids to pass back; nothing deleted)."""
+def forget_text(result: ForgetResult, delete_with: str = "pass their ids as ids") -> str:
+    """What was deleted, or what a query matches (with how to delete some, ``delete_with``: the
+    model passes ids back, a shell user runs a command; nothing deleted)."""
     if result.deleted:
         return (
             f"Deleted {len(result.deleted)} memor{'y' if len(result.deleted) == 1 else 'ies'}: "
@@ -144,6 +150,6 @@ def forget_text(result: ForgetResult) -> str:
         )
     if not result.candidates:
         return "Nothing was deleted: no memory matches."
-    lines = ["Nothing deleted. Matching memories (to delete some, pass their ids as ids):"]
+    lines = [f"Nothing deleted. Matching memories (to delete some, {delete_with}):"]
     lines += [recall_line(rank, hit) for rank, hit in enumerate(result.candidates, start=1)]
     return "\n".join(lines)

@@ -58,6 +58,10 @@ class RecallResult(BaseModel):
 
     hits: list[RecallHit]
     namespace: str
+    # When no hit fits in max_tokens: how many matched, and the max_tokens that holds the first.
+    unfit: int = 0
+    max_tokens: int | None = None
+    first_needs: int | None = None
 
 
 class SummaryResult(BaseModel):

@@ -48,6 +48,7 @@ from memtree_mcp.writing import Writer
 if TYPE_CHECKING:
     from memtree_mcp.providers.llm import TextGenerator
     from memtree_mcp.refine import Refiner
+    from memtree_mcp.store.commits import Commit
     from memtree_mcp.store.lance import LanceStore
 
 log = logging.getLogger("memtree_mcp")
@@ -75,6 +76,7 @@ class MemoryService:
         self.unusable = unusable
         self._embedder = embedder
         self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
         self.spaces = Spaces(self.settings, lambda: self.embedder)
         self.refinement = Refinement(self.settings, self.spaces, background=background)
         self.judging = Judging(self.settings, self.spaces, self.refinement)
@@ -330,6 +332,16 @@ class MemoryService:
         """The versions a namespace's table keeps, oldest first: (version, ISO 8601 time written)."""
         return self.maintenance.history(self.resolve_namespace(namespace))
 
+    def commits(self, namespace: str | None = None) -> list[Commit]:
+        """:meth:`history` with what each version did: remember, import, forget, restore, purge or
+        update, and the memories it added and deleted (``store/commits.py``)."""
+        return self.maintenance.commits(self.resolve_namespace(namespace))
+
+    def restore_preview(self, to: str, namespace: str | None = None) -> tuple[int, int, int, int]:
+        """What :meth:`restore` would do, changing nothing: (the version ``to`` names, the memories
+        it brings back, the memories it deletes, the memories now). Raises as :meth:`restore`."""
+        return self.maintenance.restore_preview(self.resolve_namespace(namespace), to)
+
     def restore(self, to: str, namespace: str | None = None) -> tuple[int, int]:
         """Bring back the memory as it was at version or time ``to``, as a new version.
 
@@ -443,6 +455,15 @@ class MemoryService:
         """The LanceDB store of MEMTREE_HOME, opened on first use."""
         return self.spaces.store
 
+    def start_warm_up(self) -> None:
+        """:meth:`warm_up` in a background thread, once in the service's life: after the handshake
+        on stdio, as soon as it listens over HTTP (a server with no client yet)."""
+        with self._lock:
+            if self._warming is not None:
+                return
+            self._warming = threading.Thread(target=self.warm_up, name="memtree-warm-up", daemon=True)
+        self._warming.start()
+
     def warm_up(self) -> None:
         """Load the embedder and the default namespace now, side by side, so the first real call
         is fast.
@@ -471,6 +492,16 @@ class MemoryService:
         except Exception as exc:  # a warm-up must never take the server down
             log.warning("warm-up could not load the embedder: %s", exc)
         namespace.join()
+        if self.settings.llm.startswith("litellm:"):
+            # Else the first remember imports it (1-2 s) on the request's path; its module sets
+            # LITELLM_LOCAL_MODEL_COST_MAP first, so no price list is fetched.
+            from memtree_mcp.providers.llm import import_litellm
+
+            try:
+                import_litellm()
+                log.info("warm-up imported litellm")
+            except Exception as exc:  # the LLM's first call reports it properly
+                log.warning("warm-up could not import litellm: %s", exc)
         self.spaces.watch()
         log.info("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 

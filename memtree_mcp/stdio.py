@@ -14,17 +14,19 @@ when it is not UTF-8 or not JSON (a lone surrogate, 100,000-deep nesting, a 5,00
 so a client waited for ever, and read bytes that were not UTF-8 as replacement characters (issue 31).
 
 On a terminal a person, not a client, started the server: one line on standard error says what it
-waits for and how to stop it. Standard output carries the protocol and nothing else.
+waits for and how to stop it, and a line typed that is not JSON gets one saying what to use
+instead. Standard output carries the protocol and nothing else.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -37,10 +39,14 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-__all__ = ["STOP_SIGNALS", "WAITING_ON_A_TERMINAL", "serve_stdio"]
+__all__ = ["NOT_JSON_ON_A_TERMINAL", "STOP_SIGNALS", "WAITING_ON_A_TERMINAL", "serve_stdio"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WAITING_ON_A_TERMINAL = "memtree-mcp: waiting for an MCP client on standard input; Ctrl-C to stop"
+NOT_JSON_ON_A_TERMINAL = (
+    "memtree-mcp: that line is not JSON: `serve` talks MCP (JSON-RPC) with a client, not with a person. "
+    "From a shell, use `memtree-mcp remember` or `memtree-mcp recall` (see --help); Ctrl-C to stop"
+)
 _READ_SIZE = 1 << 16
 
 
@@ -80,7 +86,7 @@ async def _serve(server: MCPServer, fd: int, on_a_terminal: bool) -> int:
         await group.start(stop_on_signal)
         if on_a_terminal:
             print(WAITING_ON_A_TERMINAL, file=sys.stderr, flush=True)
-        lines = StdinLines(fd)
+        lines = TerminalLines(fd) if on_a_terminal else StdinLines(fd)
         # stdio_server only iterates its stdin; it still claims standard output (fd 1 points at
         # standard error while it serves, so stray prints cannot corrupt the protocol).
         async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
@@ -176,3 +182,16 @@ def _parse_error(detail: str) -> types.ErrorData:
     shown = " ".join(detail.split())[:120]
     why = f"the line is not JSON ({shown}); send one JSON-RPC message a line"
     return types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {why}")
+
+
+class TerminalLines(StdinLines):
+    """:class:`StdinLines` typed by a person: a line that is not JSON gets a hint on standard
+    error (the SDK would only log it), and is handed on as any line is."""
+
+    def _lines(self) -> Iterator[Any]:
+        for line in super()._lines():
+            try:
+                json.loads(line)
+            except ValueError:
+                print(NOT_JSON_ON_A_TERMINAL, file=sys.stderr, flush=True)
+            yield line

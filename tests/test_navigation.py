@@ -132,11 +132,12 @@ def test_going_up_from_the_root_is_refused_and_up_returns_to_the_parent() -> Non
     assert move(memory, leaf_id, "reset", "semantic").id == memory.semantic.root.id
 
 
-def test_down_takes_the_indexed_child_else_the_best_for_the_query_else_the_first() -> None:
+def test_down_takes_the_indexed_child_else_the_best_for_the_query_and_refuses_to_guess() -> None:
     memory = clustered_memory()
     children = memory.semantic.root.children
     assert move(memory, None, "down", "semantic", index=1).id == children[1]
-    assert move(memory, None, "down", "semantic").id == children[0]
+    with pytest.raises(NavigationError, match=r"has 2 children: give index \(0 to 1\) or a query"):
+        move(memory, None, "down", "semantic")
     travel = move(memory, None, "down", "semantic", query_vector=unit(E[8] + E[9]))
     assert all(leaf.startswith("m") and int(leaf[1:]) >= 6 for leaf in leaves_of(memory, travel))
     assert travel.score is not None and travel.score > 0.5

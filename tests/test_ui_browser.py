@@ -333,6 +333,9 @@ def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
         page.idle()
         first_result = page.run("document.querySelector('#results-list li button').textContent")
         assert first_result == "The user's favourite editor is Helix."
+        # Each result shows recall's relevance (0 to 1, as the model reads it), not a raw score.
+        meta = page.run("document.querySelector('#results-list li .score').textContent")
+        assert re.fullmatch(r"memory · relevance (0\.\d\d|1\.00) · .+", meta), meta
 
         # The timeline lays out the temporal segments; one marks the hit, and a click opens it.
         segments = page.run("document.querySelectorAll('#timeline-track .segment').length")

@@ -365,11 +365,11 @@ def move(
     """Apply ``move`` to the cursor at ``node_id`` in ``tree`` (None: the root) and view where it lands.
 
     Moves: ``stay``, ``reset``, ``up``, ``down`` (child ``index``, 0-based; default the child best
-    matching ``query_vector``, else the first), ``left``, ``right``, ``switch`` (to the other tree;
-    the returned view's ``tree`` is then the other one). With ``query_vector`` the view carries the
-    landing node's score. Raises ``NavigationError`` for an unknown move, tree or node, and for a
-    move that leads nowhere (up from the root, down from a leaf or to a missing child, left of the
-    first or right of the last node).
+    matching ``query_vector``, else an only child; refused between several), ``left``, ``right``,
+    ``switch`` (to the other tree; the returned view's ``tree`` is then the other one). With
+    ``query_vector`` the view carries the landing node's score. Raises ``NavigationError`` for an
+    unknown move, tree or node, and for a move that leads nowhere (up from the root, down from a
+    leaf or to a missing child, left of the first or right of the last node).
     """
     hierarchy = _hierarchy(memory, tree)
     here = hierarchy.root.id if node_id is None else node_id
@@ -391,6 +391,12 @@ def move(
         if not children:
             what = "a leaf (one memory)" if here in memory.leaves else "an empty branch"
             raise NavigationError(f"{here} is {what} and has no children; move 'up', 'left' or 'right'")
+        if index is None and query_vector is None and len(children) > 1:
+            # Taking child 0 silently would look like a choice; an only child is no choice.
+            raise NavigationError(
+                f"{here} has {len(children)} children: give index (0 to {len(children) - 1}) "
+                "or a query to move 'down'"
+            )
         if index is None:
             index = _best_child(hierarchy, children, query_vector)
         elif not 0 <= index < len(children):

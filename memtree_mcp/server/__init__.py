@@ -10,16 +10,17 @@ load on the first tool call, after the handshake.
 """
 
 import inspect
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.prompts import Prompt
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from mcp.types import ToolAnnotations
+from pydantic import ValidationError
 
 from memtree_mcp import __version__
 from memtree_mcp.server import resources, tools
@@ -110,6 +111,36 @@ class LeanSchemaServer(MCPServer):
             for tool in await super().list_tools()
         ]
 
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """The SDK's ``call_tool``, with arguments that fail the schema told in one line: pydantic's
+        own text is four lines per error and a URL, where the service's errors are one line."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            # Raised from the ValidationError still, so the SDK logs the fields it names.
+            invalid = exc.__cause__
+            raise ToolError(f"Error executing tool {name}: {argument_errors(invalid)}") from invalid
+
+
+def argument_errors(error: ValidationError) -> str:
+    """What is wrong with a tool's arguments, one clause per argument: its name and what it takes."""
+    said: dict[str, str] = {}
+    for problem in error.errors():
+        where = str(problem["loc"][0]) if problem["loc"] else "arguments"
+        if where in said:
+            continue  # one clause an argument: a union lists each branch it failed
+        if problem["type"] == "missing":
+            said[where] = f"argument {where} is required"
+        else:
+            got = repr(problem["input"])
+            got = got if len(got) <= 40 else got[:37] + "..."
+            said[where] = f"argument {where}: {problem['msg']} (got {got})"
+    return "; ".join(said.values()) + "."
+
 
 def _add_tool(mcp: MCPServer, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
     # The SDK sends a tool's docstring verbatim as its description: without its indentation, and
@@ -143,15 +174,14 @@ def lean_schema(schema: Any, *, descriptions: bool = True) -> Any:
 
 
 def _warm_up_after_handshake(service: MemoryService) -> ServerMiddleware[Any]:
-    warm_up = threading.Thread(target=service.warm_up, name="memtree-warm-up", daemon=True)
-
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # The heavy imports and the model load start in the background once the first request after
         # the handshake (usually tools/list) has been answered: starting them earlier slowed that
         # answer by competing for the interpreter; starting them later makes the first recall wait.
+        # (Over HTTP the server has warmed up when it started listening: this does nothing.)
         result = await call_next(ctx)
-        if ctx.method not in HANDSHAKE_METHODS and warm_up.ident is None:
-            warm_up.start()
+        if ctx.method not in HANDSHAKE_METHODS:
+            service.start_warm_up()
         return result
 
     return middleware

@@ -160,10 +160,8 @@ async def recall(
         max_tokens,
         namespace,
     )
-    text = rendering.recall_text(found)
-    if max_tokens is not None:
-        text = text[: max_tokens * rendering.CHARS_PER_TOKEN]  # only the no-hit notice can be longer
-    return _answer(text, RecallOutput.of(found))
+    # The hits keep within max_tokens; a notice that none fits is never cut (it says what would).
+    return _answer(rendering.recall_text(found), RecallOutput.of(found))
 
 
 @with_answers("step", agent_resolvers)

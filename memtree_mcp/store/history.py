@@ -24,10 +24,13 @@ def restoring_rows(
     rev: int,
     stamp: float,
     schema: pa.Schema,
+    *,
+    mark: str = "",
 ) -> tuple[pa.Table | None, set[str], list[str]]:
     """The rows that make commit ``version``'s memory the latest as commit ``rev`` (dated ``stamp``):
     the revisions it held that are not live now, written again under ``rev``, and a deletion for
-    every node live now that it did not hold. ``now`` is the whole table (every revision),
+    every node live now that it did not hold (its ``tree`` column set to ``mark``, which tells a
+    restore's deletions from a forget's, ``store/commits.py``). ``now`` is the whole table (every revision),
     ``positions`` its live rows (each id's latest, deletions left out), ``live_ids`` their ids.
 
     Returns ``(rows or None when nothing changes, the ids live at version, the ids it deletes)``.
@@ -59,7 +62,7 @@ def restoring_rows(
         parts.append(rows)
     gone = sorted(set(live_ids) - kept)
     if gone:
-        deletions = [{**deletion_row(node_id, stamp), "rev": rev} for node_id in gone]
+        deletions = [{**deletion_row(node_id, stamp), "rev": rev, "tree": mark} for node_id in gone]
         parts.append(pa.Table.from_pylist(deletions, schema=schema))
     if not parts:
         return None, kept, gone

@@ -63,6 +63,7 @@ from memtree_mcp.store.arrow import (
     release_arrow_pages,
     up_to,
 )
+from memtree_mcp.store.commits import COMMIT_COLUMNS, RESTORE_MARK, Commit, commits_of
 from memtree_mcp.store.fences import WriteGuard, counts, fence_row, unfenced
 from memtree_mcp.store.history import restoring_rows
 from memtree_mcp.store.migrations import (
@@ -442,18 +443,16 @@ class NamespaceTable:
     def versions(self) -> list[tuple[int, float]]:
         """The versions of the memory that can be read and restored, oldest first: each commit
         since the history floor, with the time it was written (the latest time of its rows)."""
+        return [(commit.version, commit.at) for commit in self.commits(("id", "rev", "updated"))]
+
+    def commits(self, columns: Collection[str] = COMMIT_COLUMNS) -> list[Commit]:
+        """:meth:`versions` with what each commit did, read from ``columns`` (``store/commits.py``;
+        ``id`` and ``rev`` among them, for the fences)."""
         self.latest_version()
         rows = self._again_if_gone(
-            lambda: unfenced(self._table.search().select(["id", "rev", "updated"]).limit(None).to_arrow())
+            lambda: unfenced(self._table.search().select(list(columns)).limit(None).to_arrow())
         )
-        if not rows.num_rows:
-            return []
-        commits = rows.group_by("rev").aggregate([("updated", "max")])
-        revs = commits.column("rev").to_numpy()
-        times = commits.column("updated_max").to_numpy(zero_copy_only=False)
-        kept = revs >= self.history_floor()
-        order = np.argsort(revs[kept], kind="stable")
-        return list(zip(revs[kept][order].tolist(), times[kept][order].tolist(), strict=True))
+        return commits_of(rows, self.history_floor())
 
     def restore(self, version: int) -> int:
         """Make commit ``version``'s memory the latest again, as a new commit; returns its rev.
@@ -467,7 +466,9 @@ class NamespaceTable:
         self._check_kept(version)
         now, positions, _ = self._scan()
         rev, stamp = self._rev + 1, time.time()
-        data, kept, gone = restoring_rows(now, positions, version, self._ids, rev, stamp, self._table.schema)
+        data, kept, gone = restoring_rows(
+            now, positions, version, self._ids, rev, stamp, self._table.schema, mark=RESTORE_MARK
+        )
         if data is None:
             return self._rev
         self._append(data)

@@ -427,6 +427,7 @@ class ExplorerApi:
                         "kind": hit.kind,
                         "tree": hit.tree if hit.kind == "summary" else None,
                         "score": hit.score,
+                        "relevance": hit.relevance,  # shown: recall's 0-1, as the model reads it
                         "text": hit.text,
                         "label": _label(memory.node(hit.id)),
                         "time_from": hit.time_from,

@@ -525,7 +525,7 @@
       }
       list.append(el("li", { class: hit.superseded_by ? "stale" : null, "data-id": hit.id },
         el("button", { type: "button", text: hit.label, title: hit.text, onclick: () => select(hit.id, Object.keys(hit.paths)).catch(report) }),
-        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · score ${hit.score.toFixed(2)} · ${dateRange(hit.time_from, hit.time_to)}` }, ...marks)));
+        el("div", { class: "score", text: `${hit.kind === "leaf" ? "memory" : "summary"} · relevance ${hit.relevance.toFixed(2)} · ${dateRange(hit.time_from, hit.time_to)}` }, ...marks)));
       for (const step of hit.paths.temporal || []) segments.add(step.id);
     }
     // Unfold every hit's path in both trees at once: a page of children that two paths share is
