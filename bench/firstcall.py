@@ -1,5 +1,6 @@
 """The first tool call after the handshake: how long a client waits for the first recall or remember
-of a freshly started `memtree-mcp serve` (stdio) on a populated store.
+of a freshly started `memtree-mcp serve` (stdio) on a populated store; with ``--http``, of a
+streamable-HTTP server that has been up for ``--up`` seconds with no client.
 
 Each run spawns the server through the MCP client, lists the tools (which starts the background
 load of the model and the default namespace), then at once calls ``recall`` (k = 10) twice, or
@@ -8,6 +9,10 @@ Several code versions can be compared on their own stores, runs interleaved so t
 load falls on all alike: ``--case NAME=CODE_DIR:STORE_DIR`` (CODE_DIR goes first on the server's
 PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit).
 A store is copied afresh for every run that writes to it.
+
+With ``--http`` each run starts ``memtree-mcp serve --transport streamable-http`` on a free port,
+waits ``--up`` seconds (5 by default: a server someone started before their client), then connects
+and calls ``recall`` twice: the first call against the second (warm) one.
 
 Run from the repository root::
 
@@ -69,6 +74,72 @@ async def one_run(code: Path, home: Path, namespace: str, first: str) -> dict[st
     return row
 
 
+async def one_http_run(code: Path, home: Path, namespace: str, up: float) -> dict[str, Any]:
+    """Start an HTTP server, leave it ``up`` seconds alone, then time two recalls at the client."""
+    import socket
+    import subprocess
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "firstcall-bench-token"
+    env = {
+        "MEMTREE_HOME": str(home),
+        "MEMTREE_NAMESPACE": namespace,
+        "MEMTREE_AUTH_TOKEN": token,
+        "PYTHONPATH": str(code.resolve()),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    command = [str(console_script()), "serve", "--transport", "streamable-http", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    row: dict[str, Any] = {}
+    try:
+        await anyio.sleep(up)
+        headers = {"Authorization": f"Bearer {token}"}
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+            ):
+                for label in ("first", "second"):
+                    t0 = time.perf_counter()
+                    result = await client.call_tool("recall", {"query": QUERY, "k": RECALL_K})
+                    row[f"{label}_recall_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+                    if result.is_error:
+                        row["error"] = str(result.content)[:300]
+                        break
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return row
+
+
+async def measure_http(
+    cases: dict[str, tuple[Path, Path]], namespace: str, runs: int, up: float
+) -> dict[str, Any]:
+    rows: dict[str, list[dict[str, Any]]] = {n: [] for n in cases}
+    for _ in range(runs):
+        for name, (code, store) in cases.items():
+            rows[name].append(await one_http_run(code, store, namespace, up))
+            print(name, rows[name][-1], file=sys.stderr, flush=True)
+    summary: dict[str, Any] = {}
+    for name, found in rows.items():
+        first = [r["first_recall_ms"] for r in found if "first_recall_ms" in r]
+        second = [r["second_recall_ms"] for r in found if "second_recall_ms" in r]
+        summary[name] = {
+            "first_recall_ms_median": statistics.median(first) if first else None,
+            "second_recall_ms_median": statistics.median(second) if second else None,
+            "first_over_second": round(statistics.median(first) / statistics.median(second), 2)
+            if first and second
+            else None,
+        }
+    return {"summary": summary, "runs": rows}
+
+
 async def measure(cases: dict[str, tuple[Path, Path]], namespace: str, runs: int) -> dict[str, Any]:
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"recall": [], "remember": []} for n in cases}
     with tempfile.TemporaryDirectory(prefix="memtree-firstcall-") as scratch:
@@ -101,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/results/firstcall.json"))
+    parser.add_argument("--http", action="store_true", help="a streamable-HTTP server instead of stdio")
+    parser.add_argument("--up", type=float, default=5.0, help="with --http: seconds the server is up first")
     args = parser.parse_args(argv)
     cases: dict[str, tuple[Path, Path]] = {}
     for case in args.case:
@@ -108,10 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, _, store = paths.partition(":")
         cases[name] = (Path(code), Path(store))
     load_start = [round(x, 2) for x in os.getloadavg()]
-    report = anyio.run(measure, cases, args.namespace, args.runs)
+    if args.http:
+        report = anyio.run(measure_http, cases, args.namespace, args.runs, args.up)
+    else:
+        report = anyio.run(measure, cases, args.namespace, args.runs)
+    transport = f"streamable HTTP, up {args.up:g} s first" if args.http else "stdio"
     report.update(
         {
-            "benchmark": "first tool call after the handshake (stdio)",
+            "benchmark": f"first tool call after the handshake ({transport})",
             "cases": {name: {"code": str(c), "store": str(s)} for name, (c, s) in cases.items()},
             "loadavg_at_start": load_start,
             "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
