@@ -217,6 +217,17 @@ def firstcall(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def firstcall_http(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, s in d["summary"].items():
+        rows.append(
+            f"`{name}` (code dir {d['cases'][name]['code']}): first recall after 5 s up "
+            f"**{n(s['first_recall_ms_median'])} ms**, the next {n(s['second_recall_ms_median'])} ms "
+            f"(**{s['first_over_second']}×**; medians of {len(d['runs'][name])})"
+        )
+    return rows
+
+
 def bucket_soak(d: dict[str, Any]) -> list[str]:
     c = d["remember_under_contention"]
     return [
@@ -253,6 +264,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "longrun": longrun,
     "coldstart": coldstart,
     "firstcall": firstcall,
+    "firstcall-http": firstcall_http,
 }
 
 

@@ -183,6 +183,14 @@ BENCHES: dict[str, Bench] = {
         ("--runs", "9"),
         quick=("--runs", "1"),
     ),
+    "firstcall-http": Bench(
+        "firstcall.py",
+        "Start-up over HTTP: a streamable-HTTP server on a 10k store left up 5 s with no client, "
+        "then its first recall against the next one (warm), median of 4.",
+        ("--http", "--case", "now={root}:{store}", "--namespace", "scale", "--runs", "4"),
+        quick=("--http", "--case", "now={root}:{store}", "--namespace", "scale", "--runs", "1"),
+        needs="--store: a kept store with the namespace 'scale' (see firstcall)",
+    ),
     "firstcall": Bench(
         "firstcall.py",
         "Start-up on a populated store: spawn, tools/list, then the first recall (and, in other "
