@@ -20,6 +20,7 @@ from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextConte
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.model import Branch
+from memtree_mcp.core.temporal import MIN_SEGMENT
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
@@ -303,16 +304,27 @@ def compatibility_answer(body: Any) -> str:
     return "MERGE_1" if "<<<NEW_MEMORY>>>" in user else echo_summary(body)
 
 
+# A session's first MIN_SEGMENT memories are one segment whatever their subjects; these come after.
+GARDEN = [
+    "The tomato seedlings go into the greenhouse in the first week of May.",
+    "Basil needs watering every morning once the weather turns warm.",
+    "The compost heap is turned over every second Sunday.",
+    "Slugs ate half of the lettuce bed last spring.",
+    "The apple tree is pruned in late winter before the buds open.",
+    "Rainwater from the shed roof fills the two green barrels.",
+]
+
+
 def test_reindex_with_the_llm_policy_draws_the_segments_the_model_answers(
     tmp_path: Path, server: FakeOpenAI, embedder: MiniLMEmbedder
 ) -> None:
     settings = Settings(home=str(tmp_path / "store"))
     plain = MemoryService(settings, embedder=embedder)
-    for note in NOTES:
+    for note in [*NOTES, *GARDEN]:
         plain.remember(note)
     segments_by_cosine = len(_segments(plain))
     plain.close()
-    assert segments_by_cosine > 1  # databases, Alice and the meeting are different subjects
+    assert segments_by_cosine > 1  # the garden notes are another subject than the team's
 
     server.reply_for = compatibility_answer
     service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
@@ -320,12 +332,12 @@ def test_reindex_with_the_llm_policy_draws_the_segments_the_model_answers(
         with pytest.raises(Exception, match="temporal policy"):
             service.reindex(temporal_policy="random")
         count, _previous, _version = service.reindex(temporal_policy="llm")
-        assert count == len(NOTES)
+        assert count == len(NOTES) + len(GARDEN)
         asked = [b for _, _, b in server.requests if "<<<NEW_MEMORY>>>" in b["messages"][-1]["content"]]
-        # One question a memory, once a segment is open to join (the first memories start one).
-        assert len(NOTES) - 2 <= len(asked) <= len(NOTES) - 1
+        # One question a memory once the session's segment holds its first MIN_SEGMENT memories.
+        assert len(asked) == len(GARDEN) and len(NOTES) == MIN_SEGMENT
         segments = _segments(service)
-        assert len(segments) == 1 and len(segments[0].children) == len(NOTES)
+        assert len(segments) == 1 and len(segments[0].children) == len(NOTES) + len(GARDEN)
         assert service.doctor() == []
     finally:
         service.close()
