@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shlex
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from latency import source_state
+from latency import machine_info, source_state
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -126,12 +125,7 @@ async def measure(remembers: int, idle: float, every: int) -> dict[str, Any]:
         "command": shlex.join([sys.executable, *sys.argv]),
         "pythonpath": os.environ.get("PYTHONPATH", ""),
         "source": source_state(),
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": machine_info(),  # its load averages are the run's end
     }
 
 
