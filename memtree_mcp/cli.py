@@ -26,6 +26,7 @@ from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
 from memtree_mcp.inputs import INVISIBLE, format_timestamp
+from memtree_mcp.sources import SOURCES, Skipped, records_from
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -130,8 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
     )
 
-    importer = commands.add_parser("import", parents=[common], help="remember the memories of a JSONL file")
-    importer.add_argument("file", help="one JSON object a line: content, and role, timestamp, session, tags")
+    importer = commands.add_parser("import", parents=[common], help="remember memories from a file or folder")
+    importer.add_argument("file", help="the file (a folder for --from markdown)")
+    importer.add_argument(
+        "--from",
+        dest="source",
+        default="jsonl",
+        choices=SOURCES,
+        help="jsonl (default: an export), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
+    )
     exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL")
     exporter.add_argument("file", nargs="?", help="where to write (standard output without it)")
 
@@ -391,23 +399,34 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
     return 1 if failed else 0
 
 
-def import_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+def import_memories(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    left_out = Skipped()
+    if args.source == "jsonl":
+        with _open(args.file, "r") as lines:
+            added, skipped = _import(service, _jsonl(lines, args.file))
+    else:
+        records = records_from(args.source, args.file, left_out, limit=settings.max_content_chars)
+        added, skipped = _import(service, records)
+    print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
+    if left_out:
+        print(f"skipped {left_out.described()}")
+    return 0
+
+
+def _import(service: MemoryService, records: Iterable[object]) -> tuple[int, int]:
     name = service.resolve_namespace()
     before = dict(service.namespaces()).get(name, 0)
-    with _open(args.file, "r") as lines:
-        try:
-            added, skipped = service.import_memories(_jsonl(lines, args.file))
-        except KeyboardInterrupt:
-            # Each batch is committed whole, and a rerun skips what is already stored.
-            done = dict(service.namespaces()).get(name, 0) - before
-            print(
-                f"\ninterrupted: {counted(done, 'memory', 'memories')} imported; run the same import "
-                "again to continue (what is already there is skipped)",
-                file=sys.stderr,
-            )
-            raise
-    print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
-    return 0
+    try:
+        return service.import_memories(records)
+    except KeyboardInterrupt:
+        # Each batch is committed whole, and a rerun skips what is already stored.
+        done = dict(service.namespaces()).get(name, 0) - before
+        print(
+            f"\ninterrupted: {counted(done, 'memory', 'memories')} imported; run the same import "
+            "again to continue (what is already there is skipped)",
+            file=sys.stderr,
+        )
+        raise
 
 
 def export_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
@@ -587,7 +606,7 @@ COMMANDS: dict[str, Command] = {
     "remember": remember,
     "recall": recall,
     "doctor": doctor,
-    "import": import_jsonl,
+    "import": import_memories,
     "export": export_jsonl,
     "namespaces": namespaces,
     "tree": tree,
