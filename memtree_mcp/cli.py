@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import logging
 import os
 import re
 import signal
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
-from memtree_mcp import __version__
+from memtree_mcp import __version__, transfer
 from memtree_mcp.config import Settings, settings_or_problem
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
 from memtree_mcp.inputs import INVISIBLE, format_timestamp
-from memtree_mcp.sources import SOURCES, Skipped, records_from
+from memtree_mcp.sources import SOURCES
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -138,10 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
         dest="source",
         default="jsonl",
         choices=SOURCES,
-        help="jsonl (default: an export), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
+        help="jsonl (an export; the default), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
     )
-    exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL")
-    exporter.add_argument("file", nargs="?", help="where to write (standard output without it)")
+    exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL or Markdown")
+    exporter.add_argument(
+        "file", nargs="?", help="where to write (standard output without it; a folder for markdown)"
+    )
+    exporter.add_argument(
+        "--format", choices=["jsonl", "markdown"], default="jsonl", help="markdown: a note per session"
+    )
 
     commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
     tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
@@ -214,33 +218,6 @@ def _terminal(text: str) -> str:
     return "".join(
         "?" if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in INVISIBLE.sub("", text)
     )
-
-
-def _jsonl(lines: Iterable[str], path: str) -> Iterator[object]:
-    """The records of a JSONL file, one a line; InvalidInput names a line that is not JSON."""
-    try:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"{path}, line {number}: not JSON ({exc.msg}).") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path} is not UTF-8 text; give a JSONL file (one JSON object a line)") from None
-
-
-def _open(path: str, mode: str) -> IO[str]:
-    """``path`` opened as UTF-8 text; InvalidInput with the reason when the system refuses."""
-    try:
-        return open(path, mode, encoding="utf-8")
-    except OSError as exc:
-        if mode == "r":
-            raise InvalidInput(
-                f"cannot read {path} ({exc.strerror or exc}); give the path of a JSONL file"
-            ) from None
-        raise InvalidInput(
-            f"cannot write {path} ({exc.strerror or exc}); give a path in a directory you can write to"
-        ) from None
 
 
 # -- the commands: each gets the parsed flags, the settings and the service, and returns the exit status
@@ -397,51 +374,6 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
         else:
             failed = True
     return 1 if failed else 0
-
-
-def import_memories(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    left_out = Skipped()
-    if args.source == "jsonl":
-        with _open(args.file, "r") as lines:
-            added, skipped = _import(service, _jsonl(lines, args.file))
-    else:
-        records = records_from(args.source, args.file, left_out, limit=settings.max_content_chars)
-        added, skipped = _import(service, records)
-    print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
-    if left_out:
-        print(f"skipped {left_out.described()}")
-    return 0
-
-
-def _import(service: MemoryService, records: Iterable[object]) -> tuple[int, int]:
-    name = service.resolve_namespace()
-    before = dict(service.namespaces()).get(name, 0)
-    try:
-        return service.import_memories(records)
-    except KeyboardInterrupt:
-        # Each batch is committed whole, and a rerun skips what is already stored.
-        done = dict(service.namespaces()).get(name, 0) - before
-        print(
-            f"\ninterrupted: {counted(done, 'memory', 'memories')} imported; run the same import "
-            "again to continue (what is already there is skipped)",
-            file=sys.stderr,
-        )
-        raise
-
-
-def export_jsonl(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    out: IO[str] = _open(args.file, "w") if args.file else sys.stdout
-    written = 0
-    try:
-        for record in service.export_memories():
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            written += 1
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.file:
-        print(f"exported {counted(written, 'memory', 'memories')} to {args.file}")
-    return 0
 
 
 def namespaces(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
@@ -606,8 +538,8 @@ COMMANDS: dict[str, Command] = {
     "remember": remember,
     "recall": recall,
     "doctor": doctor,
-    "import": import_memories,
-    "export": export_jsonl,
+    "import": transfer.import_memories,
+    "export": transfer.export_memories,
     "namespaces": namespaces,
     "tree": tree,
     "ui": ui,

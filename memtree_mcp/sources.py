@@ -26,6 +26,7 @@ from memtree_mcp.inputs import (
     check_text,
     parse_timestamp,
 )
+from memtree_mcp.markdown import note_records
 
 SOURCES = ("jsonl", "mcp-memory", "markdown", "json", "csv")
 """What ``import --from`` reads: our own JSONL (``export``), the official MCP memory server's
@@ -45,7 +46,7 @@ def records_from(kind: str, path: str, skipped: Skipped, *, limit: int) -> Itera
     """The records of source ``kind`` at ``path`` that ``remember`` would take (content of at most
     ``limit`` characters); the others counted in ``skipped``. Raises InvalidInput for an unknown
     kind or a path that cannot be read."""
-    readers = {"mcp-memory": mcp_memory_records}
+    readers = {"mcp-memory": mcp_memory_records, "markdown": note_records}
     if kind not in readers:
         raise InvalidInput(f"unknown source '{kind}'; --from takes one of {', '.join(SOURCES)}")
     for record in readers[kind](Path(path), skipped):

@@ -64,3 +64,77 @@ def test_a_missing_source_file_is_one_line_naming_it(home: Path, capsys: pytest.
     assert main(["import", "--from", "mcp-memory", str(home / "nowhere.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nowhere.jsonl" in err and "give the path" in err
+
+
+def test_a_folder_of_notes_comes_over_a_memory_per_section_with_its_tags_and_date(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "--from", "markdown", str(FIXTURES / "notes")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["imported 4 memories (0 already there)", "skipped 2 × section without text"]
+    memories = {str(record["content"]).split("\n")[0]: record for record in exported(home)}
+    assert set(memories) == {
+        "## Deploys",
+        "## Database",
+        "Grandmother's bread needs a long rise overnight.",
+        "## Soup",
+    }
+    deploys = memories["## Deploys"]
+    assert "[[Release checklist]]" in str(deploys["content"])
+    assert deploys["tags"] == ["work", "billing", "Billing service"]
+    assert str(deploys["timestamp"]).startswith("2026-03-14T00:00:00")
+    assert deploys["session"] == "projects/billing"
+    assert "# not a heading" in str(memories["## Database"]["content"])
+    soup = memories["## Soup"]
+    assert soup["tags"] == ["home", "recipes", "cooking"]
+    assert str(soup["timestamp"]).startswith("2025-12-01T18:30:00")
+
+    assert main(["import", "--from", "markdown", str(FIXTURES / "notes")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "imported 0 memories (4 already there)"
+
+
+def test_a_markdown_export_read_back_gives_the_same_memories(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = MemoryService(Settings(home=str(home), namespace="before"))
+    try:
+        first = service.remember(
+            "The user's cat is called Miso.",
+            tags=["pets", "a, b --> c"],
+            session="chat 1",
+            timestamp="2026-01-02T03:04:05Z",
+        )
+        service.remember("Meeting notes:\n\n## Agenda\n- budget\n\n```\n# code\n```", session="chat-2")
+        service.remember(
+            "The cat is called Mochi now.", supersedes=first.ids, timestamp="2026-02-03T04:05:06Z"
+        )
+        service.remember("A memory of no session, with 'quotes' and <html>.", role="assistant")
+    finally:
+        service.close()
+    folder = tmp_path / "notes"
+    assert main(["--namespace", "before", "export", "--format", "markdown", str(folder)]) == 0
+    assert capsys.readouterr().out == f"exported 4 memories to 3 notes in {folder}\n"
+    names = sorted(path.name for path in folder.iterdir())
+    assert names[0] == "no-session.md" and names[2] == "session-chat-2.md"
+    assert names[1].startswith("session-chat-1-")  # a space is not kept in a file name: a hash is
+    note = (folder / "no-session.md").read_text(encoding="utf-8")
+    assert "supersedes [[" in note and "The cat is called Mochi now." in note
+
+    assert main(["--namespace", "after", "import", "--from", "markdown", str(folder)]) == 0
+    assert capsys.readouterr().out == "imported 4 memories (0 already there)\n"
+    key = lambda record: str(record["id"])  # noqa: E731
+    assert sorted(exported(home, "after"), key=key) == sorted(exported(home, "before"), key=key)
+    assert main(["--namespace", "after", "import", "--from", "markdown", str(folder)]) == 0
+    assert capsys.readouterr().out == "imported 0 memories (4 already there)\n"
+
+
+def test_export_to_markdown_refuses_a_folder_that_holds_files(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["remember", "something"]) == 0
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "mine.md").write_text("mine")
+    assert main(["export", "--format", "markdown", str(tmp_path / "full")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an empty folder" in err
+    assert (tmp_path / "full" / "mine.md").read_text() == "mine"
