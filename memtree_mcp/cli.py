@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SOURCES,
         help="jsonl (an export; the default), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
     )
+    importer.add_argument(
+        "--map",
+        metavar="FIELD=COLUMN,...",
+        help="with --from json, jsonl or csv: the columns of content, role, timestamp, session, tags",
+    )
     exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL or Markdown")
     exporter.add_argument(
         "file", nargs="?", help="where to write (standard output without it; a folder for markdown)"

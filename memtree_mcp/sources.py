@@ -10,9 +10,12 @@ text the namespace already holds.
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +45,22 @@ class Skipped(Counter[str]):
         return "; ".join(f"{count} × {reason}" for reason, count in sorted(self.items()))
 
 
-def records_from(kind: str, path: str, skipped: Skipped, *, limit: int) -> Iterator[Record]:
+def records_from(
+    kind: str, path: str, skipped: Skipped, *, limit: int, mapping: str | None = None
+) -> Iterator[Record]:
     """The records of source ``kind`` at ``path`` that ``remember`` would take (content of at most
-    ``limit`` characters); the others counted in ``skipped``. Raises InvalidInput for an unknown
-    kind or a path that cannot be read."""
-    readers = {"mcp-memory": mcp_memory_records, "markdown": note_records}
+    ``limit`` characters); the others counted in ``skipped``. ``mapping`` (``--map``) names the
+    columns of a JSON, JSONL or CSV file. Raises InvalidInput for an unknown kind, a bad mapping or
+    a path that cannot be read."""
+    readers: dict[str, Callable[[Path, Skipped], Iterator[Record]]] = {
+        "mcp-memory": mcp_memory_records,
+        "markdown": note_records,
+    }
+    if kind in ("json", "jsonl", "csv"):
+        columns = column_map(mapping)
+        readers[kind] = lambda path, skipped: mapped_records(kind, path, columns, skipped)
+    elif mapping is not None:
+        raise InvalidInput(f"--map is for --from json, jsonl or csv; --from {kind} knows its own fields")
     if kind not in readers:
         raise InvalidInput(f"unknown source '{kind}'; --from takes one of {', '.join(SOURCES)}")
     for record in readers[kind](Path(path), skipped):
@@ -129,3 +143,90 @@ def _entity(value: Mapping[str, Any], skipped: Skipped) -> Iterator[Record]:
             skipped["observation not text"] += 1
             continue
         yield {"content": f"{name.strip()}: {observation.strip()}", "tags": tags}
+
+
+# -- any JSON, JSONL or CSV, with a column mapping
+
+FIELDS = ("content", "role", "timestamp", "session", "tags")
+MAP_RULE = (
+    "--map takes field=column pairs separated by commas, e.g. content=text,timestamp=created_at; "
+    f"the fields are {', '.join(FIELDS)}"
+)
+
+
+def column_map(mapping: str | None) -> dict[str, str]:
+    """``--map``'s text as field -> column (a dotted path reaches into JSON objects); each field
+    not named is read from the column of its own name. Raises InvalidInput naming what is wrong."""
+    columns = {field: field for field in FIELDS}
+    for pair in (mapping or "").split(","):
+        if not pair.strip():
+            continue
+        field, equals, column = pair.partition("=")
+        if not equals or not column.strip():
+            raise InvalidInput(f"--map: '{pair.strip()}' is not field=column; {MAP_RULE}")
+        if field.strip() not in FIELDS:
+            raise InvalidInput(f"--map: '{field.strip()}' is not a field; {MAP_RULE}")
+        columns[field.strip()] = column.strip()
+    return columns
+
+
+def mapped_records(kind: str, path: Path, columns: Mapping[str, str], skipped: Skipped) -> Iterator[Record]:
+    """The rows of a JSON file (an array of objects), a JSONL file or a CSV file (with a header
+    line), each read through ``columns``. Tags given as text are split at commas and semicolons; a
+    number as timestamp is seconds since 1970."""
+    for row in _rows(kind, path, skipped):
+        if not isinstance(row, Mapping):
+            skipped["row not an object"] += 1
+            continue
+        record: Record = {}
+        for field, column in columns.items():
+            value = _column(row, column)
+            if value is not None and value != "":
+                record[field] = value
+        if "content" not in record:
+            skipped[f"row without {columns['content']}"] += 1
+            continue
+        if isinstance(record.get("tags"), str):
+            record["tags"] = [tag.strip() for tag in re.split("[,;]", record["tags"]) if tag.strip()]
+        moment = record.get("timestamp")
+        if isinstance(moment, int | float) and not isinstance(moment, bool):
+            try:
+                record["timestamp"] = datetime.fromtimestamp(moment, tz=UTC).isoformat()
+            except (OverflowError, OSError, ValueError):
+                skipped["timestamp out of range"] += 1
+                continue
+        yield record
+
+
+def _column(row: Mapping[str, Any], column: str) -> object:
+    if column in row:
+        return row[column]
+    value: object = row
+    for step in column.split("."):
+        if not isinstance(value, Mapping) or step not in value:
+            return None
+        value = value[step]
+    return value
+
+
+def _rows(kind: str, path: Path, skipped: Skipped) -> Iterator[object]:
+    if kind == "jsonl":
+        yield from _json_lines(path, skipped)
+        return
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as file:
+            if kind == "csv":
+                yield from csv.DictReader(file)
+                return
+            rows = json.load(file)
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8 text; give a {kind.upper()} file") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path} is not JSON ({exc.msg}, line {exc.lineno}); give a JSON array") from None
+    except csv.Error as exc:
+        raise InvalidInput(f"{path} is not CSV ({exc}); give a CSV file with a header line") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path} ({exc.strerror or exc}); give the path of a file") from None
+    if not isinstance(rows, list):
+        raise InvalidInput(f"{path} is not a JSON array; give an array of objects, or --from jsonl")
+    yield from rows

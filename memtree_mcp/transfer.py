@@ -52,11 +52,14 @@ def _open(path: str, mode: str) -> IO[str]:
 
 def import_memories(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     left_out = Skipped()
-    if args.source == "jsonl":
+    mapping = getattr(args, "map", None)
+    if args.source == "jsonl" and mapping is None:
         with _open(args.file, "r") as lines:
             added, skipped = _import(service, _jsonl(lines, args.file))
     else:
-        records = records_from(args.source, args.file, left_out, limit=settings.max_content_chars)
+        records = records_from(
+            args.source, args.file, left_out, limit=settings.max_content_chars, mapping=mapping
+        )
         added, skipped = _import(service, records)
     print(f"imported {counted(added, 'memory', 'memories')} ({skipped} already there)")
     if left_out:

@@ -138,3 +138,69 @@ def test_export_to_markdown_refuses_a_folder_that_holds_files(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not an empty folder" in err
     assert (tmp_path / "full" / "mine.md").read_text() == "mine"
+
+
+def test_a_csv_comes_over_through_a_column_mapping_and_a_rerun_adds_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["import", "--from", "csv", str(FIXTURES / "notes_export.csv")]
+    argv += ["--map", "content=note,timestamp=when,tags=labels,session=thread,role=who"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "imported 2 memories (0 already there)"
+    assert (
+        out[1].startswith("skipped 1 × refused (timestamp 'not a date' is not ISO 8601")
+        and "1 × row without note" in out[1]
+    )
+    memories = {str(record["content"]): record for record in exported(home)}
+    passport = memories["Renewed the passport, valid until 2036"]
+    assert passport["tags"] == ["admin", "travel"] and passport["session"] == "t1"
+    assert str(passport["timestamp"]).startswith("2026-04-01T09:00:00")
+    dentist = memories["The dentist moved to Elm Street, number 12"]
+    assert dentist["role"] == "assistant" and str(dentist["timestamp"]).startswith("2026-05-02")
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "imported 0 memories (2 already there)"
+
+
+def test_json_and_jsonl_come_over_through_a_mapping_with_dotted_columns_and_epoch_times(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "import",
+        "--from",
+        "json",
+        str(FIXTURES / "chats.json"),
+        "--map",
+        "content=body.text,timestamp=at,tags=labels",
+    ]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "imported 2 memories (0 already there)",
+        "skipped 1 × row not an object; 1 × row without body.text",
+    ]
+    argv = ["import", "--from", "jsonl", str(FIXTURES / "log.jsonl"), "--map", "content=msg,timestamp=ts"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "imported 2 memories (0 already there)",
+        "skipped 1 × line not JSON",
+    ]
+    memories = {str(record["content"]): record for record in exported(home)}
+    assert str(memories["Prefers window seats on long flights"]["timestamp"]).startswith(
+        "2026-01-01T00:00:00"
+    )
+    assert memories["Allergic to penicillin"]["tags"] == ["health", "important"]
+    assert str(memories["Allergic to penicillin"]["timestamp"]).startswith("2026-01-05T09:00:00")
+    assert str(memories["Backups run nightly at 02:00"]["timestamp"]).startswith("2026-03-01")
+
+
+@pytest.mark.parametrize(
+    ("mapping", "named"),
+    [("content", "'content' is not field=column"), ("text=body", "'text' is not a field")],
+)
+def test_a_bad_mapping_is_one_line_naming_it_and_stores_nothing(
+    mapping: str, named: str, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "--from", "csv", str(FIXTURES / "notes_export.csv"), "--map", mapping]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "content=text,timestamp=created_at" in err
+    assert exported(home) == []
