@@ -20,10 +20,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from memtree_mcp import __version__, transfer
+from memtree_mcp import hook as claude_hook
 from memtree_mcp.config import Settings, settings_or_problem
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
+from memtree_mcp.hook import HOOK_SECONDS
 from memtree_mcp.inputs import INVISIBLE, format_timestamp
 from memtree_mcp.sources import SOURCES
 
@@ -89,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     install.add_argument("--write", action="store_true", help="merge it into the client's config file")
     install.add_argument(
+        "--hooks", action="store_true", help="claude-code: the hooks that recall and remember each turn"
+    )
+    install.add_argument(
         "--force", action="store_true", help="with --write: replace a read-only config file too"
     )
 
@@ -130,28 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
     )
 
-    importer = commands.add_parser("import", parents=[common], help="remember memories from a file or folder")
-    importer.add_argument("file", help="the file (a folder for --from markdown)")
-    importer.add_argument(
-        "--from",
-        dest="source",
-        default="jsonl",
-        choices=SOURCES,
-        help="jsonl (an export; the default), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
-    )
-    importer.add_argument(
-        "--map",
-        metavar="FIELD=COLUMN,...",
-        help="with --from json, jsonl or csv: the columns of content, role, timestamp, session, tags",
-    )
-    exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL or Markdown")
-    exporter.add_argument(
-        "file", nargs="?", help="where to write (standard output without it; a folder for markdown)"
-    )
-    exporter.add_argument(
-        "--format", choices=["jsonl", "markdown"], default="jsonl", help="markdown: a note per session"
-    )
-
+    _carrying_parsers(commands, common)
     commands.add_parser("namespaces", parents=[common], help="list the namespaces and their memories")
     tree = commands.add_parser("tree", parents=[common], help="print the outline of a tree")
     tree.add_argument("--tree", dest="which", choices=TREES, default="semantic")
@@ -203,6 +187,43 @@ def build_parser() -> argparse.ArgumentParser:
         "refine", parents=[common], help="write the LLM summaries a namespace still waits for, now"
     )
     return parser
+
+
+def _carrying_parsers(commands: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """``import``, ``hook`` and ``export``: the commands that carry memories in and out."""
+    importer = commands.add_parser("import", parents=[common], help="remember memories from a file or folder")
+    importer.add_argument("file", help="the file (a folder for --from markdown)")
+    importer.add_argument(
+        "--from",
+        dest="source",
+        default="jsonl",
+        choices=SOURCES,
+        help="jsonl (an export; the default), mcp-memory (its memory.jsonl), markdown (a folder of notes)",
+    )
+    importer.add_argument(
+        "--map",
+        metavar="FIELD=COLUMN,...",
+        help="with --from json, jsonl or csv: the columns of content, role, timestamp, session, tags",
+    )
+    hook = commands.add_parser(
+        "hook",
+        parents=[common],
+        help="for Claude Code hooks: recall for a prompt, remember a turn (JSON on stdin)",
+    )
+    hook.add_argument(
+        "--seconds", type=float, default=HOOK_SECONDS, help="the longest a hook may take (default 1)"
+    )
+    hook.add_argument(
+        "--queue-only", action="store_true", help="Stop: queue the turn; a later --drain stores it"
+    )
+    hook.add_argument("--drain", action="store_true", help="store the turns Stop queued, then exit")
+    exporter = commands.add_parser("export", parents=[common], help="write every memory as JSONL or Markdown")
+    exporter.add_argument(
+        "file", nargs="?", help="where to write (standard output without it; a folder for markdown)"
+    )
+    exporter.add_argument(
+        "--format", choices=["jsonl", "markdown"], default="jsonl", help="markdown: a note per session"
+    )
 
 
 def flag_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -294,6 +315,8 @@ def install(args: argparse.Namespace, settings: Settings, service: MemoryService
     from memtree_mcp.install import config_path, configured, default_command, render, write_config
 
     env, left_out = client_env(settings)
+    if args.hooks:
+        return _install_hooks(args, env)
     target = config_path(args.client)
     if args.write and target is not None and configured(args.client, default_command(), env, target):
         print(f"memtree is already in {target} as it would be written; nothing changed")
@@ -311,6 +334,23 @@ def install(args: argparse.Namespace, settings: Settings, service: MemoryService
             "(secrets stay out of files); add it to the client's env yourself",
             file=sys.stderr,
         )
+    return 0
+
+
+def _install_hooks(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from memtree_mcp.install import default_command, hooks_settings
+
+    if args.client != "claude-code" or args.write:
+        raise InvalidInput(
+            "--hooks prints Claude Code's hook settings to paste: use it with --client claude-code, "
+            "without --write"
+        )
+    print(hooks_settings(default_command(), env), end="")
+    print(
+        "memtree-mcp: paste this into ~/.claude/settings.json (every project) or .claude/settings.json "
+        "(this project), beside any hooks already there",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -545,6 +585,7 @@ COMMANDS: dict[str, Command] = {
     "doctor": doctor,
     "import": transfer.import_memories,
     "export": transfer.export_memories,
+    "hook": claude_hook.command,
     "namespaces": namespaces,
     "tree": tree,
     "ui": ui,

@@ -386,3 +386,13 @@ def write_config(
     else:
         _atomic_write(path, text, status.st_mode & 0o7777)
     return backup
+
+
+def hooks_settings(command: str, env: Mapping[str, str], seconds: int = 5) -> str:
+    """The ``hooks`` of Claude Code's settings.json that run ``memtree-mcp hook`` on each prompt
+    (recall, as context) and at the end of each turn (remember it), with ``env`` set for it.
+    ``seconds`` is Claude Code's own limit; the hook keeps to one second by itself."""
+    prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    line = f"{prefix} {shlex.quote(command)} hook".strip()
+    entry = [{"hooks": [{"type": "command", "command": line, "timeout": seconds}]}]
+    return _dumps({"hooks": {"UserPromptSubmit": entry, "Stop": entry}})
