@@ -26,6 +26,7 @@ SLOW_MODULES = (
     "test_litellm_providers.py",  # litellm against the loopback fake OpenAI, timeouts and retries
     "test_refinement.py",  # summaries from slow fake models in the background, closing mid-answer
     "test_first_hour.py",  # the command stopped by signals, its errors, the examples, a network audit
+    "test_hook.py",  # memtree-mcp hook in subprocesses, as Claude Code runs it, and its background drain
 )
 
 
