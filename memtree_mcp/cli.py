@@ -642,6 +642,8 @@ def _run(args: argparse.Namespace) -> int:
     settings, problem = settings_or_problem(**flag_settings(args))
     if problem is not None:
         print(f"memtree-mcp: {problem}", file=sys.stderr)
+        if args.command == "hook":
+            return 1  # Claude Code shows it and goes on; 2 would block the user's prompt
         if args.command != "serve":
             return 2
         # A server exiting now would show its client only "connection closed": it starts, answers

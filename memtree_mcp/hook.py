@@ -80,7 +80,11 @@ def context_for(prompt: str, service: MemoryService, seconds: float) -> tuple[st
     found: list[str] = []
 
     def look() -> None:
-        result = service.recall(prompt, k=RECALLED, min_relevance=0.3)
+        try:
+            result = service.recall(prompt, k=RECALLED, min_relevance=0.3)
+        except MemtreeError as exc:  # a prompt too long to recall, a store in use: no context
+            print(f"memtree-mcp hook: no context ({exc})", file=sys.stderr)
+            return
         found.extend(f"- {hit.text}" for hit in result.hits)
 
     worker = threading.Thread(target=look, daemon=True)

@@ -150,3 +150,9 @@ def test_install_prints_the_claude_code_hooks_that_run_the_hook_command(
     assert "settings.json" in done.stderr
     refused = memtree(env, "install", "--client", "cursor", "--hooks")
     assert refused.returncode == 2 and "--client claude-code" in refused.stderr
+
+
+def test_a_refused_setting_is_exit_1_so_the_prompt_still_goes_through(env: dict[str, str]) -> None:
+    prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "hello", "session_id": "s"})
+    done = memtree(env | {"MEMTREE_EMBEDDER": "bogus"}, "hook", stdin=prompt)
+    assert done.returncode == 1 and done.stdout == "" and "MEMTREE_EMBEDDER" in done.stderr
