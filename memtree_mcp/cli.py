@@ -611,8 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memtree-mcp`` command; returns the exit status.
 
     0 on success and when a server is stopped by SIGTERM or by its client; 1 when ``doctor`` or
-    ``refine`` leave something undone; 2 for a refused setting, argument or store; 130 on Ctrl-C;
-    141 when the reader of standard output closed it (a pipe into ``head``).
+    ``refine`` leave something undone, and for any error of ``hook`` (Claude Code takes 2 as a
+    block); 2 for a refused setting, argument or store; 130 on Ctrl-C; 141 when the reader of
+    standard output closed it (a pipe into ``head``).
     """
     # One BLAS thread: scoring a query is one small matrix-vector product, and waking a second
     # thread for it made recall's p95 25 times its p50 on two cores. Set before numpy loads.
