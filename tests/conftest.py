@@ -8,6 +8,7 @@ marked here; in the other modules the slow tests carry ``@pytest.mark.slow`` the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,3 +58,15 @@ def service(settings: Settings, embedder: MiniLMEmbedder) -> Iterator[MemoryServ
     svc = MemoryService(settings, embedder=embedder)
     yield svc
     svc.close()
+
+
+@pytest.fixture
+def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store folder not yet made, named by MEMTREE_HOME, with no other MEMTREE_ setting left over
+    from the environment (for commands run in this process, as a user's shell runs them)."""
+    for name in list(os.environ):
+        if name.startswith("MEMTREE_"):
+            monkeypatch.delenv(name)
+    store = tmp_path / "store"
+    monkeypatch.setenv("MEMTREE_HOME", str(store))
+    return store

@@ -17,13 +17,8 @@ from memtree_mcp.core.wording import counted
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("MEMTREE_"):
-            monkeypatch.delenv(name)
-    store = tmp_path / "store"
-    monkeypatch.setenv("MEMTREE_HOME", str(store))
-    return store
+def home(empty_home: Path) -> Path:
+    return empty_home
 
 
 def test_counts_agree_in_number() -> None:

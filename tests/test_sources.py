@@ -3,7 +3,6 @@ with what it adds, what it skips and why, and a rerun that adds nothing."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("MEMTREE_"):
-            monkeypatch.delenv(name)
-    store = tmp_path / "store"
-    monkeypatch.setenv("MEMTREE_HOME", str(store))
-    return store
+def home(empty_home: Path) -> Path:
+    return empty_home
 
 
 def exported(home: Path, namespace: str = "default") -> list[dict[str, object]]:
