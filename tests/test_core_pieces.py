@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memtree_mcp.core.arrays import Timeline
+from memtree_mcp.core.calendar import session_break
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.extractive import gist, label_for, summarize_children
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallRequest, estimate_tokens, recall
-from memtree_mcp.core.temporal import is_boundary
 
 
 @settings(max_examples=200, deadline=None)
@@ -160,11 +160,11 @@ def test_tree_propagation_matches_the_dense_transition_matrix(
         max_size=40,
     )
 )
-def test_the_timeline_s_segments_break_exactly_where_is_boundary_says(
+def test_the_timeline_s_segments_break_exactly_where_session_break_says(
     turns: list[tuple[str | None, float]],
 ) -> None:
-    # A new segment at each change of session (neither unknown) or silence past the gap, as
-    # is_boundary judges each leaf against the one before it in arrival order.
+    # A new segment where a new session starts, as session_break judges each leaf against the one
+    # before it in arrival order (pauses up to 10,000 s, so silences and changes of day both come).
     leaves = []
     stamp = 0.0
     for i, (session, pause) in enumerate(turns):
@@ -182,7 +182,7 @@ def test_the_timeline_s_segments_break_exactly_where_is_boundary_says(
     timeline = Timeline.of(leaves, GAP, index)
     expected, segment = [], 0
     for previous, leaf in zip([None, *leaves], leaves, strict=False):
-        segment += int(is_boundary(previous, leaf, GAP))
+        segment += int(session_break(previous, leaf, GAP))
         expected.append(segment)
     assert timeline.segment.tolist() == expected
     assert timeline.rows.tolist() == [index.row(leaf.id) for leaf in leaves]

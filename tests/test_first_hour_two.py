@@ -19,6 +19,7 @@ import pytest
 from memtree_mcp.service import MemoryService
 from memtree_mcp.stdio import NOT_JSON_ON_A_TERMINAL, WAITING_ON_A_TERMINAL
 from tests.mcp_text import client_remembering, text_of
+from tests.test_first_hour import environment
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +31,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """``memtree-mcp args`` in a subprocess over the store at ``home``, with this process's
     environment (PYTHONPATH included, so the code under test runs) less its MEMTREE_* settings."""
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
-    env = {**kept, "MEMTREE_HOME": str(home), **settings}
+    env = environment(MEMTREE_HOME=str(home), **settings)
     return subprocess.run(
         [COMMAND, *args], capture_output=True, text=True, env=env, input=stdin, timeout=TIMEOUT
     )
@@ -216,7 +216,6 @@ def test_an_http_server_warms_up_when_it_starts_before_any_client(
 ) -> None:
     """The model and the store load when the server listens, not on the first call; with an LLM
     configured, litellm is imported then too, not on the first remember (issue 32)."""
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
     settings = {
         "MEMTREE_HOME": str(tmp_path / "store"),
         "MEMTREE_LOG_LEVEL": "INFO",
@@ -228,7 +227,7 @@ def test_an_http_server_warms_up_when_it_starts_before_any_client(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**kept, **settings},
+        env=environment(**settings),
     )
     try:
         lines = stderr_until(proc, "warm-up done")
@@ -283,12 +282,11 @@ def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_conti
         f'{{"content": "Build note {i}: step {i} of the release checklist passed."}}\n' for i in range(300)
     )
     os.mkfifo(fifo)
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
     proc = subprocess.Popen(
         [COMMAND, "import", str(fifo)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**kept, "MEMTREE_HOME": str(home)},
+        env=environment(MEMTREE_HOME=str(home)),
     )
     deadline = time.monotonic() + TIMEOUT
     writer = None
@@ -332,12 +330,11 @@ def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_conti
 def test_the_http_example_with_no_server_running_says_so_in_one_line() -> None:
     with socket.create_server(("127.0.0.1", 0)) as free:
         port = free.getsockname()[1]
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "http_client.py"), "I prefer tea"],
         capture_output=True,
         text=True,
-        env={**kept, "MEMTREE_URL": f"http://127.0.0.1:{port}/mcp"},
+        env=environment(MEMTREE_URL=f"http://127.0.0.1:{port}/mcp"),
         timeout=TIMEOUT,
     )
     assert done.returncode == 1 and done.stdout == ""
@@ -350,14 +347,13 @@ def test_the_http_example_with_no_server_running_says_so_in_one_line() -> None:
 @pytest.mark.slow
 def test_a_line_that_is_not_json_typed_into_serve_on_a_terminal_gets_a_hint(tmp_path: Path) -> None:
     terminal, child_side = pty.openpty()
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
     try:
         proc = subprocess.Popen(
             [COMMAND, "serve"],
             stdin=child_side,
             stdout=child_side,
             stderr=subprocess.PIPE,
-            env={**kept, "MEMTREE_HOME": str(tmp_path / "store")},
+            env=environment(MEMTREE_HOME=str(tmp_path / "store")),
         )
         try:
             assert stderr_until(proc, "waiting for an MCP client")[-1] == WAITING_ON_A_TERMINAL + "\n"

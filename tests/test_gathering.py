@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memtree_mcp.core.calendar import session_break
 from memtree_mcp.core.gathering import STAND_IN, dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.recall import DEFAULT_WEIGHTS as WEIGHTS
 from memtree_mcp.core.recall import RecallFilter, RecallRequest, recall
-from memtree_mcp.core.temporal import is_boundary
 from tests import tree_checks
 
 DIM = 16
@@ -64,7 +64,7 @@ def segments_by_loop(leaves: list[Leaf], gap: float) -> list[int]:
     out: list[int] = []
     for i, leaf in enumerate(leaves):
         previous = leaves[i - 1] if i else None
-        out.append((out[-1] + int(is_boundary(previous, leaf, gap))) if out else 0)
+        out.append((out[-1] + int(session_break(previous, leaf, gap))) if out else 0)
     return out
 
 

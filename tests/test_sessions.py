@@ -237,7 +237,7 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     import pyarrow as pa
 
     from memtree_mcp.core.model import Branch
-    from memtree_mcp.store.rows import node_rows, node_schema
+    from memtree_mcp.store.rows import branch_row, node_rows, node_schema
 
     source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)
     for timestamp, session, text in turns():
@@ -250,7 +250,7 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     ]
     flat = Branch(id="temporal-root", tree="temporal", kind="root", parent=None, depth=0)
     flat.children = sorted(memory.leaves, key=lambda n: memory.leaves[n].seq)
-    rows.append({**node_rows_of_branch(flat), "rev": 0})
+    rows.append({**branch_row(flat, 1.0), "rev": 0})
     current = node_schema(embedder.identity, embedder.dimension)
     schema = current.with_metadata({**(current.metadata or {}), b"memtree.schema_version": b"4"})
     lancedb.connect(settings.home).create_table("default", data=pa.Table.from_pylist(rows, schema=schema))
@@ -276,11 +276,3 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     with pytest.raises(Exception, match="no version"):
         again.restore(str(before[0]))  # history before the upgrade: refused by name
     again.close()
-
-
-def node_rows_of_branch(branch: Any) -> dict[str, Any]:
-    """The row of one branch as schema 4 wrote it (the same columns as today)."""
-    from memtree_mcp.store.rows import branch_row
-
-    row: dict[str, Any] = branch_row(branch, 1.0)
-    return row

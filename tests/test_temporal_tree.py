@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key, session_break
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.temporal import (
     MAX_SESSION,
@@ -24,7 +24,6 @@ from memtree_mcp.core.temporal import (
     CosinePolicy,
     FanOutPolicy,
     TemporalTree,
-    is_boundary,
 )
 from tests.tree_checks import assert_temporal_invariants, branch_state, temporal_subtree_leaves, unit
 
@@ -96,7 +95,7 @@ def sessions_of(leaves: Sequence[Leaf], gap_seconds: float = SESSION_GAP_SECONDS
     runs: list[list[str]] = []
     previous: Leaf | None = None
     for leaf in leaves:
-        if previous is None or is_boundary(previous, leaf, gap_seconds):
+        if previous is None or session_break(previous, leaf, gap_seconds):
             runs.append([])
         runs[-1].append(leaf.id)
         previous = leaf

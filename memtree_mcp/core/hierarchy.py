@@ -100,12 +100,6 @@ class Hierarchy:
             return vector
         return (vector * self.branches[node_id].cohesion).astype(np.float32)
 
-    def score_of(self, node_id: str, query: Vector) -> float:
-        """How well a node matches a unit ``query`` when the cursor weighs where to go: here its
-        average cosine (:meth:`match_vector_of`), a subject being as close as its memories on the
-        whole. KeyError as ``vector_of``."""
-        return float(self.match_vector_of(node_id) @ query)
-
     def text_of(self, node_id: str) -> str:
         leaf = self.leaves.get(node_id)
         return leaf.text if leaf is not None else self.branches[node_id].text

@@ -23,8 +23,8 @@ from memtree_mcp.core.arrays import (
     headroom,
     summary_hit,
 )
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
-from memtree_mcp.core.embedding import Matrix
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, session_break
+from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.gathering import named_authors, without_names
 from memtree_mcp.core.hierarchy import Linkage, Shape
 from memtree_mcp.core.index import VectorIndex
@@ -33,7 +33,7 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES
 from memtree_mcp.core.representative import derive_vector, derive_vectors
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
-from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree, is_boundary
+from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree
 
 
 class Memory:
@@ -99,6 +99,8 @@ class Memory:
         self._last_named: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
         self._timeline: Timeline | None = None
         self._structure: TreeStructure | None = None
+        # The last query's scores in time order (best_between): (query, leaves, next seq), seqs, scores.
+        self._seq_scores: tuple[tuple[bytes, int, int], np.ndarray, np.ndarray] | None = None
         self.next_seq = 0
 
     # -- loading ---------------------------------------------------------------------------------
@@ -228,7 +230,7 @@ class Memory:
         self._follow(changed)
         if self._timeline is not None:
             # Leaves arrive in time order: the timeline grows at its end instead of being rebuilt.
-            boundary = is_boundary(previous, leaf, self.temporal.gap_seconds)
+            boundary = session_break(previous, leaf, self.temporal.gap_seconds)
             self._timeline.append(self.leaf_index.row(leaf.id), boundary)
         self._structure = None
         return changed
@@ -308,7 +310,7 @@ class Memory:
         if timeline is not None and in_order:
             for leaf in fresh:
                 timeline.append(
-                    self.leaf_index.row(leaf.id), is_boundary(previous, leaf, self.temporal.gap_seconds)
+                    self.leaf_index.row(leaf.id), session_break(previous, leaf, self.temporal.gap_seconds)
                 )
                 previous = leaf
         else:
@@ -399,10 +401,10 @@ class Memory:
 
     def _boundary_between_rows(self, before: int, after: int) -> bool:
         """Whether the leaves in leaf-index rows ``before`` and ``after``, in time order, are in
-        different segments of the conversation (see :func:`is_boundary`)."""
+        different segments of the conversation (see :func:`~memtree_mcp.core.calendar.session_break`)."""
         earlier = self.leaves[self.leaf_index.id_at(before)]
         later = self.leaves[self.leaf_index.id_at(after)]
-        return is_boundary(earlier, later, self.temporal.gap_seconds)
+        return session_break(earlier, later, self.temporal.gap_seconds)
 
     def _drop_branches(self, removed: Iterable[str]) -> None:
         """Forget deleted branches in the branch index and the tree arrays; other ids are ignored."""
@@ -517,6 +519,23 @@ class Memory:
         if self._timeline is None:
             self._timeline = Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
         return self._timeline
+
+    def best_between(self, first_seq: int, last_seq: int, query: Vector) -> float | None:
+        """The highest cosine to ``query`` among the memories with a seq from ``first_seq`` to
+        ``last_seq`` (None when there is none): how a period of the temporal tree, a contiguous run
+        of arrival order, matches a query. The scores in time order are one matrix product, kept
+        for the last query (the memory agent weighs many periods for one; any change of the memory
+        changes its count or its next seq, and so the key)."""
+        key = (query.tobytes(), len(self.leaves), self.next_seq)
+        if self._seq_scores is None or self._seq_scores[0] != key:
+            rows = self.timeline().rows
+            scores = self.leaf_index.score_array(query)[rows]
+            id_at, leaves = self.leaf_index.id_at, self.leaves
+            seqs = np.fromiter((leaves[id_at(row)].seq for row in rows.tolist()), np.int64, len(rows))
+            self._seq_scores = (key, seqs, scores)
+        _, seqs, scores = self._seq_scores
+        low, high = np.searchsorted(seqs, [first_seq, last_seq + 1])
+        return float(scores[low:high].max()) if high > low else None
 
     def temporal_structure(self) -> TreeStructure:
         """The temporal tree as parent arrays, for propagation: from the tree's arrays, after a change."""

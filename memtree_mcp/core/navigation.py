@@ -257,9 +257,16 @@ def _preview(
     )
 
 
-def _score(hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
+def _score(memory: Memory, hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
+    """How well a node matches a unit ``query``: a subject by its average cosine (``match_vector_of``),
+    a period by its closest memory (a day of unrelated sessions holds the one sought however little
+    the rest is about it, which an average would hide). None for a branch without memories."""
+    if hierarchy is memory.temporal:
+        node = memory.node(node_id)
+        first, last = (node.seq, node.seq) if isinstance(node, Leaf) else (node.first_seq, node.last_seq)
+        return memory.best_between(first, last, query)
     try:
-        return hierarchy.score_of(node_id, query)
+        return float(hierarchy.match_vector_of(node_id) @ query)
     except KeyError:
         return None
 
@@ -281,7 +288,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
     quoted = quoted_leaves(memory, hierarchy, node_id) if branch is not None else []
     newest = newest_updates(memory, [*(memory.leaves[n] for n in shown if n in memory.leaves), *quoted])
     children = [p for c in _children(hierarchy, node_id) if (p := _preview(hierarchy, c, newest)) is not None]
-    score = _score(hierarchy, node_id, query_vector) if query_vector is not None else None
+    score = _score(memory, hierarchy, node_id, query_vector) if query_vector is not None else None
     leaf = memory.leaves.get(node_id)
     if branch is not None:
         kind: NodeKind = branch.kind
@@ -329,10 +336,10 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
 # -- moving --------------------------------------------------------------------------------------
 
 
-def _best_child(hierarchy: Hierarchy, children: Sequence[str], query: Vector | None) -> int:
+def _best_child(memory: Memory, hierarchy: Hierarchy, children: Sequence[str], query: Vector | None) -> int:
     if query is None:
         return 0
-    scores = [_score(hierarchy, c, query) for c in children]
+    scores = [_score(memory, hierarchy, c, query) for c in children]
     values = [s if s is not None else -math.inf for s in scores]
     return int(np.argmax(values))
 
@@ -398,7 +405,7 @@ def move(
                 "or a query to move 'down'"
             )
         if index is None:
-            index = _best_child(hierarchy, children, query_vector)
+            index = _best_child(memory, hierarchy, children, query_vector)
         elif not 0 <= index < len(children):
             raise NavigationError(
                 f"no child {index}: {here} has {len(children)} children, numbered 0 to {len(children) - 1}"
@@ -468,14 +475,10 @@ class Policy(Protocol):
     ) -> str: ...
 
 
-# Scores this close are the same score, taken in another order (float32 sums).
-TIE = 1e-6
-
-
 class EmbeddingPolicy:
     """Walk by vectors: descend while a child matches the query at least as well as the current
-    node (a period scores its best memory, so the path to that memory ties all the way down), or is
-    its only child.
+    node (a period scores its best memory, so the path down to that memory ties exactly), or is its
+    only child.
 
     When no child improves, try the left and then the right neighbour, each at most once since the
     last vertical move, and only if it scores better. When nothing improves, the context is
@@ -499,7 +502,7 @@ class EmbeddingPolicy:
             return "down 0"  # a lone child holds the same memories, seen closer (a day's one session)
         if children_scores:
             best = max(range(len(children_scores)), key=lambda i: children_scores[i].score)
-            if children_scores[best].score >= here - TIE:
+            if children_scores[best].score >= here:
                 return f"down {best}"
         tried: set[str] = set()
         for previous in reversed(history):
@@ -560,10 +563,10 @@ def parse_action(answer: str) -> tuple[str, int | None] | None:
     return action, int(index) if index is not None else None
 
 
-def _scored(hierarchy: Hierarchy, preview: ChildPreview, query: Vector) -> ScoredNode:
+def _scored(memory: Memory, hierarchy: Hierarchy, preview: ChildPreview, query: Vector) -> ScoredNode:
     """A node next to the cursor as a policy sees it: its preview's line (with its mark, for a
     memory a later one updates) and its text."""
-    score = _score(hierarchy, preview.id, query)
+    score = _score(memory, hierarchy, preview.id, query)
     return ScoredNode(
         id=preview.id,
         kind=preview.kind,
@@ -638,9 +641,9 @@ def run_agent(
     notes: list[str] = []
     outcome: Outcome = "max_steps"
     for step in range(max_steps):
-        children = [_scored(hierarchy, c, query_vector) for c in current.children]
+        children = [_scored(memory, hierarchy, c, query_vector) for c in current.children]
         neighbours = {
-            side: _scored(hierarchy, preview, query_vector)
+            side: _scored(memory, hierarchy, preview, query_vector)
             for side, preview in (("up", current.parent), ("left", current.left), ("right", current.right))
             if preview is not None
         }

@@ -41,8 +41,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 from memtree_mcp.core.calendar import (
     DAY,
     SEGMENT,
@@ -145,11 +143,6 @@ class FanOutPolicy:
         return None
 
 
-def is_boundary(previous: Leaf | None, leaf: Leaf, gap_seconds: float = SESSION_GAP_SECONDS) -> bool:
-    """Whether ``leaf`` starts a new session after ``previous`` (see ``core/calendar.py``)."""
-    return session_break(previous, leaf, gap_seconds)
-
-
 class TemporalTree(Hierarchy):
     """The temporal hierarchy over a shared mapping of leaves; mirrors ``SemanticTree``'s shape.
 
@@ -212,16 +205,6 @@ class TemporalTree(Hierarchy):
         if branch is None or branch.parent is None:
             return None
         return period_name(self.level_of(node_id))
-
-    def score_of(self, node_id: str, query: Vector) -> float:
-        """A period matches a query as well as its closest memory does: a day of unrelated sessions
-        holds the one sought however little the rest is about it (an average would hide it)."""
-        under = [node_id] if node_id in self.leaves else self.leaves_under(node_id)
-        if not under:
-            raise KeyError(f"branch {node_id} has no leaves yet")
-        # A memory's own score is taken the same way, so that the path down to it ties (to float32
-        # rounding: a product of one row and of many may sum in another order).
-        return float(np.max(np.stack([self.leaves[n].vector for n in under]) @ query))
 
     def candidates(self, leaf: Leaf) -> list[Candidate]:
         """The segments ``leaf`` may continue, as its policy will see them: the current segment when
