@@ -192,19 +192,33 @@ def test_restore_says_what_it_would_change_and_needs_yes_and_history_says_what_e
     assert history_of(home)[0][1] == "purge"
 
 
+# What a process wrote on standard error past the line stderr_until returned, by pid.
+_UNREAD: dict[int, bytes] = {}
+
+
 def stderr_until(proc: subprocess.Popen[bytes], wanted: str, within: float = TIMEOUT) -> list[str]:
-    """The lines ``proc`` writes on standard error up to the first holding ``wanted`` (bounded)."""
+    """The lines ``proc`` writes on standard error up to the first holding ``wanted`` (bounded).
+
+    Read from the descriptor itself: two lines written at once would otherwise sit in the file
+    object's buffer, where ``select`` does not see the second, and the wait would run out."""
     assert proc.stderr is not None
+    descriptor = proc.stderr.fileno()
     lines: list[str] = []
+    pending = _UNREAD.pop(proc.pid, b"")
     deadline = time.monotonic() + within
-    while not lines or wanted not in lines[-1]:
+    while True:
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            lines.append(line.decode() + "\n")
+            if wanted in lines[-1]:
+                _UNREAD[proc.pid] = pending
+                return lines
         left = deadline - time.monotonic()
-        ready, _, _ = select.select([proc.stderr], [], [], max(left, 0))
+        ready, _, _ = select.select([descriptor], [], [], max(left, 0))
         assert ready, f"no {wanted!r} within {within} s: {lines}"
-        line = proc.stderr.readline().decode()
-        assert line, f"the server ended before {wanted!r}: {lines}"
-        lines.append(line)
-    return lines
+        chunk = os.read(descriptor, 65536)
+        assert chunk, f"the server ended before {wanted!r}: {lines}"
+        pending += chunk
 
 
 @pytest.mark.slow
