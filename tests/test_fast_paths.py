@@ -226,17 +226,29 @@ def test_bm25_built_in_bulk_scores_exactly_as_built_one_by_one(
 TRICKY_WORDS = [
     *["Caroline's", "self-care", "don't", "RUNNING", "hikes", "the", "a-b-c", "2022", "ﬁne"],
     *["Straße", "naïve", "’s", "x-", "-y", "it's", "boxes", "stories"],
+    *["看護師", "私", "PostgreSQLを使う", "上海-x", "カタカナ's", "한국어"],
 ]
+CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 
 
 def reference_tokenize(text: str, stemming: bool = True) -> list[str]:
-    """The tokenizer as it was before its word cache (memtree_mcp/core/lexical.py, git history)."""
+    """The tokenizer as it was before its word cache (memtree_mcp/core/lexical.py, git history),
+    with the character pairs of CJK runs (issue 29) written out plainly."""
     normal = unicodedata.normalize("NFKC", text).translate(
         str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-"})
     )
     terms: list[str] = []
+    words: list[str] = []
     for match in re.finditer(r"[^\W_]+(?:['\-][^\W_]+)*", normal.casefold()):
-        word = match.group()
+        for piece in re.split(f"([{CJK}]+)", match.group()):
+            if re.fullmatch(f"[{CJK}]+", piece):
+                words.extend(["\x00" + piece[i : i + 2] for i in range(max(1, len(piece) - 1))])
+            elif piece.strip("'-"):
+                words.append(piece.strip("'-") if re.search(f"[{CJK}]", match.group()) else piece)
+    for word in words:
+        if word.startswith("\x00"):
+            terms.append(word[1:])
+            continue
         if word.endswith("'s"):
             word = word[:-2]
         if word in STOPWORDS:

@@ -73,7 +73,9 @@ log = logging.getLogger("memtree_mcp")
 
 # 2: the rows hold the temporal tree by sessions and periods (schema 5); a snapshot of format 1 may
 # hold the temporal tree of schema 4, which the table's own rows no longer give, so it is not used.
-FORMAT = "2"
+# 3: the lexical index splits Chinese and Japanese into character pairs; a snapshot of format 2
+# holds such a memory as one word, so it is not used either.
+FORMAT = "3"
 # A snapshot's temporary file untouched this long (seconds) belongs to a write that was killed.
 ABANDONED_AFTER = 600.0
 # Tables of fewer rows are read whole, which is quick at that size, and keep no snapshot.
