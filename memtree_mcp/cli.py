@@ -52,7 +52,7 @@ def _common_options() -> Parser:
     group = common.add_argument_group("settings (override the MEMTREE_* environment variables)")
     group.add_argument("--home", help="store directory (MEMTREE_HOME)")
     group.add_argument("--namespace", help="namespace to use (MEMTREE_NAMESPACE)")
-    group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local or litellm:<model>")
+    group.add_argument("--embedder", help="embedder (MEMTREE_EMBEDDER): local, e5-small or litellm:<model>")
     group.add_argument("--llm", help="LLM for summaries (MEMTREE_LLM): none, litellm:<model> or sampling")
     group.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(MEMTREE_LOG_LEVEL)"

