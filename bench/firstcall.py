@@ -7,7 +7,8 @@ load of the model and the default namespace), then at once calls ``recall`` (k =
 ``remember`` once then ``recall`` once; times are at the client, from the call to its answer.
 Several code versions can be compared on their own stores, runs interleaved so that the machine's
 load falls on all alike: ``--case NAME=CODE_DIR:STORE_DIR`` (CODE_DIR goes first on the server's
-PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit).
+PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit;
+``NAME=CODE_DIR:STORE_DIR:EMBEDDER`` runs that case's server with MEMTREE_EMBEDDER=EMBEDDER).
 A store is copied afresh for every run that writes to it.
 
 With ``--http`` each run starts ``memtree-mcp serve --transport streamable-http`` on a free port,
@@ -41,7 +42,9 @@ from latency import CALL_TIMEOUT_S, RECALL_K, console_script, machine_info, sour
 QUERY = "What did Caroline say about the adoption agency?"
 
 
-async def one_run(code: Path, home: Path, namespace: str, first: str) -> dict[str, Any]:
+async def one_run(
+    code: Path, home: Path, namespace: str, first: str, embedder: str = "local"
+) -> dict[str, Any]:
     """Spawn, list the tools, then ``first`` ("recall" or "remember") and a recall, timed."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -49,6 +52,7 @@ async def one_run(code: Path, home: Path, namespace: str, first: str) -> dict[st
     env = {
         "MEMTREE_HOME": str(home),
         "MEMTREE_NAMESPACE": namespace,
+        "MEMTREE_EMBEDDER": embedder,
         "PYTHONPATH": str(code.resolve()),
         "PATH": os.environ.get("PATH", ""),
     }
@@ -74,7 +78,9 @@ async def one_run(code: Path, home: Path, namespace: str, first: str) -> dict[st
     return row
 
 
-async def one_http_run(code: Path, home: Path, namespace: str, up: float) -> dict[str, Any]:
+async def one_http_run(
+    code: Path, home: Path, namespace: str, up: float, embedder: str = "local"
+) -> dict[str, Any]:
     """Start an HTTP server, leave it ``up`` seconds alone, then time two recalls at the client."""
     import socket
     import subprocess
@@ -91,6 +97,7 @@ async def one_http_run(code: Path, home: Path, namespace: str, up: float) -> dic
         "MEMTREE_HOME": str(home),
         "MEMTREE_NAMESPACE": namespace,
         "MEMTREE_AUTH_TOKEN": token,
+        "MEMTREE_EMBEDDER": embedder,
         "PYTHONPATH": str(code.resolve()),
         "PATH": os.environ.get("PATH", ""),
     }
@@ -119,12 +126,12 @@ async def one_http_run(code: Path, home: Path, namespace: str, up: float) -> dic
 
 
 async def measure_http(
-    cases: dict[str, tuple[Path, Path]], namespace: str, runs: int, up: float
+    cases: dict[str, tuple[Path, Path, str]], namespace: str, runs: int, up: float
 ) -> dict[str, Any]:
     rows: dict[str, list[dict[str, Any]]] = {n: [] for n in cases}
     for _ in range(runs):
-        for name, (code, store) in cases.items():
-            rows[name].append(await one_http_run(code, store, namespace, up))
+        for name, (code, store, embedder) in cases.items():
+            rows[name].append(await one_http_run(code, store, namespace, up, embedder))
             print(name, rows[name][-1], file=sys.stderr, flush=True)
     summary: dict[str, Any] = {}
     for name, found in rows.items():
@@ -140,17 +147,17 @@ async def measure_http(
     return {"summary": summary, "runs": rows}
 
 
-async def measure(cases: dict[str, tuple[Path, Path]], namespace: str, runs: int) -> dict[str, Any]:
+async def measure(cases: dict[str, tuple[Path, Path, str]], namespace: str, runs: int) -> dict[str, Any]:
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"recall": [], "remember": []} for n in cases}
     with tempfile.TemporaryDirectory(prefix="memtree-firstcall-") as scratch:
         for run in range(runs):
             for first in ("recall", "remember"):
-                for name, (code, store) in cases.items():
+                for name, (code, store, embedder) in cases.items():
                     home = store
                     if first == "remember":
                         home = Path(scratch) / f"{name}-{run}"
                         shutil.copytree(store, home)
-                    rows[name][first].append(await one_run(code, home, namespace, first))
+                    rows[name][first].append(await one_run(code, home, namespace, first, embedder))
                     if first == "remember":
                         shutil.rmtree(home, ignore_errors=True)
                     print(name, first, rows[name][first][-1], file=sys.stderr, flush=True)
@@ -168,18 +175,19 @@ async def measure(cases: dict[str, tuple[Path, Path]], namespace: str, runs: int
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--case", action="append", required=True, help="NAME=CODE_DIR:STORE_DIR")
+    parser.add_argument("--case", action="append", required=True, help="NAME=CODE_DIR:STORE_DIR[:EMBEDDER]")
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/results/firstcall.json"))
     parser.add_argument("--http", action="store_true", help="a streamable-HTTP server instead of stdio")
     parser.add_argument("--up", type=float, default=5.0, help="with --http: seconds the server is up first")
     args = parser.parse_args(argv)
-    cases: dict[str, tuple[Path, Path]] = {}
+    cases: dict[str, tuple[Path, Path, str]] = {}
     for case in args.case:
         name, _, paths = case.partition("=")
-        code, _, store = paths.partition(":")
-        cases[name] = (Path(code), Path(store))
+        code, _, rest = paths.partition(":")
+        store, _, embedder = rest.partition(":")
+        cases[name] = (Path(code), Path(store), embedder or "local")
     load_start = [round(x, 2) for x in os.getloadavg()]
     if args.http:
         report = anyio.run(measure_http, cases, args.namespace, args.runs, args.up)
@@ -189,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.update(
         {
             "benchmark": f"first tool call after the handshake ({transport})",
-            "cases": {name: {"code": str(c), "store": str(s)} for name, (c, s) in cases.items()},
+            "cases": {
+                name: {"code": str(c), "store": str(s), "embedder": e} for name, (c, s, e) in cases.items()
+            },
             "loadavg_at_start": load_start,
             "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
             "machine": machine_info(),

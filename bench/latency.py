@@ -61,7 +61,7 @@ import anyio
 import numpy as np
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.embedding import Embedder, Matrix
+from memtree_mcp.core.embedding import Embedder, Matrix, embed_queries
 from memtree_mcp.core.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
@@ -157,6 +157,12 @@ class TimedEmbedder:
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         started = time.perf_counter()
         out = self.inner.embed_batch(texts)
+        self.durations.append(time.perf_counter() - started)
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        started = time.perf_counter()
+        out = embed_queries(self.inner, texts)
         self.durations.append(time.perf_counter() - started)
         return out
 

@@ -41,9 +41,10 @@ import numpy as np
 from locomo_data import CATEGORIES, KS, Conversation, Scores, SessionScores, load_conversations
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.names import STRATEGIES as RECALL_STRATEGIES
-from memtree_mcp.providers.local import IDENTITY, MiniLMEmbedder
+from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 
 RRF_K = 60
@@ -63,9 +64,11 @@ def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:
     return sorted(fused, key=lambda item: (-fused[item], item))
 
 
-def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, Any]:
+def run(
+    data: Path, strategies: Sequence[str], limit: int | None, embedder_name: str = "local"
+) -> dict[str, Any]:
     conversations: list[Conversation] = load_conversations(data, limit)
-    embedder = MiniLMEmbedder()
+    embedder = make_embedder(embedder_name)
     embedder.embed_batch(["warm-up"])
     baselines = {name: Scores() for name in ("dense", "bm25", "rrf")}
     results = {name: Scores() for name in strategies}
@@ -74,7 +77,7 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
     query_seconds = dict.fromkeys(strategies, 0.0)
     questions = 0
     with tempfile.TemporaryDirectory(prefix="memtree-locomo-") as home:
-        service = MemoryService(Settings(home=home), embedder=embedder)
+        service = MemoryService(Settings(home=home, embedder=embedder_name), embedder=embedder)
         for conv in conversations:
             namespace = conv.sample_id
             started = time.perf_counter()
@@ -111,7 +114,7 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
                     out.extend(sorted(turn_of.get(leaf_id, ())))
                 return out
 
-            vectors = embedder.embed_batch([q.text for q in conv.questions])
+            vectors = embed_queries(embedder, [q.text for q in conv.questions])
             for question, vector in zip(conv.questions, vectors, strict=True):
                 questions += 1
                 # Whole rankings, so that the fusion sees every leaf either ranking has.
@@ -146,7 +149,8 @@ def run(data: Path, strategies: Sequence[str], limit: int | None) -> dict[str, A
         "conversations": [c.sample_id for c in conversations],
         "turns": sum(len(c.turns) for c in conversations),
         "questions": questions,
-        "embedder": IDENTITY,
+        "embedder": embedder.identity,
+        "embedder_setting": embedder_name,
         "baselines": {name: scores.summary() for name, scores in baselines.items()},
         "strategies": {name: scores.summary() for name, scores in results.items()},
         "sessions": {name: scores.summary() for name, scores in sessions.items()},
@@ -187,11 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated; NAME+expand replaces summaries by their best memories",
     )
     parser.add_argument("--limit", type=int, help="only the first N conversations")
+    parser.add_argument("--embedder", default="local", help="MEMTREE_EMBEDDER: local (default) or e5-small")
     parser.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = parser.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
     started = time.perf_counter()
-    report = run(args.data, strategies, args.limit)
+    report = run(args.data, strategies, args.limit, args.embedder)
     report["wall_seconds"] = round(time.perf_counter() - started, 1)
     print(markdown(report))
     print(f"\n{report['questions']} questions; build {report['build_seconds']} s")

@@ -48,6 +48,7 @@ from locomo_data import (
     load_conversations,
 )
 
+from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.recall import RecallFilter, RecallRequest, Weights, recall
@@ -55,18 +56,21 @@ from memtree_mcp.core.recall import RecallFilter, RecallRequest, Weights, recall
 SESSION_DEPTH = 50  # leaves asked for when the session metric is computed (as bench/locomo.py)
 
 
-def cached_vectors(texts: Sequence[str], cache: Path) -> dict[str, np.ndarray]:
-    """Embeddings of ``texts`` by text, computed once with the default embedder and cached."""
+def cached_vectors(texts: Sequence[str], cache: Path, *, query: bool = False) -> dict[str, np.ndarray]:
+    """Embeddings of ``texts`` by text (as questions when ``query``), computed once with the
+    embedder MEMTREE_EMBEDDER names (``--embedder``; the default's otherwise) and cached."""
+    from memtree_mcp.providers import make_embedder
+
+    embedder = make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local"))
     texts = sorted(set(texts))
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-    path = cache / f"locomo-vectors-{digest}.npz"
+    kind = "" if embedder.identity.startswith("local:all-MiniLM") else f"{embedder.identity}-{query}-"
+    path = cache / f"locomo-vectors-{kind.replace(':', '_').replace('+', '_')}{digest}.npz"
     if path.exists():
         stored = np.load(path)
         return dict(zip(texts, stored["vectors"], strict=True))
-    from memtree_mcp.providers.local import MiniLMEmbedder
-
-    embedder = MiniLMEmbedder()
-    vectors = np.concatenate([embedder.embed_batch(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+    embed = (lambda batch: embed_queries(embedder, batch)) if query else embedder.embed_batch
+    vectors = np.concatenate([embed(texts[i : i + 64]) for i in range(0, len(texts), 64)])
     cache.mkdir(parents=True, exist_ok=True)
     np.savez(path, vectors=vectors)
     return dict(zip(texts, vectors, strict=True))
@@ -156,6 +160,18 @@ def evaluate(
 Grid = list[tuple[str, str, dict[str, Any]]]
 GRIDS: dict[str, Callable[[], Grid]] = {
     "baseline": lambda: [("hybrid", "hybrid", {}), ("gather", "gather", {})],
+    # gather's fusion for a stronger dense score (issue 29, e5-small): the BM25 weight, the segment
+    # lift and the neighbours' decay around the defaults (0.5, 0.5, 0.4).
+    "gather-dense": lambda: [
+        (
+            f"gather lexical {w} segment {g} decay {d}",
+            "gather",
+            {"lexical_weight": w, "segment_weight": g, "neighbour_decay": d},
+        )
+        for w in (0.3, 0.5)
+        for g in (0.3, 0.5)
+        for d in (0.3, 0.4)
+    ],
     # gather's weights around the default (author 0.5, segment 0.5, content 0.5), every
     # combination, without the date lift (these were measured before it was added:
     # bench/results/locomo-sweep-gather-before-dates.json).
@@ -204,11 +220,8 @@ def prepare(data: Path, limit: int | None, cache: Path) -> list[Prepared]:
     the vectors of the questions without the authors they name (what the service embeds for
     ``gather``; None for a question that names none)."""
     conversations = load_conversations(data, limit)
-    vectors = cached_vectors(
-        [t.text for c in conversations for t in c.turns]
-        + [q.text for c in conversations for q in c.questions],
-        cache,
-    )
+    vectors = cached_vectors([t.text for c in conversations for t in c.turns], cache)
+    vectors.update(cached_vectors([q.text for c in conversations for q in c.questions], cache, query=True))
     memories = []
     for conv in conversations:
         memory, turn_of = build(conv, vectors)
@@ -220,7 +233,7 @@ def prepare(data: Path, limit: int | None, cache: Path) -> list[Prepared]:
         for q in conv.questions
         if (text := memory.content_text(q.text)) is not None
     }
-    content_vectors = cached_vectors(list(content_of.values()), cache)
+    content_vectors = cached_vectors(list(content_of.values()), cache, query=True)
     prepared = [
         (
             conv,
@@ -239,12 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("data", type=Path)
     parser.add_argument("--grid", default="baseline", choices=sorted(GRIDS))
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--embedder", help="MEMTREE_EMBEDDER of the vectors: local (default) or e5-small")
     parser.add_argument("--sessions", action="store_true", help="also engram-search's session metric")
     parser.add_argument(
         "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memtree-locomo"
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.embedder:
+        os.environ["MEMTREE_EMBEDDER"] = args.embedder
     started = time.perf_counter()
     prepared = prepare(args.data, args.limit, args.cache)
     print(f"built {len(prepared)} memories in {time.perf_counter() - started:.1f} s", flush=True)

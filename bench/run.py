@@ -56,6 +56,23 @@ BENCHES: dict[str, Bench] = {
         quick=("{data}", "--strategies", "gather,hybrid", "--limit", "1"),
         needs="the LoCoMo dev split (--data)",
     ),
+    "multilingual": Bench(
+        "multilingual.py",
+        "Multilingual memory: German, Spanish, French and Japanese memories beside English ones, "
+        "recalled by English (cross-language) and own-language questions, R@1/R@5 and what a default "
+        "recall shows, for the default and the e5-small embedder (e5 skipped without the [e5] extra; "
+        "~1 min).",
+        (),
+    ),
+    "embedders": Bench(
+        "embedders.py",
+        "The default and the e5-small embedder end to end in one run: LoCoMo dev gather/hybrid, the "
+        "multilingual benchmark, 10k import/remember/recall/RSS interleaved over 2 rounds, and the "
+        "first call after the handshake on the 10k stores (needs the [e5] extra; ~40 min).",
+        ("{data}", "--scratch", "{scratch}/embedders"),
+        quick=("{data}", "--skip", "locomo,scale,firstcall", "--scratch", "{scratch}/embedders-quick"),
+        needs="the LoCoMo dev split (--data) and the [e5] extra",
+    ),
     "sessions": Bench(
         "sessions.py",
         "The temporal tree over five sessions of eight unrelated turns (with and without session "

@@ -88,6 +88,7 @@ import numpy as np
 from latency import TimedEmbedder, machine_info, package_version, source_state, summary_ms
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
@@ -97,6 +98,13 @@ from memtree_mcp.store import rows as store_rows
 from memtree_mcp.store.table import NamespaceTable
 
 NAMESPACE = "scale"
+
+
+def embedder_name() -> str:
+    """The embedder measured: MEMTREE_EMBEDDER (``--embedder`` sets it, so ``--reopen`` inherits it)."""
+    return os.environ.get("MEMTREE_EMBEDDER", "local")
+
+
 RECALL_K = 10
 COMPARED_STRATEGIES = ("gather", "hybrid")  # timed one after the other for each question
 DEFAULT_DATA = Path("../shared/bench/locomo/locomo-dev.json")
@@ -329,7 +337,7 @@ class ReplayEmbedder:
     """
 
     def __init__(self, saved: Path, records: Sequence[dict[str, Any]]) -> None:
-        self.model = make_embedder("local")
+        self.model = make_embedder(embedder_name())
         data = np.load(saved, allow_pickle=False)
         by_text = {str(t): i for i, t in enumerate(data["texts"])}
         self._vectors = data["vectors"].astype(np.float32)
@@ -363,6 +371,9 @@ class ReplayEmbedder:
                 vector = (noisy / np.linalg.norm(noisy)).astype(np.float32)
             out[j] = vector
         return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return embed_queries(self.model, texts)
 
 
 def save_vectors(home: str, out: str) -> int:
@@ -398,11 +409,13 @@ def bench_size(
         embedder = TimedEmbedder(ReplayEmbedder(vectors, records))  # type: ignore[arg-type]
         embedder.inner.model.embed_batch(["warm up"])  # type: ignore[attr-defined]
     else:
-        embedder = TimedEmbedder(make_embedder("local"))
+        embedder = TimedEmbedder(make_embedder(embedder_name()))
         embedder.inner.embed_batch(["warm up"])  # the model's load is not the import's
-    service = MemoryService(Settings(home=str(home), namespace=NAMESPACE), embedder=embedder)
+    service = MemoryService(
+        Settings(home=str(home), namespace=NAMESPACE, embedder=embedder_name()), embedder=embedder
+    )
     probe = write_probe()
-    out: dict[str, Any] = {"size": size}
+    out: dict[str, Any] = {"size": size, "embedder": embedder.identity}
     try:
         with probe.installed():
             # -- bulk import
@@ -473,7 +486,7 @@ def bench_size(
         hits: list[int] = []
         # The default strategy above; each of these too, interleaved question by question.
         by_strategy: dict[str, list[float]] = {name: [] for name in COMPARED_STRATEGIES}
-        vectors = inner.embed_batch(questions)
+        vectors = embed_queries(inner, questions)
         for question, vector in zip(questions, vectors, strict=True):
             started = time.perf_counter()
             found = service.recall(question, k=RECALL_K, namespace=NAMESPACE)
@@ -484,7 +497,7 @@ def bench_size(
                 service.recall(question, k=RECALL_K, namespace=NAMESPACE, strategy=name)
                 times.append(time.perf_counter() - started)
             started = time.perf_counter()
-            inner.embed_batch([question])
+            embed_queries(inner, [question])
             embed_only.append(time.perf_counter() - started)
             started = time.perf_counter()
             service.memory(NAMESPACE)
@@ -672,7 +685,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     """In this (fresh) process: what a new server pays to answer its first recall on ``home``."""
     out: dict[str, Any] = {"rss_mib_at_start": rss_mib()}
     started = time.perf_counter()
-    embedder = make_embedder("local")
+    embedder = make_embedder(embedder_name())
     embedder.embed_batch(["warm up"])
     out["model_load_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_model_loaded"] = rss_mib()
@@ -682,7 +695,8 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
         freeze_after_loads()
     except ImportError:
         pass
-    service = MemoryService(Settings(home=home, namespace=NAMESPACE), embedder=embedder)
+    settings = Settings(home=home, namespace=NAMESPACE, embedder=embedder_name())
+    service = MemoryService(settings, embedder=embedder)
     targets: dict[str, tuple[Any, str]] = {"read": (NamespaceTable, "read"), "load": (Memory, "load")}
     try:  # code with snapshots (issue 16 part 3); the code before has none of these
         from memtree_mcp.store import snapshot
@@ -747,9 +761,9 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     started = time.perf_counter()
     memory.load(snapshot.leaves, snapshot.branches)
     load_s = time.perf_counter() - started
-    embedder = make_embedder("local")
+    embedder = make_embedder(embedder_name())
     questions = queries(all_questions, speakers, copies_needed(len(turns), size), 200)
-    vectors = embedder.embed_batch(questions)
+    vectors = embed_queries(embedder, questions)
     records = corpus(turns, speakers, size + 1_000)
     known = {leaf.text for leaf in snapshot.leaves}
     fresh = [r for r in records if r["content"] not in known][:extra]
@@ -843,7 +857,7 @@ def s3_moto(remembers: int = 100, recalls: int = 50) -> dict[str, Any]:
         boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="memtree")
         with tempfile.TemporaryDirectory() as locks:
             settings = Settings(home="s3://memtree/bench", namespace=NAMESPACE, lock_dir=locks)
-            embedder = make_embedder("local")
+            embedder = make_embedder(embedder_name())
             embedder.embed_batch(["warm up"])
             service = MemoryService(settings, embedder=embedder)
             topics = ["design review", "budget", "hiring plan", "infrastructure"]
@@ -1081,6 +1095,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON to recycle")
+    parser.add_argument("--embedder", help="MEMTREE_EMBEDDER to measure: local (default) or e5-small")
     parser.add_argument("--remember-calls", type=int, default=200)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--profile-calls", type=int, default=20, help="calls to profile per size (0: none)")
@@ -1103,6 +1118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time numpy brute force alone on random vectors of these sizes (e.g. 100000,300000)",
     )
     args = parser.parse_args(argv)
+    if args.embedder:
+        os.environ["MEMTREE_EMBEDDER"] = args.embedder
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 10:
         parser.error("--sizes needs sizes of at least 10")
