@@ -48,7 +48,7 @@ from locomo_data import (
     load_conversations,
 )
 
-from memtree_mcp.core.embedding import embed_queries
+from memtree_mcp.core.embedding import embed_queries, recall_weights
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.recall import RecallFilter, RecallRequest, Weights, recall
@@ -123,7 +123,11 @@ def evaluate(
     per_conv: dict[str, Scores] = {}
     started = time.perf_counter()
     asked = 0
-    weights = Weights(**values)
+    from memtree_mcp.providers import make_embedder
+
+    # The embedder's own constants (``recall_weights``) under the grid's.
+    hints = recall_weights(make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local")))
+    weights = Weights(**{**hints, **values})
     for conv, memory, turn_of, qvectors, content in memories:
         own = per_conv[conv.sample_id] = Scores()
         depth = SESSION_DEPTH if session_metric else K_MAX

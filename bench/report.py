@@ -249,7 +249,60 @@ def bucket_lone(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def multilingual(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, found in d["embedders"].items():
+        if "skipped" in found:
+            rows.append(f"{name}: skipped ({found['skipped']})")
+            continue
+        methods = found["methods"]
+        parts = []
+        for kind, label in (("english", "EN→foreign"), ("own", "own language")):
+            g, dense = methods["gather"][kind], methods["dense"][kind]
+            parts.append(
+                f"{label} gather R@1 / R@5 **{n(g['R@1'], 1)} / {n(g['R@5'], 1)}** "
+                f"(shown {n(g['shown'], 1)}; dense {n(dense['R@1'], 1)} / {n(dense['R@5'], 1)})"
+            )
+        rows.append(f"{name}: " + "; ".join(parts))
+    return rows
+
+
+def embedders(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name in d["embedders"]:
+        parts = []
+        found = d.get("locomo", {}).get(name)
+        if found:
+            g = found["gather"]
+            by = {k.split(" ", 1)[1]: v for k, v in g["R@10 by category"].items()}
+            parts.append(
+                f"LoCoMo gather R@5 / 10 / 25 **{n(g['R@5'], 1)} / {n(g['R@10'], 1)} / {n(g['R@25'], 1)}** "
+                "(R@10 " + ", ".join(f"{c} {n(by.get(c), 1)}" for c in CATEGORIES) + f"), hybrid R@10 "
+                f"{n(found['hybrid']['R@10'], 1)}, flat dense R@10 {n(found['flat dense']['R@10'], 1)}"
+            )
+        rounds = d.get("scale_10k", {}).get(name, [])
+        if rounds:
+            parts.append(
+                "10k: remember p50 **"
+                + " / ".join(n(r["remember_p50_ms"], 1) for r in rounds)
+                + " ms**, recall p50 **"
+                + " / ".join(n(r["recall_p50_ms"], 1) for r in rounds)
+                + " ms**, import "
+                + " / ".join(n(r["import_seconds"]) for r in rounds)
+                + " s, RSS "
+                + " / ".join(n(r["rss_mib_store_loaded"]) for r in rounds)
+                + " MiB"
+            )
+        first = d.get("firstcall_10k", {}).get(name)
+        if first:
+            parts.append(f"first recall after the handshake {n(first['first_recall_ms_median'])} ms")
+        rows.append(f"{name}: " + "; ".join(parts))
+    return rows
+
+
 FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "multilingual": multilingual,
+    "embedders": embedders,
     "bucket-soak": bucket_soak,
     "bucket-lone": bucket_lone,
     "locomo": locomo,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -32,7 +33,8 @@ from typing import Any
 from latency import machine_info, source_state
 
 from memtree_mcp.config import Settings
-from memtree_mcp.providers.local import MiniLMEmbedder
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 
 START = datetime(2026, 1, 12, 10, 0, tzinfo=UTC)
@@ -186,7 +188,7 @@ def period_summaries(service: MemoryService) -> dict[str, Any]:
     return {"quoting_outside": outside, "of": len(DAYS_APART)}
 
 
-def run(with_ids: bool, embedder: MiniLMEmbedder) -> dict[str, Any]:
+def run(with_ids: bool, embedder: Embedder) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
         service = MemoryService(Settings(home=home, namespace="default"), embedder=embedder)
         try:
@@ -207,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/sessions.json"))
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    embedder = MiniLMEmbedder()
+    embedder = make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local"))  # the default unless set
     report = {
         "memories": sum(len(texts) for texts in SESSIONS),
         "sessions": len(SESSIONS),

@@ -2,8 +2,8 @@
 
 Protocol (data: ``update_pairs.py``, written for this benchmark)
 1. Every distinct text of the pairs is embedded once with the default local embedder
-   (all-MiniLM-L6-v2, ``MiniLMEmbedder``). Each pair becomes two leaves, the older one a day
-   before the newer one.
+   (all-MiniLM-L6-v2; with MEMTREE_EMBEDDER=e5-small, that one). Each pair becomes two leaves,
+   the older one a day before the newer one.
 2. The rule judges each pair twice: ``pair`` with a ``LexicalIndex`` holding only the pair's two
    memories (a fresh store of two memories, the hardest case for anything read from the index),
    and ``all`` with one index holding every distinct text of the set (one ``UpdateJudge`` for all
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import sys
 import time
@@ -41,7 +42,7 @@ from update_pairs import DEV, HELD_OUT, PAIRS, Pair, check
 
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.providers.local import MiniLMEmbedder
+from memtree_mcp.providers import make_embedder
 
 DAY = 86_400.0
 
@@ -100,7 +101,7 @@ def main() -> None:
     rule = load_rule(args.rule)
 
     texts = list(dict.fromkeys(t for p in PAIRS for t in (p.older, p.newer)))
-    embedder = MiniLMEmbedder()
+    embedder = make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local"))  # the default unless set
     vectors = dict(zip(texts, embedder.embed_batch(texts), strict=True))
     ids = {text: f"t{i:03d}" for i, text in enumerate(texts)}
 

@@ -88,7 +88,8 @@ from updates_data import BY_KEY, KINDS, MEMORIES, QUESTIONS, SESSIONS, SUBJECTS,
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.currency import newest_updates
-from memtree_mcp.providers.local import MiniLMEmbedder
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.providers import make_embedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 
@@ -493,7 +494,7 @@ def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str,
     }
 
 
-def link_ways(embedder: MiniLMEmbedder) -> dict[str, Any]:
+def link_ways(embedder: Embedder) -> dict[str, Any]:
     """Each way of marking updates measured on a fresh store of the same memories (protocol, 5)."""
     sys.path.insert(0, str(ROOT))
     from tests.fake_openai import fake_openai
@@ -524,7 +525,7 @@ def link_ways(embedder: MiniLMEmbedder) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-    embedder = MiniLMEmbedder()
+    embedder = make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local"))  # the default unless set
     with tempfile.TemporaryDirectory(prefix="memtree-updates-") as home:
         service = MemoryService(Settings(home=home, namespace="default", llm="none"), embedder=embedder)
         try:

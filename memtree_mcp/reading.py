@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memtree_mcp.core import recall as ranking
-from memtree_mcp.core.embedding import Embedder, embed_queries
+from memtree_mcp.core.embedding import Embedder, embed_queries, recall_weights
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
@@ -31,7 +31,7 @@ from memtree_mcp.core.navigation import (
 )
 from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
-from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest
+from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
@@ -135,6 +135,11 @@ class Reader:
     def _embed(self, text: str) -> Any:
         return embed_queries(self._embedder(), [text])[0]
 
+    def _weights(self) -> Weights:
+        """Recall's constants for the configured embedder: the defaults, and what it sets otherwise."""
+        changed: dict[str, Any] = recall_weights(self._embedder())
+        return dataclasses.replace(DEFAULT_WEIGHTS, **changed) if changed else DEFAULT_WEIGHTS
+
     def read(self, reader: Callable[[Memory], T], name: str) -> T | None:
         """``reader`` applied to namespace ``name``'s up-to-date memory while no writer can change
         it; None when the namespace holds nothing yet."""
@@ -160,7 +165,10 @@ class Reader:
                 texts.append(content)
         vectors = embed_queries(self._embedder(), texts)
         embedded = dataclasses.replace(
-            request, query=vectors[0], content_query=vectors[1] if len(texts) > 1 else None
+            request,
+            query=vectors[0],
+            content_query=vectors[1] if len(texts) > 1 else None,
+            weights=self._weights(),
         )
         unfit: list[Hit] = []  # the hits without the budget, when none fits in it
         with self._spaces.reading(name) as space:
@@ -207,6 +215,7 @@ class Reader:
                     query_text=text,
                     where=RecallFilter(kind="leaf"),
                     min_relevance=DEFAULT_MIN_RELEVANCE,
+                    weights=self._weights(),
                 ),
             )
         found = [hit for hit in hits if hit.relevance >= DEFAULT_MIN_RELEVANCE]
@@ -264,6 +273,7 @@ class Reader:
                         k=DEFAULT_WEIGHTS.updates_ranked,
                         query_text=text,
                         where=RecallFilter(kind="leaf"),
+                        weights=self._weights(),
                     ),
                 )
                 related = [h.id for h in leaves]
