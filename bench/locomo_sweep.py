@@ -165,16 +165,16 @@ Grid = list[tuple[str, str, dict[str, Any]]]
 GRIDS: dict[str, Callable[[], Grid]] = {
     "baseline": lambda: [("hybrid", "hybrid", {}), ("gather", "gather", {})],
     # gather's fusion for a stronger dense score (issue 29, e5-small): the BM25 weight, the segment
-    # lift and the neighbours' decay around the defaults (0.5, 0.5, 0.4).
+    # lift and the neighbours' decay around the defaults (0.5, 0.5, 0.4); run with --embedder e5-small.
     "gather-dense": lambda: [
         (
             f"gather lexical {w} segment {g} decay {d}",
             "gather",
             {"lexical_weight": w, "segment_weight": g, "neighbour_decay": d},
         )
-        for w in (0.3, 0.5)
-        for g in (0.3, 0.5)
-        for d in (0.3, 0.4)
+        for w in (0.2, 0.35, 0.5)
+        for g in (0.25, 0.5)
+        for d in (0.2, 0.4)
     ],
     # gather's weights around the default (author 0.5, segment 0.5, content 0.5), every
     # combination, without the date lift (these were measured before it was added:

