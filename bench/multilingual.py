@@ -38,6 +38,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `memtree-mcp serve` runs
 
 import numpy as np
+from latency import source_state
 from multilingual_data import ITEMS, Item
 
 from memtree_mcp.config import Settings
@@ -183,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"done {name}", file=sys.stderr, flush=True)
     report["wall_seconds"] = round(time.perf_counter() - started, 1)
     report["command"] = shlex.join([sys.executable, *sys.argv])
+    report["source"] = source_state()
     report["machine"] = {
         "platform": platform.platform(),
         "python": platform.python_version(),
