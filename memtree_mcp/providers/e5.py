@@ -25,12 +25,14 @@ default active waiting, a query took seconds on a busy 2-core machine) and the t
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
-from importlib.resources import as_file, files
+from importlib.resources import files
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -57,10 +59,9 @@ SLICE = 16
 
 
 def _centre() -> tuple[np.ndarray, str]:
-    with as_file(files("memtree_mcp") / "data" / CENTRE_FILE) as path:
-        data = path.read_bytes()
-        centre = np.load(path).astype(np.float32)
-    return centre, hashlib.sha256(data).hexdigest()
+    """The shipped centre, and the sha256 of its file: read once, from the same bytes."""
+    data = (files("memtree_mcp") / "data" / CENTRE_FILE).read_bytes()
+    return np.load(io.BytesIO(data)).astype(np.float32), hashlib.sha256(data).hexdigest()
 
 
 def threads() -> int:
@@ -90,12 +91,14 @@ class E5Embedder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._model: Any = None
-        self._centre, centre_sha = _centre()
-        self._identity = f"local:{_MODEL_NAME}+centre@{centre_sha[:8]}"
+
+    @functools.cached_property
+    def _centred_by(self) -> tuple[np.ndarray, str]:
+        return _centre()
 
     @property
     def identity(self) -> str:
-        return self._identity
+        return f"local:{_MODEL_NAME}+centre@{self._centred_by[1][:8]}"
 
     @property
     def dimension(self) -> int:
@@ -155,12 +158,10 @@ class E5Embedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), SLICE):
-            part = [text or " " for text in texts[start : start + SLICE]]
+            part = list(texts[start : start + SLICE])
             with self._lock:
-                model = self._load()
-                raw = model.encode(part if len(part) > 1 else part[0], query)
-            out[start : start + len(part)] = raw
-        out -= self._centre
+                out[start : start + len(part)] = self._load().encode(part, query)
+        out -= self._centred_by[0]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
 

