@@ -9,7 +9,7 @@ are in :mod:`memtree_mcp.prompts`.
 Any failure (bad key, unreachable endpoint, timeout, server error, empty answer) raises
 :class:`~memtree_mcp.errors.ProviderError`; an error is never returned as text.
 
-litellm is the optional extra ``memtree-mcp[llm]`` (with what it pulls in, about 250 MB that the
+litellm is the optional extra ``llm`` (with what it pulls in, about 250 MB that the
 default, offline configuration never loads); without it a ``litellm:`` setting is refused when
 the process starts (:mod:`memtree_mcp.config`) and :func:`import_litellm` says what to install.
 
@@ -34,12 +34,9 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
-
-from memtree_mcp.config import LLM_EXTRA
+from memtree_mcp.config import install_extra
 from memtree_mcp.errors import ProviderError
 
 __all__ = [
@@ -62,64 +59,15 @@ EMBEDDING_REPLY_BYTES = 64 << 20
 _GRACE_SECONDS = 2.0
 
 
-class _Bounds(threading.local):
-    """The deadline (time.monotonic) and byte cap of the call running in this thread, and why it
-    was cut short; no bounds outside a call."""
-
-    deadline: float | None = None
-    limit: int | None = None
-    exceeded: str | None = None
-
-
-_bounds = _Bounds()
-
-
-class _BoundedStream(httpx.SyncByteStream):
-    """A response body that stops once its call is past its deadline or has read its cap."""
-
-    def __init__(self, inner: httpx.SyncByteStream, deadline: float | None, limit: int | None) -> None:
-        self.inner, self.deadline, self.limit, self.read = inner, deadline, limit, 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self.inner:
-            self.read += len(chunk)
-            if self.limit is not None and self.read > self.limit:
-                _bounds.exceeded = f"the reply passed {self.limit:,} bytes"
-                raise httpx.ReadError(_bounds.exceeded)
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                _bounds.exceeded = "it passed its deadline"
-                raise httpx.ReadTimeout(_bounds.exceeded)
-            yield chunk
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _BoundedTransport(httpx.HTTPTransport):
-    """httpx's transport, holding each response of a call to that call's deadline and byte cap."""
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        deadline, limit = _bounds.deadline, _bounds.limit
-        if deadline is not None and time.monotonic() > deadline:
-            _bounds.exceeded = "it passed its deadline"
-            raise httpx.ConnectTimeout(_bounds.exceeded, request=request)
-        response = super().handle_request(request)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _BoundedStream(response.stream, deadline, limit)
-        return response
-
-
-def _bounded_client() -> httpx.Client:
-    return httpx.Client(transport=_BoundedTransport(), follow_redirects=True)
-
-
 @functools.cache
 def _ollama_client() -> Any:
     """litellm's HTTP handler on the bounded transport, for the providers it reaches without the
     OpenAI SDK (Ollama): one for the process, like ``litellm.client_session``."""
     from litellm.llms.custom_httpx.http_handler import HTTPHandler
 
-    return HTTPHandler(client=_bounded_client())
+    from memtree_mcp.providers.bounded_http import bounded_client
+
+    return HTTPHandler(client=bounded_client())
 
 
 def import_litellm() -> Any:
@@ -129,17 +77,20 @@ def import_litellm() -> Any:
         try:
             import litellm
         except ModuleNotFoundError as exc:
-            raise ProviderError(f"litellm is not installed; {LLM_EXTRA}") from exc
+            raise ProviderError(f"litellm is not installed: {install_extra('llm')}") from exc
         except Exception as exc:  # a broken install failing at import
             raise ProviderError(
-                f"cannot import litellm ({type(exc).__name__}: {exc}); reinstall it: {LLM_EXTRA}"
+                f"cannot import litellm ({type(exc).__name__}: {exc}); reinstall it: {install_extra('llm')}"
             ) from exc
         litellm.suppress_debug_info = True
         if hasattr(litellm, "telemetry"):
             litellm.telemetry = False
         if litellm.client_session is None:
+            # httpx comes with litellm: imported only here, on the extra's own path.
+            from memtree_mcp.providers.bounded_http import bounded_client
+
             # What litellm gives the OpenAI SDK, for every provider it reaches through it.
-            litellm.client_session = _bounded_client()
+            litellm.client_session = bounded_client()
         return litellm
 
 
@@ -194,6 +145,8 @@ class LiteLLMEndpoint:
         (``num_retries``) stays off. Any failure raises ProviderError naming the model and what to check.
         """
         litellm = import_litellm()
+        from memtree_mcp.providers.bounded_http import bounds  # after litellm, which brings httpx
+
         kwargs: dict[str, Any] = {
             "model": self.model,
             "timeout": self.timeout,
@@ -214,14 +167,14 @@ class LiteLLMEndpoint:
         cut_short: list[str | None] = [None]
 
         def bounded_call() -> None:
-            _bounds.deadline, _bounds.limit, _bounds.exceeded = deadline, reply_bytes, None
+            bounds.deadline, bounds.limit, bounds.exceeded = deadline, reply_bytes, None
             try:
                 answer.append(getattr(litellm, function)(**kwargs))
             except BaseException as exc:  # handed to the caller's thread
                 failure.append(exc)
             finally:
-                cut_short[0] = _bounds.exceeded
-                _bounds.deadline = _bounds.limit = None
+                cut_short[0] = bounds.exceeded
+                bounds.deadline = bounds.limit = None
 
         worker = threading.Thread(target=bounded_call, name=f"memtree-{self.kind.lower()}-call", daemon=True)
         worker.start()
