@@ -7,8 +7,9 @@ load of the model and the default namespace), then at once calls ``recall`` (k =
 ``remember`` once then ``recall`` once; times are at the client, from the call to its answer.
 Several code versions can be compared on their own stores, runs interleaved so that the machine's
 load falls on all alike: ``--case NAME=CODE_DIR:STORE_DIR`` (CODE_DIR goes first on the server's
-PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit;
-``NAME=CODE_DIR:STORE_DIR:EMBEDDER`` runs that case's server with MEMTREE_EMBEDDER=EMBEDDER).
+PYTHONPATH, so `git archive <commit> memtree_mcp | tar -x -C CODE_DIR` measures an older commit:
+write the commit into ``CODE_DIR/COMMIT`` so that the results name it; a checkout's own HEAD is
+found by itself; ``NAME=CODE_DIR:STORE_DIR:EMBEDDER`` runs that case's server with MEMTREE_EMBEDDER=EMBEDDER).
 A store is copied afresh for every run that writes to it.
 
 With ``--http`` each run starts ``memtree-mcp serve --transport streamable-http`` on a free port,
@@ -24,11 +25,14 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -173,6 +177,20 @@ async def measure(cases: dict[str, tuple[Path, Path, str]], namespace: str, runs
     return {"summary": summary, "runs": rows}
 
 
+def code_commit(code: Path) -> str | None:
+    """The commit whose code ``code`` holds: its git HEAD when it is a clean checkout, the
+    ``COMMIT`` file written beside a ``git archive`` extract, else None (uncommitted code)."""
+    marker = code / "COMMIT"
+    if marker.is_file():
+        return marker.read_text().strip() or None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        run = functools.partial(subprocess.run, cwd=code, capture_output=True, text=True, timeout=10)
+        head, status = run(["git", "rev-parse", "HEAD"]), run(["git", "status", "--porcelain", "memtree_mcp"])
+        if head.returncode == 0 and status.returncode == 0 and not status.stdout.strip():
+            return head.stdout.strip()
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--case", action="append", required=True, help="NAME=CODE_DIR:STORE_DIR[:EMBEDDER]")
@@ -198,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         {
             "benchmark": f"first tool call after the handshake ({transport})",
             "cases": {
-                name: {"code": str(c), "store": str(s), "embedder": e} for name, (c, s, e) in cases.items()
+                name: {"code": str(c), "commit": code_commit(c), "store": str(s), "embedder": e}
+                for name, (c, s, e) in cases.items()
             },
             "loadavg_at_start": load_start,
             "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],

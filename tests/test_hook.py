@@ -37,6 +37,9 @@ def memtree(env: dict[str, str], *argv: str, stdin: str = "") -> subprocess.Comp
 
 
 def memories(env: dict[str, str]) -> list[dict[str, object]]:
+    """Every memory stored under the environment's home; none when nothing made a namespace there."""
+    if memtree(env, "namespaces").stdout.strip() == "":
+        return []
     done = memtree(env, "export")
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]

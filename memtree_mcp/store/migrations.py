@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memtree_mcp.core.embedding import embedder_setting
 from memtree_mcp.errors import EmbedderMismatch, StoreError
 from memtree_mcp.store.arrow import latest_positions
 from memtree_mcp.store.rows import (
@@ -234,9 +235,15 @@ def check_schema(namespace: str, schema: pa.Schema, embedder: str, dimension: in
     built_by = meta.get(META_EMBEDDER, b"?").decode()
     built_dimension = int(meta.get(META_DIMENSION, b"0").decode() or 0)
     if built_by != embedder or built_dimension != dimension:
+        built, configured = embedder_setting(built_by), embedder_setting(embedder)
+        if built == configured:  # the same setting, other weights or dimensions: say which
+            built, configured = (
+                f"{built} ({built_by}, {built_dimension} dimensions)",
+                (f"{configured} ({embedder}, {dimension} dimensions)"),
+            )
         raise EmbedderMismatch(
-            f"namespace '{namespace}' was built with the embedder {built_by} ({built_dimension} "
-            f"dimensions), but the configured embedder is {embedder} ({dimension} dimensions). "
-            f"Run `memtree-mcp reindex` to embed its memories again with the configured embedder, set "
-            f"MEMTREE_EMBEDDER back to the one the store was built with, or use another namespace."
+            f"namespace '{namespace}' was built with the embedder {built}, but the configured embedder "
+            f"is {configured}. Run `memtree-mcp reindex` to embed its memories again with "
+            f"{configured.split(' ')[0]}, set MEMTREE_EMBEDDER={built.split(' ')[0]} (the one it was "
+            "built with), or use another namespace."
         )
