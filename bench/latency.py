@@ -54,7 +54,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TextIO
 
-# As `memtree-mcp serve` does (memtree_mcp/cli.py), before numpy loads: one BLAS thread.
+# As `memtree-mcp serve` does (memtree_mcp/cli/app.py), before numpy loads: one BLAS thread.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import anyio
@@ -237,13 +237,13 @@ def source_state() -> dict[str, Any]:
 
 # Where a remember call spends its time: (label, file suffix, function name) looked up in cProfile.
 PROFILE_PARTS = (
-    ("remember (total)", "memtree_mcp/service.py", "remember"),
+    ("remember (total)", "memtree_mcp/service/memory_service.py", "remember"),
     ("embedding (embed_batch)", "memtree_mcp/providers/local.py", "embed_batch"),
     ("tree insertion (Memory.add_leaf)", "memtree_mcp/core/memory.py", "add_leaf"),
     ("row building (node_rows)", "memtree_mcp/store/rows.py", "node_rows"),
     ("LanceDB commit (append + maintenance)", "memtree_mcp/store/table.py", "commit"),
     ("  of which maintenance (_maintain)", "memtree_mcp/store/table.py", "_maintain"),
-    ("version check (Spaces.follow)", "memtree_mcp/spaces.py", "follow"),
+    ("version check (Spaces.follow)", "memtree_mcp/service/spaces.py", "follow"),
     ("file lock (FileLock.acquire)", "filelock/_api.py", "acquire"),
     ("path for the result (ancestors)", "memtree_mcp/core/semantic.py", "ancestors"),
 )

@@ -135,7 +135,8 @@ def run(
                         strategy=name,
                         namespace=namespace,
                         expand=option == "expand",
-                        min_relevance=0.0,  # the whole ranking: no cut-off (docs/benchmarks.md)
+                        # The whole ranking, no cut-off (docs/findings/what-the-model-reads.md).
+                        min_relevance=0.0,
                     ).hits
                     query_seconds[strategy] += time.perf_counter() - started
                     ranked_turns = turns([h.id for h in hits])

@@ -81,7 +81,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-# As `memtree-mcp serve` does (memtree_mcp/cli.py), before numpy loads: one BLAS thread.
+# As `memtree-mcp serve` does (memtree_mcp/cli/app.py), before numpy loads: one BLAS thread.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
@@ -93,7 +93,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
-from memtree_mcp.spaces import Spaces
+from memtree_mcp.service.spaces import Spaces
 from memtree_mcp.store import rows as store_rows
 from memtree_mcp.store.table import NamespaceTable
 
@@ -690,7 +690,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     out["model_load_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_model_loaded"] = rss_mib()
     try:  # as `memtree-mcp serve` does (code from before it has no such switch)
-        from memtree_mcp.heap import freeze_after_loads
+        from memtree_mcp.core.heap import freeze_after_loads
 
         freeze_after_loads()
     except ImportError:
@@ -744,10 +744,10 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     """
     import memtree_mcp.core.memory as memory_module
     from memtree_mcp.core.model import Leaf
-    from memtree_mcp.inputs import parse_timestamp
     from memtree_mcp.providers.local import IDENTITY
+    from memtree_mcp.service.inputs import parse_timestamp
+    from memtree_mcp.service.writing import content_hash, new_leaf_id
     from memtree_mcp.store.lance import LanceStore
-    from memtree_mcp.writing import content_hash, new_leaf_id
 
     turns, speakers, all_questions = load_locomo(data)
     store = LanceStore(home, IDENTITY, 384)

@@ -10,6 +10,8 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
+from tests.waiting import wait_until
+
 # The first request of an MCP session over HTTP, and the headers streamable HTTP asks of a client.
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -44,10 +46,7 @@ def running(app_for_port: Any, config: Any = None) -> Iterator[str]:
     server = uvicorn.Server(plain if config is None else config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    for _ in range(1000):
-        if server.started or not thread.is_alive():
-            break
-        thread.join(0.01)
+    wait_until(lambda: server.started or not thread.is_alive(), 10, what="uvicorn to start")
     assert server.started, "uvicorn did not start"
     try:
         yield f"http://127.0.0.1:{port}"

@@ -168,9 +168,7 @@ def test_one_server_at_a_time_holds_the_lease_and_a_silent_one_is_taken_over(buc
     second.check()
     # A holder that dies keeps its lease in the bucket; the next server waits out a whole lease
     # period on its own clock, then takes it over and must fence.
-    second._keeper = None
-    with second._state:
-        second._closed = True  # stops renewing, as if the process had died
+    second.suspend()  # stops renewing, as if the process had died
     started = time.monotonic()
     third = BucketLease(client, BUCKET, key, "default", seconds=1.0)
     assert third.acquire(timeout=5) is True
@@ -256,16 +254,16 @@ def test_a_commit_that_lands_after_a_takeover_is_refused_and_ignored_by_readers(
 
     stalled, other = fresh(tmp_path, "machine0", embedder), fresh(tmp_path, "machine1", embedder)
     stalled.remember("The staging cluster runs in eu-west-1.")
-    lease = stalled.spaces._leases["default"]
-    table = stalled.spaces["default"].table._table
+    lease = stalled.spaces.lease("default")
+    assert lease is not None
+    table = stalled.spaces["default"].table.lance
     append = table.add
     taken: dict[str, Any] = {}
 
     def stall_then_append(data: Any, *args: Any, **kwargs: Any) -> Any:
         # As a process stopped between its lease check and its append: its renewals stop too, the
         # other server waits the lease out, takes it over, fences and commits; then this lands.
-        with lease._state:
-            lease._closed = True
+        lease.suspend()
         writer = threading.Thread(
             target=lambda: taken.update(done=other.remember("Deploys freeze on Fridays."))
         )
@@ -283,6 +281,5 @@ def test_a_commit_that_lands_after_a_takeover_is_refused_and_ignored_by_readers(
     assert texts == {"The staging cluster runs in eu-west-1.", "Deploys freeze on Fridays."}
     # The server that was fenced off reads the namespace as everyone else does, and writes again.
     monkeypatch.undo()
-    with lease._state:
-        lease._closed = False
+    lease.resume()
     assert stalled.remember("The release train leaves every Tuesday.").ids

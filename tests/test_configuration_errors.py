@@ -127,7 +127,7 @@ def test_importing_litellm_without_it_installed_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from memtree_mcp.errors import ProviderError
-    from memtree_mcp.providers.llm import import_litellm
+    from memtree_mcp.llm.endpoint import import_litellm
 
     monkeypatch.setitem(sys.modules, "litellm", None)
     with pytest.raises(ProviderError) as refused:

@@ -15,13 +15,13 @@ from mcp import Client
 
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import InvalidInput
-from memtree_mcp.inputs import check_text
-from memtree_mcp.prompts import fenced, neutralise
+from memtree_mcp.llm.prompts import fenced, neutralise
 from memtree_mcp.providers.local import MiniLMEmbedder
-from memtree_mcp.refine import clean_summary
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from memtree_mcp.writing import Chunk
+from memtree_mcp.service.inputs import check_text
+from memtree_mcp.service.refine import clean_summary
+from memtree_mcp.service.writing import Chunk
 from tests.mcp_text import text_of
 
 pytestmark = pytest.mark.anyio

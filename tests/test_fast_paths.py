@@ -1,6 +1,6 @@
 """Every fast path answers exactly as the straightforward one it replaces, on small stores.
 
-The fast paths (docs/benchmarks.md, "Speed at scale"): branch scores averaged up each tree's
+The fast paths (docs/findings/speed-at-scale.md): branch scores averaged up each tree's
 arrays instead of a product with every branch vector, tree arrays and the timeline kept up to date
 node by node instead of rebuilt, BM25 built in bulk and mapped to leaf rows with numpy, a word cache
 in the tokenizer, a vector index that grows by doubling and fills holes with its last row.
@@ -472,7 +472,7 @@ def test_the_column_wise_read_equals_the_rows_read_one_by_one(
         table = service.spaces["default"].table
         assert table is not None
         snapshot = table.read()
-        leaves, branches = reference_read(table._table.to_arrow())
+        leaves, branches = reference_read(table.lance.to_arrow())
         assert {leaf.id: node_picture(leaf) for leaf in snapshot.leaves} == {
             k: node_picture(v) for k, v in leaves.items()
         }

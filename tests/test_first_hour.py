@@ -34,7 +34,7 @@ from mcp import Client, StdioServerParameters
 
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
-from memtree_mcp.stdio import WAITING_ON_A_TERMINAL
+from memtree_mcp.transports.stdio import WAITING_ON_A_TERMINAL
 from tests.loopback import INITIALIZE
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memtree_mcp.service import MemoryService
-from memtree_mcp.stdio import NOT_JSON_ON_A_TERMINAL, WAITING_ON_A_TERMINAL
+from memtree_mcp.transports.stdio import NOT_JSON_ON_A_TERMINAL, WAITING_ON_A_TERMINAL
 from tests.mcp_text import client_remembering, text_of
 from tests.test_first_hour import environment
 

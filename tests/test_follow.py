@@ -28,7 +28,7 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.core.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
-from memtree_mcp.spaces import Space, Spaces
+from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.store import table as tables
 from tests.test_fast_paths import (
     DIM,
@@ -39,6 +39,7 @@ from tests.test_fast_paths import (
     same_hits,
 )
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
+from tests.waiting import wait_until
 
 # -- the core: Memory.apply ---------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ def timeline_by_id(memory: Memory) -> list[tuple[str, int]]:
 
 def assert_matrices_current(tree: SemanticTree) -> None:
     """Every children matrix the semantic tree keeps is the match vectors of the children it has now."""
-    for branch_id, matrix in tree._matrices.items():
+    for branch_id, matrix in tree.children_matrices.items():
         children = tree.branches[branch_id].children
         expected = np.stack([tree.match_vector_of(c) for c in children])
         np.testing.assert_array_equal(matrix, expected)
@@ -169,7 +170,7 @@ def test_a_follower_that_grew_its_own_children_matrices_keeps_them_current(
     # A descent through a wide branch keeps its children's matrix in the follower too.
     for branch in list(follower.semantic.branches.values()):
         if branch.children:
-            follower.semantic._children_matrix(branch)
+            follower.semantic.children_matrix(branch)
     for i in range(inserts, inserts + foreign):
         changed = writer.add_leaf(random_leaf(rng, i, centres))
         follower.apply(*commit_rows(writer, changed, set()), set())
@@ -341,15 +342,13 @@ def test_a_watching_server_catches_up_with_another_process_s_writes_before_it_is
     for step in steps:
         step()
         written = writer.spaces[settings.namespace].version
-        deadline = time.monotonic() + 10
-        while space.version != written and time.monotonic() < deadline:
-            time.sleep(0.01)  # nothing asks the follower anything meanwhile
-        assert space.version == written, "the follower did not catch up in the background"
+        # Nothing asks the follower anything meanwhile: it catches up in the background.
+        wait_until(lambda: space.version == written, 10, what="the follower to catch up")  # noqa: B023
         with space.lock:
             assert memory_state(space.memory) == memory_state(fresh_memory(settings, embedder))
     assert reads.count == 0, "the follower read the table whole instead of following it"
     assert target in space.memory.leaves  # restored
-    watcher = follower.spaces._watcher
+    watcher = follower.spaces.watcher
     assert watcher is not None
     follower.close()
     assert not watcher.is_alive()
@@ -403,7 +402,7 @@ def test_a_follower_whose_version_s_files_a_compaction_deleted_reads_the_latest_
     for note in NOTES[1:4]:
         writer.remember(note)  # two compactions; the files of the follower's version are gone
     with pytest.raises(Exception, match="Not found"):
-        seen._table.to_arrow()  # where a read under way at that version stands
+        seen.lance.to_arrow()  # where a read under way at that version stands
     changes = seen.changes()  # the same read, through the table: it starts again from the latest
     assert changes is not None and changes.version == writer.spaces["default"].table.latest_version()
     assert {leaf.text for leaf in changes.leaves} == set(NOTES[1:4])
@@ -417,7 +416,7 @@ def test_rows_written_behind_the_generation_s_back_are_noticed_by_their_count(
 ) -> None:
     writer, follower, reads = loaded_after(pair, NOTES[:3], monkeypatch)
     # Something rewrites the table with fewer rows and no new generation (not this code).
-    table = writer.spaces["default"].table._table
+    table = writer.spaces["default"].table.lance
     rows = table.to_arrow()
     first_commit = pc.equal(rows.column("rev"), pc.min(rows.column("rev")))
     table.add(rows.filter(first_commit), mode="overwrite")  # the first memory, whole
@@ -434,7 +433,7 @@ def test_rows_deleted_behind_the_generation_s_back_are_noticed_even_after_more_a
     # Something deletes early rows in place (not this code; superseded revisions of the roots, so
     # the content stays whole), then more is appended than it took: the count alone would add up,
     # the last row seen has moved.
-    table = writer.spaces["default"].table._table
+    table = writer.spaces["default"].table.lance
     table.delete("rev = 0 AND kind = 'root'")
     writer.remember(NOTES[3])
     mine = follower.spaces["default"].table
@@ -451,16 +450,18 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
 ) -> None:
     writer, follower, reads = loaded_after(pair, NOTES, monkeypatch)
     target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    before = time.time()
     writer.forget(ids=[target])
     assert_follows_without_reading_whole(follower, reads, settings, embedder)
     # The follower dates the forget from the rows it followed, so its own reads can purge when due.
-    assert follower.spaces["default"].table.oldest_forget is not None
+    assert follower.spaces["default"].table.oldest_forget == writer.spaces["default"].table.oldest_forget
+    assert before - 1 <= (follower.spaces["default"].table.oldest_forget or 0) <= time.time()
 
     writer.purge()
     # More is appended after the rewrite than it took away: the row count alone would add up; the
     # purge's new generation says the rows seen are gone.
     mine = follower.spaces["default"].table
-    table = writer.spaces["default"].table._table
+    table = writer.spaces["default"].table.lance
     for i in range(100):
         if table.count_rows() > mine.row_count_seen:
             break

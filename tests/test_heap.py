@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from memtree_mcp import heap
-from memtree_mcp.heap import collector_paused
+from memtree_mcp.core import heap
+from memtree_mcp.core.heap import collector_paused
 
 
 @pytest.fixture(autouse=True)
@@ -60,11 +60,11 @@ def test_a_collector_turned_off_by_the_application_stays_off() -> None:
 
 
 def test_a_server_freezes_what_a_load_made_out_of_later_collections(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(heap, "_freeze", False)
     heap.freeze_after_loads()
     try:
         with collector_paused():
             loaded = [[n] for n in range(1000)]
         assert gc.get_freeze_count() >= len(loaded)
     finally:
+        heap.freeze_after_loads(False)
         gc.unfreeze()

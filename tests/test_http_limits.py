@@ -18,8 +18,9 @@ from mcp import Client
 
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from memtree_mcp.transport import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS, http_app, server_config
+from memtree_mcp.transports.http import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS, http_app, server_config
 from tests.loopback import INITIALIZE, MCP_HEADERS, running
+from tests.waiting import wait_until, wait_until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -86,11 +87,12 @@ class HeldRequests:
 WHOLE_HEAD = b"GET /held HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 
 
-def wait_for(condition: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # bounded polling
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 async def test_requests_beyond_the_limit_are_answered_503() -> None:
@@ -101,7 +103,7 @@ async def test_requests_beyond_the_limit_are_answered_503() -> None:
         try:
             for conn in held:
                 conn.sendall(WHOLE_HEAD)
-            wait_for(lambda: app.arrived == 2)
+            wait_until(lambda: app.arrived == 2)
             with socket.create_connection(("127.0.0.1", port), timeout=10) as third:
                 third.sendall(WHOLE_HEAD)
                 assert third.recv(1024).startswith(b"HTTP/1.1 503")
@@ -145,11 +147,13 @@ async def test_sessions_are_capped_and_an_idle_one_is_closed(service: MemoryServ
             opened = [await http.post(f"{base}/mcp", json=INITIALIZE, headers=MCP_HEADERS) for _ in range(3)]
             assert [r.status_code for r in opened] == [200, 200, 503]
             session = opened[0].headers["mcp-session-id"]
-            status, deadline = 503, time.monotonic() + 20
-            while status == 503 and time.monotonic() < deadline:  # bounded polling on the idle clock
-                await anyio.sleep(0.2)
-                status = (await http.post(f"{base}/mcp", json=INITIALIZE, headers=MCP_HEADERS)).status_code
-            assert status == 200  # the idle sessions were closed, which made room
+
+            async def room() -> bool:
+                posted = await http.post(f"{base}/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+                return posted.status_code == 200
+
+            # The idle sessions are closed on the idle clock, which makes room.
+            await wait_until_async(room, 20, what="an idle session to be closed")
             ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
             headers = {**MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
             gone = await http.post(f"{base}/mcp", json=ping, headers=headers)
@@ -173,13 +177,7 @@ def test_the_real_server_closes_a_connection_whose_request_head_never_ends(tmp_p
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # bounded polling until it listens
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until(lambda: listening(port), 60, every=0.1, what="the server to listen")
         closed_after = seconds_until_closed("127.0.0.1", port, HEADER_TIMEOUT_SECONDS + 20)
         assert HEADER_TIMEOUT_SECONDS - 1 < closed_after < HEADER_TIMEOUT_SECONDS + 10
     finally:
@@ -216,14 +214,9 @@ def listening_server(args: list[str], home: Path, port: int) -> subprocess.Popen
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while True:  # bounded polling until it listens
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return server
-        except OSError:
-            assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
-            time.sleep(0.1)
+    wait_until(lambda: listening(port) or server.poll() is not None, 60, every=0.1, what="the server")
+    assert server.poll() is None, "the server did not start"
+    return server
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""`memtree_mcp.install`: config paths, rendered snippets and the merging writer."""
+"""`memtree_mcp.cli.client_config`: config paths, rendered snippets and the merging writer."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memtree_mcp.cli.client_config import CLIENTS, config_path, render, server_entry, write_config
 from memtree_mcp.errors import InvalidInput
-from memtree_mcp.install import CLIENTS, config_path, render, server_entry, write_config
 
 COMMAND = "/opt/venv/bin/memtree-mcp"
 ENV = {"MEMTREE_NAMESPACE": "work"}
@@ -312,9 +312,9 @@ JSONC = """// VS Code workspace servers
 
 
 def _jsonc_document(text: str) -> dict[str, object]:
-    from memtree_mcp.install import _blank_comments
+    from memtree_mcp.cli.client_config import blank_comments
 
-    loaded = json.loads(_blank_comments(text))
+    loaded = json.loads(blank_comments(text))
     assert isinstance(loaded, dict)
     return loaded
 

@@ -1,4 +1,5 @@
-"""The layers of DESIGN §3 are real: core is pure, and the server starts without the heavy libraries.
+"""The layers of DESIGN §3 are real: the folders import one way by a table, core is pure, and the
+server starts without the heavy libraries.
 
 Every module of ``memtree_mcp.core`` is checked, found with pkgutil so a new one cannot slip by.
 One fresh interpreter imports them one after another (one interpreter each would cost seconds)
@@ -150,28 +151,141 @@ def test_no_module_of_the_package_imports_itself_back_through_others() -> None:
 
 def test_the_read_path_depends_on_nothing_of_the_write_path() -> None:
     imports = package_imports()
-    reached, todo = set(), ["memtree_mcp.reading"]
+    reached, todo = set(), ["memtree_mcp.service.reading"]
     while todo:
         for target in imports[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
-    assert not reached & {"memtree_mcp.writing", "memtree_mcp.maintenance"}, sorted(reached)
+    assert not reached & {"memtree_mcp.service.writing", "memtree_mcp.service.maintenance"}, sorted(reached)
 
 
-MODULE_LINES = 700
+# Which folder may import which (the top-level modules config and errors count as folders). The
+# table runs one way, from the ground up: core; store, llm; providers; service; interchange,
+# server, transports, ui; cli. Each folder's __init__.py states its own line.
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "errors": set(),
+    "config": {"core", "errors"},
+    "store": {"core", "config", "errors"},
+    "llm": {"core", "config", "errors"},
+    "providers": {"core", "config", "errors", "llm"},
+    "service": {"core", "config", "errors", "store", "providers", "llm"},
+    "interchange": {"core", "config", "errors", "service"},
+    "server": {"core", "config", "errors", "service", "llm"},
+    "transports": {"core", "config", "errors"},
+    "ui": {"core", "config", "errors", "service", "transports"},
+    "cli": {
+        "core", "config", "errors", "store", "providers", "llm", "service",
+        "interchange", "server", "transports", "ui",
+    },
+    # The package itself hands on the public API; ``python -m memtree_mcp`` runs the CLI.
+    "__init__": {"config", "service"},
+    "__main__": {"cli"},
+}  # fmt: skip
+
+
+def folder_of(module: str) -> str:
+    """``memtree_mcp.service.reading`` -> ``service``; the package itself -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_the_package_root_holds_only_its_entry_points_the_settings_the_errors_and_folders() -> None:
+    root = Path(memtree_mcp.__file__).parent
+    modules = sorted(path.name for path in root.glob("*.py"))
+    assert modules == ["__init__.py", "__main__.py", "config.py", "errors.py"]
+    folders = {path.name for path in root.iterdir() if (path / "__init__.py").is_file()}
+    assert folders == set(MAY_IMPORT) - {"config", "errors", "__init__", "__main__"}
+    for folder in folders:
+        doc = ast.get_docstring(ast.parse((root / folder / "__init__.py").read_text()))
+        assert doc and "may import" in doc.lower(), f"{folder}/__init__.py must say what it may import"
+
+
+def test_every_import_keeps_to_the_table_of_folders() -> None:
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in package_imports().items()
+        for target in sorted(targets)
+        if folder_of(target) != folder_of(module) and folder_of(target) not in MAY_IMPORT[folder_of(module)]
+    ]
+    assert not wrong, "imports against the table (tests/test_layers.py MAY_IMPORT): " + "; ".join(wrong)
+
+
+def test_the_table_of_folders_runs_one_way() -> None:
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(
+            nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in MAY_IMPORT[start]
+        )
+
+    assert not [folder for folder in MAY_IMPORT if reaches(folder, folder, {folder})]
+
+
+MODULE_LINES = 600
+# Modules allowed past MODULE_LINES, each with why splitting it would cost more than it gives.
+LONG_MODULES = {
+    "store/table.py": "one object, NamespaceTable, whose reads, commits, following and rewrites all "
+    "share its view of the table (rows seen, revision, generation, write guard); split, each half "
+    "would reach into the other's state",
+    "core/lexical.py": "one BM25 index with its packed postings and its tokeniser; they are tuned "
+    "together (docs/findings/recall-quality.md) and read together",
+    "llm/prompts.py": "every prompt sent to a model and the parsing of every answer in one place, so "
+    "that the fencing of memory text against prompt injection is reviewed in one file",
+    "core/updates.py": "the update rule, replaced by the candidate finder of the current-truth issue "
+    "(39); kept whole until then",
+}
 FUNCTION_LINES = 150
+CLI_FUNCTION_LINES = 60  # a command reads as a few steps; the work is in the service
 
 
 def test_every_module_and_function_stays_small_enough_to_read_whole() -> None:
     root = Path(memtree_mcp.__file__).parent
     too_long = []
     for path in sorted(root.rglob("*.py")):
-        text = path.read_text()
-        if len(text.splitlines()) > MODULE_LINES:
-            too_long.append(f"{path.relative_to(root)}: {len(text.splitlines())} lines")
+        text, name = path.read_text(), str(path.relative_to(root))
+        if len(text.splitlines()) > MODULE_LINES and name not in LONG_MODULES:
+            too_long.append(f"{name}: {len(text.splitlines())} lines")
+        limit = CLI_FUNCTION_LINES if name.startswith("cli/") else FUNCTION_LINES
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
-                if length > FUNCTION_LINES:
-                    too_long.append(f"{path.relative_to(root)}: {node.name} is {length} lines")
-    assert not too_long, "split these by job: " + "; ".join(too_long)
+                if length > limit:
+                    too_long.append(f"{name}: {node.name} is {length} lines (at most {limit})")
+    assert not too_long, "split these by job, or say why not in LONG_MODULES: " + "; ".join(too_long)
+
+
+def test_each_long_module_on_the_list_is_still_long() -> None:
+    root = Path(memtree_mcp.__file__).parent
+    shrunk = [name for name in LONG_MODULES if len((root / name).read_text().splitlines()) <= MODULE_LINES]
+    assert not shrunk, f"no longer over {MODULE_LINES} lines: take them off LONG_MODULES: {shrunk}"
+
+
+# argv: the old names. Imports each by its old name, and prints the warning it gave and whether
+# the module is the one it moved to.
+OLD_NAMES = """
+import importlib, json, sys, warnings
+import memtree_mcp
+
+report = {}
+for old in json.loads(sys.argv[1]):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(f"memtree_mcp.{old}")
+    new = importlib.import_module(f"memtree_mcp.{memtree_mcp.MOVED[old]}")
+    report[old] = [str(w.message) for w in caught if w.category is DeprecationWarning] + [module is new]
+print(json.dumps(report))
+"""
+
+
+def test_a_module_that_moved_still_imports_by_its_old_name_with_a_warning() -> None:
+    olds = sorted(memtree_mcp.MOVED)
+    done = subprocess.run(
+        [sys.executable, "-c", OLD_NAMES, json.dumps(olds)], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    for old in olds:
+        new = f"memtree_mcp.{memtree_mcp.MOVED[old]}"
+        assert report[old] == [
+            f"memtree_mcp.{old} moved to {new}; the old name goes in the next release",
+            True,
+        ]

@@ -211,11 +211,18 @@ def _restored_copy(index: LexicalIndex, tok: Callable[[str], list[str]]) -> Lexi
         codes.extend(code_of.setdefault(term, len(code_of)) for term in terms)
         tfs.extend(frequencies)
         offsets.append(len(codes))
-    restored = LexicalIndex.restored(
-        ids, np.array(slots), np.array(offsets), np.array(codes), np.array(tfs), list(code_of), index.capacity
+    return LexicalIndex.restored(
+        ids,
+        np.array(slots),
+        np.array(offsets),
+        np.array(codes),
+        np.array(tfs),
+        list(code_of),
+        index.capacity,
+        k1=index.k1,
+        b=index.b,
+        tokenizer=tok,
     )
-    restored.k1, restored.b, restored._tokenize = index.k1, index.b, tok
-    return restored
 
 
 @settings(max_examples=100, deadline=None)

@@ -19,8 +19,9 @@ import pytest
 
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.prompts import aggregation_prompt
-from memtree_mcp.providers.llm import CHAT_REPLY_BYTES, LiteLLMChat, TextGenerator
+from memtree_mcp.llm.chat import LiteLLMChat, TextGenerator
+from memtree_mcp.llm.endpoint import CHAT_REPLY_BYTES
+from memtree_mcp.llm.prompts import aggregation_prompt
 from memtree_mcp.providers.remote_embedder import BATCH_SIZE, PROBE_TEXT, LiteLLMEmbedder
 from tests.fake_openai import FakeOpenAI, fake_openai, fake_vector
 
@@ -62,7 +63,7 @@ def embedder(server: FakeOpenAI, **kwargs: object) -> LiteLLMEmbedder:
 
 def test_importing_the_providers_does_not_import_litellm() -> None:
     code = (
-        "import sys, memtree_mcp.providers.llm, memtree_mcp.providers.remote_embedder\n"
+        "import sys, memtree_mcp.llm.endpoint, memtree_mcp.providers.remote_embedder\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
     )
     root = Path(__file__).resolve().parents[1]

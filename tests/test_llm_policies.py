@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memtree_mcp.core.agent import EmbeddingPolicy, Policy, run_agent
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import EmbeddingPolicy, Policy, run_agent
 from memtree_mcp.core.temporal import (
     TEMPORAL_ROOT_ID,
     Candidate,
@@ -32,8 +32,9 @@ from memtree_mcp.core.temporal import (
     TemporalTree,
 )
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.llm_policies import BatchLLMPolicy, LLMNavigationPolicy
-from memtree_mcp.prompts import (
+from memtree_mcp.llm.chat import LiteLLMChat, TextGenerator
+from memtree_mcp.llm.policies import BatchLLMPolicy, LLMNavigationPolicy
+from memtree_mcp.llm.prompts import (
     annotation_prompt,
     clean_answer,
     compatibility_prompt,
@@ -41,8 +42,7 @@ from memtree_mcp.prompts import (
     neutralise,
     parse_compatibility,
 )
-from memtree_mcp.providers.llm import LiteLLMChat, TextGenerator
-from memtree_mcp.refine import SUMMARY_TOKENS, SummaryRequest, write_summary
+from memtree_mcp.service.refine import SUMMARY_TOKENS, SummaryRequest, write_summary
 from tests.fake_openai import FakeOpenAI, fake_openai
 from tests.tree_checks import assert_temporal_invariants, binary_temporal_memory, unit
 
@@ -162,8 +162,9 @@ def sent_user_messages(server: FakeOpenAI) -> list[str]:
 
 def test_importing_the_policies_imports_neither_litellm_nor_the_service() -> None:
     code = (
-        "import sys, memtree_mcp.llm_policies, memtree_mcp.prompts\n"
-        "print([m for m in ['litellm', 'lancedb', 'mcp', 'memtree_mcp.service'] if m in sys.modules])\n"
+        "import sys, memtree_mcp.llm.policies, memtree_mcp.llm.prompts\n"
+        "watched = ['litellm', 'lancedb', 'mcp', 'memtree_mcp.service.memory_service']\n"
+        "print([m for m in watched if m in sys.modules])\n"
     )
     root = Path(__file__).resolve().parents[1]
     result = subprocess.run(

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +15,8 @@ import pytest
 from memtree_mcp import errors as errors_module
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.local import BATCH_TOKENS, MAX_BATCH, MiniLMEmbedder, _Turns
+from memtree_mcp.providers.local import BATCH_TOKENS, MAX_BATCH, MiniLMEmbedder, Turns, batches_of
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -99,35 +99,26 @@ def test_a_missing_model_file_is_refused(tmp_path: Path) -> None:
     assert str(missing) in str(info.value)
 
 
-class RecordingSession:
-    """The real onnxruntime session, noting the shape of every batch it runs."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.shapes: list[tuple[int, int]] = []
-
-    def run(self, outputs: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
-        self.shapes.append(feeds["input_ids"].shape)
-        return self.real.run(outputs, feeds, options)
-
-
 def test_a_long_input_runs_in_small_batches_each_padded_to_its_own_longest_text(
-    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+    embedder: MiniLMEmbedder,
 ) -> None:
-    embedder.embed_batch(["load the model"])
-    session = RecordingSession(embedder._session)
-    monkeypatch.setattr(embedder, "_session", session)
+    lengths = [4] * 70 + [256] * 9  # 70 short notes, 9 paragraphs at the truncation length
+    batches = batches_of(lengths)
+    assert sorted(i for batch in batches for i in batch) == list(range(79))
+    widths = [max(lengths[i] for i in batch) for batch in batches]
+    assert all(
+        len(b) * w <= BATCH_TOKENS and len(b) <= MAX_BATCH for b, w in zip(batches, widths, strict=True)
+    )
+    assert min(widths) == 4  # short texts are not padded to the long ones
     texts = [f"note {i}" for i in range(70)] + ["a long paragraph about the release " * 40] * 9
     vectors = embedder.embed_batch(texts)
     assert vectors.shape == (79, 384)
-    assert sum(rows for rows, _ in session.shapes) == 79
-    assert all(rows * width <= BATCH_TOKENS and rows <= MAX_BATCH for rows, width in session.shapes)
-    assert min(width for _, width in session.shapes) <= 5  # short texts are not padded to the long ones
-    np.testing.assert_allclose(vectors[70], embedder.embed_batch([texts[70]])[0], atol=1e-5)
+    for i in (0, 69, 70, 78):  # batched, each is what it is alone
+        np.testing.assert_allclose(vectors[i], embedder.embed_batch([texts[i]])[0], atol=1e-5)
 
 
 def test_a_query_runs_before_the_waiting_batches_of_a_long_text() -> None:
-    turns = _Turns()
+    turns = Turns()
     order: list[str] = []
     running = threading.Event()
     finish = threading.Event()
@@ -148,10 +139,7 @@ def test_a_query_runs_before_the_waiting_batches_of_a_long_text() -> None:
     batch.start()
     query = threading.Thread(target=take, args=("query", True))
     query.start()
-    for _ in range(3000):  # bounded polling until the query is queued
-        if turns._urgent_waiting:
-            break
-        query.join(0.01)
+    wait_until(lambda: turns.urgent_waiting, what="the query to be queued")
     finish.set()
     for thread in (first, batch, query):
         thread.join(30)

@@ -26,15 +26,16 @@ from memtree_mcp.errors import LockTimeout
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from memtree_mcp.writing import LARGE_WRITE_CHUNKS
+from memtree_mcp.service.writing import LARGE_WRITE_CHUNKS
 from tests.mcp_text import text_of
+from tests.waiting import wait_until
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
 # Another process holding the write lock of namespace 'default' until its standard input closes.
 HOLDER = """
 import os, sys
 from memtree_mcp.config import Settings
-from memtree_mcp.spaces import Spaces
+from memtree_mcp.service.spaces import Spaces
 
 with Spaces(Settings(home=os.environ["MEMTREE_HOME"]), lambda: None).write_lock("default"):
     print("holding", flush=True)
@@ -221,7 +222,7 @@ def test_a_long_filing_lets_waiting_readers_in(
     settings: Settings, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memtree_mcp.core.memory import Memory
-    from memtree_mcp.writing import READERS_EVERY
+    from memtree_mcp.service.writing import READERS_EVERY
 
     service = MemoryService(settings, embedder=embedder)
     service.remember("The user's cat is called Miso.")
@@ -247,10 +248,7 @@ def test_a_long_filing_lets_waiting_readers_in(
     reader = threading.Thread(target=lambda: (found.append(service.recall("cat", k=1)), reader_done.set()))
     reader.start()
     space = service.spaces["default"]
-    for _ in range(3000):  # bounded polling until the reader waits for the space
-        if space.readers_waiting:
-            break
-        reader.join(0.01)
+    wait_until(lambda: space.readers_waiting, what="the reader to wait for the space")
     go_on.set()
     reader.join(60)
     writer.join(120)

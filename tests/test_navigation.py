@@ -8,19 +8,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
+from memtree_mcp.core.agent import EmbeddingPolicy, ScoredNode, parse_action, run_agent
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import (
-    CursorView,
-    EmbeddingPolicy,
-    NavigationError,
-    ScoredNode,
-    move,
-    parse_action,
-    run_agent,
-    view,
-)
+from memtree_mcp.core.navigation import CursorView, NavigationError, move, view
 from memtree_mcp.core.temporal import FanOutPolicy
 from tests.tree_checks import binary_temporal_memory
 

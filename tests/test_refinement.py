@@ -26,6 +26,7 @@ from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from tests.fake_openai import FakeOpenAI, fake_openai, llm_settings
+from tests.waiting import wait_until
 
 NOTES = [
     "The staging database is Postgres 16 and listens on port 5433.",
@@ -120,11 +121,8 @@ def test_a_failing_llm_leaves_extractive_summaries_reports_once_and_a_restart_fi
     try:
         for note in NOTES[:4]:
             service.remember(note)
-        deadline = time.monotonic() + 60
-        while service.refiner.failing is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert service.refiner.failing is not None
-        assert "500" in service.refiner.failing or "server" in service.refiner.failing.lower()
+        failing = wait_until(lambda: service.refiner.failing, 60, every=0.05, what="the refiner to fail")
+        assert "500" in failing or "server" in failing.lower()
         for note in NOTES[4:]:
             service.remember(note)  # memories are still stored and recalled
         assert service.recall("Alice tabs").hits[0].text == NOTES[3]
@@ -387,10 +385,7 @@ def test_closing_while_the_model_writes_leaves_the_branch_pending(
     service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
     for note in NOTES[:2]:
         service.remember(note)
-    deadline = time.monotonic() + 30
-    while chat_calls(server) == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert chat_calls(server) >= 1  # a summary is being written
+    wait_until(lambda: chat_calls(server) >= 1, 30, every=0.05, what="a summary to be asked for")
     service.close()  # waits at most 5 s; the answer arrives after it returned or while it waited
     time.sleep(server.delay)
     reopened = MemoryService(Settings(home=str(tmp_path / "store")), embedder=embedder)

@@ -66,7 +66,7 @@ def test_no_branch_grows_past_the_fan_out_bound(batch: list[np.ndarray], bound: 
         assert_semantic_invariants(memory.semantic)
         assert all(len(b.children) <= bound for b in memory.semantic.branches.values())
         # The children matrices kept for the descents are those of the tree as it is now.
-        for branch_id, matrix in memory.semantic._matrices.items():
+        for branch_id, matrix in memory.semantic.children_matrices.items():
             children = memory.semantic.branches[branch_id].children
             expected = np.stack([memory.semantic.match_vector_of(c) for c in children])
             np.testing.assert_allclose(matrix, expected, atol=1e-6)

@@ -109,7 +109,7 @@ async def test_a_first_recall_and_remember_during_the_background_load_answer_as_
     embedder,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memtree_mcp.spaces import Spaces
+    from memtree_mcp.service.spaces import Spaces
 
     first = MemoryService(settings, embedder=embedder)
     for text in ("Biscuit is my golden retriever.", "The staging database listens on port 5433."):

@@ -67,7 +67,7 @@ def test_a_failed_commit_leaves_the_previous_state(
     def broken_add(*_args: object, **_kwargs: object) -> object:
         raise OSError("disk full")
 
-    monkeypatch.setattr(space.table._table, "add", broken_add)
+    monkeypatch.setattr(space.table.lance, "add", broken_add)
     with pytest.raises(StoreError, match="disk full"):
         service.remember("This fact never reaches the disk.")
     monkeypatch.undo()
@@ -273,7 +273,7 @@ def test_a_leaf_row_is_written_once_and_branch_rows_hold_no_vector(settings: Set
     for fact in FACTS:
         service.remember(fact)  # each insert moves earlier leaves under new branches
     table = service.spaces["default"].table
-    rows = table._table.to_arrow()
+    rows = table.lance.to_arrow()
     kinds = rows.column("kind").to_pylist()
     leaf_ids = [i for i, k in zip(rows.column("id").to_pylist(), kinds, strict=True) if k == "leaf"]
     assert sorted(leaf_ids) == sorted(set(leaf_ids)) and len(leaf_ids) == len(FACTS)
@@ -451,7 +451,7 @@ def test_a_long_running_writer_keeps_lances_caches_within_their_bound(
     # caches: unbounded (1 GiB), 4,000 remembers took a server from 339 to 1,522 MB (issue 31).
     from memtree_mcp.store import lance
 
-    monkeypatch.setattr(lance, "_session", None)  # a session of its own, at the bound below
+    # A session of its own, at the bounds below.
     monkeypatch.setattr(lance, "METADATA_CACHE_BYTES", 1 << 20)
     monkeypatch.setattr(lance, "INDEX_CACHE_BYTES", 1 << 20)
     service = MemoryService(settings, embedder=embedder)
@@ -477,7 +477,7 @@ def test_a_full_disk_is_named_in_words_not_in_rust_source_paths(
     def disk_full(*args: object, **kwargs: object) -> None:
         raise RuntimeError(LANCE_DISK_FULL)
 
-    monkeypatch.setattr(table._table, "add", disk_full)
+    monkeypatch.setattr(table.lance, "add", disk_full)
     with pytest.raises(StoreError) as refused:
         service.remember("The second one does not.")
     message = str(refused.value)

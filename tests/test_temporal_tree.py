@@ -179,7 +179,7 @@ def test_adopting_the_branches_rebuilds_an_identical_tree(
     assert_temporal_invariants(loaded)
     # Both go on growing the same way (up to the ids of new branches).
     ids_a = itertools.count(10_000)
-    built.tree._new_id = lambda: f"t{next(ids_a)}"
+    built.tree.new_id = lambda: f"t{next(ids_a)}"
     for j, (vector, session, gap) in enumerate(more, start=len(batch)):
         clock += gap
         leaf = make_leaf(j, vector, session=session, timestamp=clock)

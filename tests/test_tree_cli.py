@@ -17,11 +17,11 @@ import pytest
 from rich.console import Console
 
 from memtree_mcp import cli
-from memtree_mcp import service as service_module
 from memtree_mcp.config import Settings
-from memtree_mcp.outline import plain_outline
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service import memory_service as service_module
+from memtree_mcp.service.outline import plain_outline
 from memtree_mcp.ui.outline import outline_tree
 
 ANSI = re.compile(r"\x1b\[")

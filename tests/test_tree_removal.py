@@ -166,7 +166,7 @@ def assert_representatives_are_fresh(tree: Hierarchy) -> None:
     summary = isinstance(tree, SemanticTree) and tree.vector_mode == "summary"
     for branch in tree.branches.values():
         fresh = copy.deepcopy(branch)
-        tree._refresh(fresh)
+        tree.refresh(fresh)
         expected, actual = branch_state(fresh), branch_state(branch)
         if summary:
             expected, actual = expected[:5] + expected[9:], actual[:5] + actual[9:]

@@ -22,7 +22,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
-from memtree_mcp.transport import http_app
+from memtree_mcp.transports.http import http_app
 from memtree_mcp.ui.api import ui_app
 
 TOKEN = "ui-test-token"
@@ -395,7 +395,8 @@ def test_the_page_is_self_contained_and_forbids_other_origins(client: TestClient
 def test_the_http_transports_serve_the_explorer_behind_the_token_and_host_checks(
     explored: MemoryService, transport: Any
 ) -> None:
-    app = http_app(build_server(explored), transport=transport, port=8765, token=TOKEN, ui_service=explored)
+    explorer = ui_app(explored, allow_edit=False, token=TOKEN)
+    app = http_app(build_server(explored), transport=transport, port=8765, token=TOKEN, explorer=explorer)
     client = TestClient(app, base_url="http://127.0.0.1:8765")
     # The page holds no data and loads without the token; the API needs it.
     assert client.get("/ui/").status_code == 200

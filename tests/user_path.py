@@ -34,7 +34,7 @@ import anyio
 
 # The modules that import an extra's package at their top, by the extra; only imported when the
 # extra is installed. Everything else must import in a plain install.
-EXTRA_MODULES = {"memtree_mcp.providers.bounded_http": "httpx"}
+EXTRA_MODULES = {"memtree_mcp.llm.bounded_http": "httpx"}
 FACT = "The staging database listens on port 5433 and is backed up nightly to the Frankfurt bucket."
 QUESTION = "which port does the staging database use?"
 TOOLS = {"remember", "recall", "navigate", "summarize", "forget"}
@@ -182,7 +182,10 @@ def main() -> int:
             checks.append(("llm", lambda: llm_problems(env)))
         failed = False
         for name, check in checks:
-            problems = check()
+            try:
+                problems = check()
+            except Exception as exc:  # a server that died: the client only sees the connection go
+                problems = [f"{type(exc).__name__}: {exc}"]
             print(
                 f"user path ({args.embedder}{', llm' if args.llm else ''}) {name}: "
                 + ("ok" if not problems else "FAILED"),

@@ -4,7 +4,7 @@ query, and segments of the conversation scored as a whole.
 A question about a person's activities ("Which cities has John been to?") is answered by what
 that person said, often in several sessions, in words other than the question's. Two things
 get in the way of plain dense + BM25 scoring, measured on the LoCoMo dev split
-(``bench/locomo_sweep.py``, ``docs/benchmarks.md``):
+(``bench/locomo_sweep.py``, ``docs/findings/recall-quality.md``):
 
 - the author's name. Every memory of a conversation starts with its speaker's name, so the name
   in the question pulls the question's embedding towards whatever that person said, on any

@@ -194,7 +194,7 @@ class Hierarchy:
         """Take a leaf out of the tree; return ``(changed, removed)`` row ids. Each tree defines it."""
         raise NotImplementedError
 
-    def _refresh(self, branch: Branch) -> None:
+    def refresh(self, branch: Branch) -> None:
         """Recompute a branch's count, span and representative from its children."""
         refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
 
@@ -205,7 +205,7 @@ class Hierarchy:
         its parent loses a child in turn); with ``dissolve``, a non-root branch left with a single
         child is deleted too and that child takes its place, at the same position, in the
         grandparent, its subtree one level higher. Every surviving branch on the way up, the root
-        included, is then recomputed from its children (``_refresh``), so nothing above keeps a
+        included, is then recomputed from its children (``refresh``), so nothing above keeps a
         trace of the leaf.
 
         The leaf's record is never read (it is found through ``parent_of``), and ``leaves`` is not
@@ -247,7 +247,7 @@ class Hierarchy:
             node = parent
         refreshed.append(node)
         for branch in refreshed:
-            self._refresh(branch)
+            self.refresh(branch)
         changed.update(b.id for b in refreshed)
         changed -= removed
         return changed, removed, refreshed, moved_depth

@@ -16,7 +16,7 @@ class VectorIndex:
     Updates are O(1): the matrix grows by doubling (amortised, never once per insert), and a
     removed row is filled by the last one, so the index follows every insert without a rebuild; a
     search is one matrix-vector product over the filled rows. Brute force is exact and, measured
-    in ``docs/benchmarks.md`` (Speed at scale), fast enough up to 100k vectors of 384 dimensions.
+    in ``docs/findings/speed-at-scale.md``, fast enough up to 100k vectors of 384 dimensions.
     """
 
     def __init__(self, dimension: int, capacity: int = 1024) -> None:

@@ -281,15 +281,20 @@ class LexicalIndex:
         tfs: np.ndarray,
         vocabulary: Sequence[str],
         capacity: int,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        tokenizer: Callable[[str], list[str]] = tokenize,
     ) -> LexicalIndex:
         """The index :meth:`documents` described, without tokenizing anything again: document
         ``doc_ids[i]`` in slot ``slots[i]`` with the terms ``vocabulary[term_codes[j]]`` and
         frequencies ``tfs[j]`` for ``j`` in ``offsets[i]:offsets[i + 1]``, out of ``capacity``
         slots. The terms must be what this module's tokenizer makes of the texts (the caller
         knows they were, see ``store/snapshot.py``); scores equal those of an index built by
-        :meth:`add_many`. Raises ValueError for arrays that do not fit together.
+        :meth:`add_many`; ``k1``, ``b`` and ``tokenizer`` are the constructor's. Raises ValueError
+        for arrays that do not fit together.
         """
-        index = cls()
+        index = cls(k1=k1, b=b, tokenizer=tokenizer)
         n = len(doc_ids)
         slots = np.asarray(slots, dtype=np.int64)
         offsets = np.asarray(offsets, dtype=np.int64)

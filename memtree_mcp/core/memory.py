@@ -353,7 +353,7 @@ class Memory:
     def link(self, leaf_id: str, olders: Iterable[str]) -> bool:
         """Record that held leaf ``leaf_id`` updates the memories ``olders`` too (its
         ``supersedes`` grows, in order, without repeats); whether anything was added. The caller
-        checks the ids (``writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf
+        checks the ids (``service/writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf
         not held."""
         leaf = self.leaves[leaf_id]
         grown_links = tuple(dict.fromkeys((*leaf.supersedes, *(o for o in olders if o != leaf_id))))

@@ -28,7 +28,7 @@ class Leaf:
     # The ids of earlier memories this one updates, as whoever stored it said (``remember``'s
     # ``supersedes``): an explicit link, which wins over the rule of ``core/updates.py``.
     supersedes: tuple[str, ...] = ()
-    # Awaiting an LLM's judgement of which older memories this one updates (``judging.py``): set
+    # Awaiting an LLM's judgement of which older memories this one updates (``service/judging.py``): set
     # when it is remembered with an LLM configured, cleared by the commit of the verdicts.
     judging: bool = False
 

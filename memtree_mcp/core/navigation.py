@@ -1,4 +1,4 @@
-"""A cursor over the two trees and a memory agent that walks it (HAT, seed 003 §3.2; DESIGN §2 navigate).
+"""A cursor over the two trees (HAT, seed 003 §3.2; DESIGN §2 navigate).
 
 The cursor is stateless: a position is a node id and a tree, and ``move`` turns one position into
 the next, so a client (or the server) only has to remember the id it was shown. Moves:
@@ -16,22 +16,15 @@ the next, so a client (or the server) only has to remember the id it was shown. 
 A leaf id is valid in both trees; a branch id only in its own. Every refusal is a
 ``NavigationError`` that says what was wrong and what to do instead.
 
-The memory agent (``run_agent``) is HAT's MDP: from the root, a policy picks one of Up, Down i,
-Left, Right, Reset, Sufficient, Insufficient at each step, seeing the current node, its children
-and its neighbours with their texts and their scores against the query. ``EmbeddingPolicy`` plays
-it with the vectors alone; an LLM policy implements the same ``Policy`` protocol elsewhere (it is
-built per query and keeps the query text itself). Whatever a policy answers, the run stays valid:
-an answer that is not an action, or a move that is impossible where the cursor stands, is replaced
-by a safe one (Sufficient at a leaf, else Down to the best child) and noted in ``AgentRun.notes``.
+The memory agent that walks this cursor is :mod:`memtree_mcp.core.agent`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal, NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,11 +43,8 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.names import MOVES, NodeKind
 
-Outcome = Literal["sufficient", "insufficient", "max_steps"]
 PREVIEW_CHARS = 100
 LEAF_LABEL_CHARS = 60
-CONTEXT_LEAVES = 5
-SUFFICIENT_THRESHOLD = 0.3
 
 
 class NavigationError(ValueError):
@@ -119,7 +109,7 @@ class CursorView:
 # -- reading the trees ---------------------------------------------------------------------------
 
 
-def _hierarchy(memory: Memory, tree: str) -> Hierarchy:
+def hierarchy_of(memory: Memory, tree: str) -> Hierarchy:
     try:
         return memory.tree(tree)
     except ValueError as exc:
@@ -132,7 +122,7 @@ def _other(tree: str) -> str:
 
 def _check_node(memory: Memory, node_id: str, tree: str) -> Hierarchy:
     """The hierarchy of ``tree`` after checking that ``node_id`` is a node of it."""
-    hierarchy = _hierarchy(memory, tree)
+    hierarchy = hierarchy_of(memory, tree)
     if node_id in hierarchy.branches:
         return hierarchy
     if node_id in memory.leaves:
@@ -142,7 +132,7 @@ def _check_node(memory: Memory, node_id: str, tree: str) -> Hierarchy:
             )
         return hierarchy
     other = _other(tree)
-    if node_id in _hierarchy(memory, other).branches:
+    if node_id in hierarchy_of(memory, other).branches:
         raise NavigationError(
             f"{node_id} is a branch of the {other} tree, not of the {tree} tree; view it with "
             f"tree='{other}', or move 'switch' from it to reach its place in the {tree} tree"
@@ -153,7 +143,7 @@ def _check_node(memory: Memory, node_id: str, tree: str) -> Hierarchy:
     )
 
 
-def _parent(hierarchy: Hierarchy, node_id: str) -> str | None:
+def parent_of(hierarchy: Hierarchy, node_id: str) -> str | None:
     branch = hierarchy.branches.get(node_id)
     return branch.parent if branch is not None else hierarchy.parent_of.get(node_id)
 
@@ -176,7 +166,7 @@ def _leaf_count(hierarchy: Hierarchy, node_id: str) -> int:
 
 
 def _sibling(hierarchy: Hierarchy, node_id: str, step: int) -> str | None:
-    parent = _parent(hierarchy, node_id)
+    parent = parent_of(hierarchy, node_id)
     if parent is None:
         return None
     siblings = hierarchy.branches[parent].children
@@ -203,7 +193,7 @@ def _level_neighbour(hierarchy: Hierarchy, node_id: str, step: int) -> str | Non
     depth = hierarchy.depth_of(node_id)
     current = node_id
     while True:
-        parent = _parent(hierarchy, current)
+        parent = parent_of(hierarchy, current)
         if parent is None:
             return None
         siblings = hierarchy.branches[parent].children
@@ -257,7 +247,7 @@ def _preview(
     )
 
 
-def _score(memory: Memory, hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
+def score_of(memory: Memory, hierarchy: Hierarchy, node_id: str, query: Vector) -> float | None:
     """How well a node matches a unit ``query``: a subject by its average cosine (``match_vector_of``),
     a period by its closest memory (a day of unrelated sessions holds the one sought however little
     the rest is about it, which an average would hide). None for a branch without memories."""
@@ -280,7 +270,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
     branch = hierarchy.branches.get(node_id)
     left = _neighbour(hierarchy, tree, node_id, -1)
     right = _neighbour(hierarchy, tree, node_id, +1)
-    parent = _parent(hierarchy, node_id)
+    parent = parent_of(hierarchy, node_id)
     # Memories a later one updates are marked, and a summary's text quotes the current value (in
     # the temporal tree, a period's text marks what changed later instead).
     shown = [node_id, left, right, parent, *_children(hierarchy, node_id)]
@@ -288,7 +278,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
     quoted = quoted_leaves(memory, hierarchy, node_id) if branch is not None else []
     newest = newest_updates(memory, [*(memory.leaves[n] for n in shown if n in memory.leaves), *quoted])
     children = [p for c in _children(hierarchy, node_id) if (p := _preview(hierarchy, c, newest)) is not None]
-    score = _score(memory, hierarchy, node_id, query_vector) if query_vector is not None else None
+    score = score_of(memory, hierarchy, node_id, query_vector) if query_vector is not None else None
     leaf = memory.leaves.get(node_id)
     if branch is not None:
         kind: NodeKind = branch.kind
@@ -339,7 +329,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
 def _best_child(memory: Memory, hierarchy: Hierarchy, children: Sequence[str], query: Vector | None) -> int:
     if query is None:
         return 0
-    scores = [_score(memory, hierarchy, c, query) for c in children]
+    scores = [score_of(memory, hierarchy, c, query) for c in children]
     values = [s if s is not None else -math.inf for s in scores]
     return int(np.argmax(values))
 
@@ -378,7 +368,7 @@ def move(
     unknown move, tree or node, and for a move that leads nowhere (up from the root, down from a
     leaf or to a missing child, left of the first or right of the last node).
     """
-    hierarchy = _hierarchy(memory, tree)
+    hierarchy = hierarchy_of(memory, tree)
     here = hierarchy.root.id if node_id is None else node_id
     _check_node(memory, here, tree)
     name = move.strip().lower()
@@ -387,7 +377,7 @@ def move(
     elif name == "reset":
         target, target_tree = hierarchy.root.id, tree
     elif name == "up":
-        parent = _parent(hierarchy, here)
+        parent = parent_of(hierarchy, here)
         if parent is None:
             raise NavigationError(
                 f"already at the root of the {tree} tree; move 'down' into a child or 'switch' trees"
@@ -415,7 +405,7 @@ def move(
         step = -1 if name == "left" else +1
         found = _neighbour(hierarchy, tree, here, step)
         if found is None:
-            if _parent(hierarchy, here) is None:
+            if parent_of(hierarchy, here) is None:
                 raise NavigationError(f"the root has no {name} neighbour; move 'down' into a child")
             edge = "first" if name == "left" else "last"
             scope = "at its depth" if tree == "temporal" else "among its siblings"
@@ -426,7 +416,7 @@ def move(
         target, target_tree = found, tree
     elif name == "switch":
         target_tree = _other(tree)
-        other = _hierarchy(memory, target_tree)
+        other = hierarchy_of(memory, target_tree)
         if here in memory.leaves:
             target = here
         elif here == hierarchy.root.id:
@@ -439,262 +429,3 @@ def move(
 
 
 # -- the memory agent ----------------------------------------------------------------------------
-
-
-class ScoredNode(NamedTuple):
-    """A node the agent could move to, with its text and its match to the query (-1 without a vector)."""
-
-    id: str
-    kind: NodeKind
-    leaf_count: int
-    score: float
-    line: str
-    text: str
-
-
-class Policy(Protocol):
-    """Chooses the agent's next action (HAT seed 003 §3.2).
-
-    ``current`` is the cursor's view (text, breadcrumb, child previews, score). ``children_scores``
-    are the current node's children in order: action ``down i`` takes ``children_scores[i]``.
-    ``neighbour_scores`` has an entry for each of ``up``, ``left``, ``right`` that is possible from
-    here. ``history`` holds the moves made so far ("down 2", "left", …). Return one of
-    ``up``, ``down <i>`` (0-based; bare ``down`` takes the best child), ``left``, ``right``,
-    ``reset``, ``sufficient``, ``insufficient``; case and a trailing period do not matter, and
-    anything else is replaced by a safe action. A policy working on texts (an LLM) is built for one
-    query and keeps the query's text itself.
-    """
-
-    def decide(
-        self,
-        query_vector: Vector,
-        current: CursorView,
-        children_scores: Sequence[ScoredNode],
-        neighbour_scores: Mapping[str, ScoredNode],
-        history: Sequence[str],
-    ) -> str: ...
-
-
-class EmbeddingPolicy:
-    """Walk by vectors: descend while a child matches the query at least as well as the current
-    node (a period scores its best memory, so the path down to that memory ties exactly), or is its
-    only child.
-
-    When no child improves, try the left and then the right neighbour, each at most once since the
-    last vertical move, and only if it scores better. When nothing improves, the context is
-    ``sufficient`` if the current score reaches ``threshold`` and ``insufficient`` otherwise (so a
-    leaf that matches well ends the walk).
-    """
-
-    def __init__(self, threshold: float = SUFFICIENT_THRESHOLD) -> None:
-        self.threshold = threshold
-
-    def decide(
-        self,
-        query_vector: Vector,
-        current: CursorView,
-        children_scores: Sequence[ScoredNode],
-        neighbour_scores: Mapping[str, ScoredNode],
-        history: Sequence[str],
-    ) -> str:
-        here = current.score if current.score is not None else -1.0
-        if len(children_scores) == 1 and current.kind != "leaf":
-            return "down 0"  # a lone child holds the same memories, seen closer (a day's one session)
-        if children_scores:
-            best = max(range(len(children_scores)), key=lambda i: children_scores[i].score)
-            if children_scores[best].score >= here:
-                return f"down {best}"
-        tried: set[str] = set()
-        for previous in reversed(history):
-            if previous not in ("left", "right"):
-                break
-            tried.add(previous)
-        for side in ("left", "right"):
-            neighbour = neighbour_scores.get(side)
-            if side not in tried and neighbour is not None and neighbour.score > here:
-                return side
-        return "sufficient" if here >= self.threshold else "insufficient"
-
-
-class ContextItem(NamedTuple):
-    """One text the agent hands back: the settled node or one of its best leaves."""
-
-    id: str
-    text: str
-    score: float
-
-
-@dataclass(slots=True)
-class AgentRun:
-    """Where the memory agent settled and how it got there.
-
-    ``moves`` are the moves made ("down 2", "left", …), the final verdict left out; ``path`` the
-    node ids visited, starting at the root; ``outcome`` is ``sufficient``, ``insufficient`` or
-    ``max_steps`` (the policy never concluded); ``context`` the settled node's text, then its best
-    leaves by cosine to the query (for a leaf: itself, then the best other leaves of its parent);
-    ``notes`` the policy answers that were replaced by a safe action.
-    """
-
-    node: CursorView
-    moves: list[str]
-    sufficient: bool
-    outcome: Outcome
-    context: list[ContextItem]
-    path: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def context_texts(self) -> list[str]:
-        return [item.text for item in self.context]
-
-
-_ACTION = re.compile(r"(up|down|left|right|reset|sufficient|insufficient)(?:\s*[\s(:#=]\s*(-?\d+)\s*\)?)?")
-
-
-def parse_action(answer: str) -> tuple[str, int | None] | None:
-    """``(action, index)`` from a policy's answer such as "Down 2" or "sufficient."; None if unparseable."""
-    text = answer.strip().lower().rstrip(".!")
-    match = _ACTION.fullmatch(text.strip())
-    if match is None:
-        return None
-    action, index = match.group(1), match.group(2)
-    if index is not None and action != "down":
-        return None
-    return action, int(index) if index is not None else None
-
-
-def _scored(memory: Memory, hierarchy: Hierarchy, preview: ChildPreview, query: Vector) -> ScoredNode:
-    """A node next to the cursor as a policy sees it: its preview's line (with its mark, for a
-    memory a later one updates) and its text."""
-    score = _score(memory, hierarchy, preview.id, query)
-    return ScoredNode(
-        id=preview.id,
-        kind=preview.kind,
-        leaf_count=preview.leaf_count,
-        score=score if score is not None else -1.0,
-        line=preview.line,
-        text=hierarchy.text_of(preview.id),
-    )
-
-
-def _context(
-    memory: Memory, hierarchy: Hierarchy, node: CursorView, query: Vector, size: int
-) -> list[ContextItem]:
-    own = ContextItem(node.id, node.text, node.score if node.score is not None else -1.0)
-    pool_root = node.id
-    if node.kind == "leaf":
-        pool_root = _parent(hierarchy, node.id) or node.id
-    candidates = [leaf for leaf in hierarchy.leaves_under(pool_root) if leaf != node.id]
-    if not candidates:
-        return [own]
-    matrix = np.stack([memory.leaves[leaf].vector for leaf in candidates])
-    scores = matrix @ query
-    order = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), candidates[i]))
-    room = size - 1 if node.kind == "leaf" else size
-    best = [ContextItem(candidates[i], memory.leaves[candidates[i]].text, float(scores[i])) for i in order]
-    return _current_context([own, *best[:room]], memory, query)
-
-
-def _current_context(items: list[ContextItem], memory: Memory, query: Vector) -> list[ContextItem]:
-    """``items`` with each memory a later one updates marked "superseded by <id>", and the update
-    found just before it (unless it is found already), so the agent's findings never state a stale
-    value unmarked, nor without the value that replaced it."""
-    leaves = [memory.leaves[item.id] for item in items if item.id in memory.leaves]
-    newest = newest_updates(memory, leaves)
-    if not newest:
-        return items
-    out: list[ContextItem] = []
-    found = {item.id for item in items}
-    for item in items:
-        update = newest.get(item.id)
-        if update is None:
-            out.append(item)
-            continue
-        if update.id not in found:
-            found.add(update.id)
-            out.append(ContextItem(update.id, update.text, float(update.vector @ query)))
-        # The settled memory's own text carries its note already (view).
-        marked = "superseded by" in item.text[len(memory.leaves[item.id].text) :]
-        out.append(item if marked else item._replace(text=f"{item.text} (superseded by {update.id})"))
-    return out
-
-
-def run_agent(
-    memory: Memory,
-    query_vector: Vector,
-    tree: str,
-    policy: Policy,
-    max_steps: int = 12,
-    *,
-    context_leaves: int = CONTEXT_LEAVES,
-) -> AgentRun:
-    """Let ``policy`` walk ``tree`` from its root for ``query_vector``, asking it at most ``max_steps`` times.
-
-    Raises ``NavigationError`` for an unknown tree and ``ValueError`` for a negative ``max_steps``.
-    """
-    if max_steps < 0:
-        raise ValueError(f"max_steps must be 0 or more, got {max_steps}")
-    hierarchy = _hierarchy(memory, tree)
-    current = view(memory, hierarchy.root.id, tree, query_vector)
-    moves: list[str] = []
-    path = [current.id]
-    notes: list[str] = []
-    outcome: Outcome = "max_steps"
-    for step in range(max_steps):
-        children = [_scored(memory, hierarchy, c, query_vector) for c in current.children]
-        neighbours = {
-            side: _scored(memory, hierarchy, preview, query_vector)
-            for side, preview in (("up", current.parent), ("left", current.left), ("right", current.right))
-            if preview is not None
-        }
-        answer = policy.decide(query_vector, current, children, neighbours, list(moves))
-        parsed = parse_action(answer) if isinstance(answer, str) else None
-        problem = _impossible(parsed, current) if parsed is not None else "is not an action"
-        if problem is not None:
-            parsed = _safe_action(current)
-            shown = "down (the best child)" if parsed[0] == "down" else parsed[0]
-            notes.append(f"step {step + 1}: {answer!r} {problem}; took {shown!r} instead")
-        assert parsed is not None
-        action, index = parsed
-        if action in ("sufficient", "insufficient"):
-            outcome = "sufficient" if action == "sufficient" else "insufficient"
-            break
-        if action == "down" and index is None:
-            index = int(np.argmax([c.score for c in children]))
-        current = move(memory, current.id, action, tree, index=index, query_vector=query_vector)
-        moves.append(f"down {index}" if action == "down" else action)
-        path.append(current.id)
-    return AgentRun(
-        node=current,
-        moves=moves,
-        sufficient=outcome == "sufficient",
-        outcome=outcome,
-        context=_context(memory, hierarchy, current, query_vector, context_leaves),
-        path=path,
-        notes=notes,
-    )
-
-
-def _impossible(parsed: tuple[str, int | None], current: CursorView) -> str | None:
-    """Why ``parsed`` cannot be taken from ``current``, or None when it can."""
-    action, index = parsed
-    if action == "up" and not current.has_up:
-        return "is impossible at the root"
-    if action == "down":
-        if not current.has_down:
-            return "is impossible at a node without children"
-        if index is not None and not 0 <= index < len(current.children):
-            return f"names a child that does not exist (there are {len(current.children)})"
-    if action == "left" and not current.has_left:
-        return "is impossible: there is nothing to the left"
-    if action == "right" and not current.has_right:
-        return "is impossible: there is nothing to the right"
-    return None
-
-
-def _safe_action(current: CursorView) -> tuple[str, int | None]:
-    if current.kind == "leaf":
-        return ("sufficient", None)
-    if current.has_down:
-        return ("down", None)
-    return ("insufficient", None)

@@ -5,7 +5,7 @@ caller and carried down), :class:`Weights` (the tuning constants, which a benchm
 request), :class:`RecallFilter` and :class:`Hit`. :class:`Ranker` does the work over a
 :class:`~memtree_mcp.core.memory.Memory`; :func:`recall` and :func:`newest_update` are the way in.
 
-Strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/benchmarks.md``):
+Strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/findings/recall-quality.md``):
 
 - ``gather`` (default): ``hybrid`` that matches the authors a query names (the ``role`` of
   stored memories, "What did Caroline paint?") as authors, not as words: their memories get

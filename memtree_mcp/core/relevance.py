@@ -26,7 +26,7 @@ it returns the hits from :data:`DEFAULT_MIN_RELEVANCE` up. The constants were ch
 ``bench/updates.py`` (a project memory with questions that have an answer and questions about
 things never stored) from the middle of the region where every unrelated question gets at most
 one hit and the most answers are kept; neighbouring values give the same counts within one or
-two answers (``docs/benchmarks.md``).
+two answers (``docs/findings/what-the-model-reads.md``).
 
 Which memories a later one updates is :mod:`memtree_mcp.core.updates`.
 """

@@ -16,13 +16,15 @@ ever loses a child to a leaf's expansion (one for one) or a removal, so no split
 split of the root would move every node one level down and rewrite every row. The look-ahead
 matters because a big child's mean says little about a subject it holds few of: by the nearest
 mean alone, the leaves of a new subject would scatter over the root's children. Measured with
-``bench/fanout.py``, since retired (``git show 4868398:bench/fanout.py``; ``docs/benchmarks.md``).
+``bench/fanout.py``, since retired (``git show 4868398:bench/fanout.py``;
+``docs/findings/speed-at-scale.md``).
 
 Internal-node vectors and similarity, measured on the LoCoMo dev split (5 conversations, 2,760
 turns, 997 questions; ``bench/routing.py``, since retired: ``git show 4868398:bench/routing.py``;
-figures in ``docs/benchmarks.md``). A branch's vector is the centroid of its leaves (the direction of their
-mean vector), and a branch is compared by *average linkage*: the mean cosine to its leaves, which is
-the dot product with the unnormalised mean (centroid × cohesion). Against the two alternatives:
+figures in ``docs/findings/recall-quality.md``). A branch's vector is the centroid of its leaves
+(the direction of their mean vector), and a branch is compared by *average linkage*: the mean
+cosine to its leaves, which is the dot product with the unnormalised mean (centroid × cohesion).
+Against the two alternatives:
 
 - cosine to the centroid (the literal reading): a centroid of many leaves sits close to everything
   in a conversation (cosine ≈ 0.7 > θ's ceiling 0.4·e^0.5 ≈ 0.66), so nearly every insert descends
@@ -42,6 +44,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
@@ -107,7 +110,7 @@ class SemanticTree(Hierarchy):
         self.vector_mode = vector_mode
         self.linkage = linkage
         self._embed = embed
-        self._new_id = new_id
+        self.new_id = new_id
         self.max_fan_out = max_fan_out
         # Memories a later one updates (older id -> newer id), kept by Memory: branch texts and
         # labels are computed without them (refresh_branch's ``stale``).
@@ -144,7 +147,7 @@ class SemanticTree(Hierarchy):
             if not children:
                 self._attach(node, leaf.id)
                 break
-            similarities = self._children_matrix(node) @ leaf.vector
+            similarities = self.children_matrix(node) @ leaf.vector
             best = int(np.argmax(similarities))
             if float(similarities[best]) < self.threshold(node.depth):
                 if self.max_fan_out is None or len(children) < self.max_fan_out:
@@ -160,7 +163,7 @@ class SemanticTree(Hierarchy):
                 continue
             # The most similar child is a leaf: expand it into a branch holding both leaves.
             expanded = Branch(
-                id=self._new_id(), tree="semantic", kind="internal", parent=node.id, depth=node.depth + 1
+                id=self.new_id(), tree="semantic", kind="internal", parent=node.id, depth=node.depth + 1
             )
             self.branches[expanded.id] = expanded
             children[best] = expanded.id
@@ -171,7 +174,7 @@ class SemanticTree(Hierarchy):
             break
         self.height = max(self.height, path[-1].depth + 1)
         for branch in reversed(path):
-            self._refresh(branch)
+            self.refresh(branch)
         if self.vector_mode == "summary":
             self._embed_texts([b for b in path if b.kind == "internal"])
         # The child each kept matrix went through changed (refreshed, or a leaf expanded).
@@ -250,12 +253,17 @@ class SemanticTree(Hierarchy):
             if child is not None and child.children:
                 # Kept: the next forced descent through this branch reads the same matrices
                 # (building them each time was 4 ms of a 10 ms insert at 10k memories).
-                score = max(score, float(np.max(self._children_matrix(child, keep=True) @ vector)))
+                score = max(score, float(np.max(self.children_matrix(child, keep=True) @ vector)))
             if score > best_score:
                 best, best_score = index, score
         return best
 
-    def _children_matrix(self, branch: Branch, *, keep: bool = False) -> np.ndarray:
+    @property
+    def children_matrices(self) -> Mapping[str, np.ndarray]:
+        """The children matrices kept between inserts, by branch id (read-only)."""
+        return MappingProxyType(self._matrices)
+
+    def children_matrix(self, branch: Branch, *, keep: bool = False) -> np.ndarray:
         """The match vectors of ``branch``'s children, one row each, in order; kept between inserts
         (and updated along each insertion path) for a wide branch, or when ``keep``."""
         matrix = self._matrices.get(branch.id)
@@ -276,7 +284,7 @@ class SemanticTree(Hierarchy):
         else:
             self.parent_of[child_id] = branch.id
 
-    def _refresh(self, branch: Branch) -> None:
+    def refresh(self, branch: Branch) -> None:
         """Recompute a branch's count, span and representative from its children."""
         keep_vector = self.vector_mode != "centroid" and branch.vector is not None and branch.kind != "root"
         refresh_branch(branch, self.leaves, self.branches, keep_vector=keep_vector, stale=self.stale)
@@ -288,7 +296,7 @@ class SemanticTree(Hierarchy):
             b.id: b for leaf_id in leaf_ids if leaf_id in self.parent_of for b in self.ancestors(leaf_id)
         }
         for branch in sorted(above.values(), key=lambda b: -b.depth):
-            self._refresh(branch)
+            self.refresh(branch)
         return set(above)
 
     def _embed_texts(self, branches: list[Branch]) -> None:

@@ -58,7 +58,7 @@ from memtree_mcp.core.representative import PERIOD_SEPARATOR, refresh_branch
 from memtree_mcp.core.semantic import new_branch_id
 
 TEMPORAL_ROOT_ID = "temporal-root"
-# Measured on the LoCoMo dev split (docs/benchmarks.md): 0.2 to 0.6 move propagation's R@10 by
+# Measured on the LoCoMo dev split (docs/findings/recall-quality.md): 0.2 to 0.6 move propagation's R@10 by
 # under two points; 0.4 is the best for it.
 COSINE_THRESHOLD = 0.4
 # A session's first memories stay one segment, whatever their subjects: a short session is one
@@ -171,7 +171,7 @@ class TemporalTree(Hierarchy):
         self.policy = policy
         self.gap_seconds = gap_seconds
         self.min_segment = min_segment
-        self._new_id = new_id
+        self.new_id = new_id
         self.root = _new_root()
         self.branches: dict[str, Branch] = {TEMPORAL_ROOT_ID: self.root}
         self.parent_of: dict[str, str] = {}
@@ -245,7 +245,7 @@ class TemporalTree(Hierarchy):
         node = target
         chain: list[Branch] = []
         for depth in range(target.depth + 1, self.height):
-            link = Branch(id=self._new_id(), tree="temporal", kind="internal", parent=node.id, depth=depth)
+            link = Branch(id=self.new_id(), tree="temporal", kind="internal", parent=node.id, depth=depth)
             self.branches[link.id] = link
             node.children.append(link.id)
             chain.append(link)
@@ -255,13 +255,13 @@ class TemporalTree(Hierarchy):
         self.last_leaf = leaf.id
         path = [*self.ancestors(target.id), target, *chain]
         for branch in reversed(path):
-            self._refresh(branch)
+            self.refresh(branch)
         changed.update(b.id for b in path)
         if chain and len(target.children) > 1 and target.children[-2] in self.branches:
             # The period this one follows is closed, and a label tells a branch from its siblings:
             # its label is read again now that it has a right neighbour.
             closed = self.branches[target.children[-2]]
-            self._refresh(closed)
+            self.refresh(closed)
             changed.add(closed.id)
         return changed
 
@@ -333,7 +333,7 @@ class TemporalTree(Hierarchy):
                     changed.add(branch.id)
             self.height -= 1
             # Same leaves, regrouped: recompute so the root's figures come from its new children.
-            self._refresh(root)
+            self.refresh(root)
         if not root.children:
             self.height = 0
         lowest = self.frontier()[0]
@@ -368,7 +368,7 @@ class TemporalTree(Hierarchy):
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
 
-    def _refresh(self, branch: Branch) -> None:
+    def refresh(self, branch: Branch) -> None:
         """Recompute a branch from its children, its label led by its period (the root's is not)."""
         refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
         if branch.parent is not None and branch.leaf_count:
@@ -409,7 +409,7 @@ class TemporalTree(Hierarchy):
                 changed.add(branch.id)
         self.height += 1
         period = Branch(
-            id=self._new_id(),
+            id=self.new_id(),
             tree="temporal",
             kind="internal",
             parent=TEMPORAL_ROOT_ID,
@@ -421,7 +421,7 @@ class TemporalTree(Hierarchy):
             self.branches[child].parent = period.id
             changed.add(child)
         self.root.children = [period.id]
-        self._refresh(period)
+        self.refresh(period)
         changed.add(period.id)
         return changed
 

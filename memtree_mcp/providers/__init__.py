@@ -1,4 +1,9 @@
-"""Embedders and LLMs behind the protocols of ``memtree_mcp.core``; each imported only when chosen."""
+"""The embedders behind ``memtree_mcp.core``'s protocol; each imported only when chosen.
+
+``local`` all-MiniLM-L6-v2 on onnxruntime (the default, offline), ``e5`` multilingual-e5-small (the
+``e5`` extra), ``remote_embedder`` any embedding endpoint litellm reaches. May import ``core``,
+``config``, ``errors`` and ``llm`` (the litellm endpoint the remote embedder shares).
+"""
 
 from __future__ import annotations
 

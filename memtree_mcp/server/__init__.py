@@ -7,6 +7,8 @@ the ``use-memory`` prompt) and ``instructions`` (the text the model reads). Tool
 resources find the service as the lifespan context of the request, so they are written once;
 ``build_server`` ties one service to them. Nothing heavy is imported here: lancedb and onnxruntime
 load on the first tool call, after the handshake.
+
+May import ``core``, ``config``, ``errors``, ``service`` and ``llm`` (the client's model, sampling).
 """
 
 import inspect

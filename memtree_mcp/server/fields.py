@@ -1,4 +1,4 @@
-"""The types of the tools' arguments, with the limits of ``memtree_mcp.inputs`` written in once.
+"""The types of the tools' arguments, with the limits of ``memtree_mcp.service.inputs`` written in once.
 
 The SDK builds each tool's JSON schema from its signature, so these ``Field`` constraints are the
 limits a client sees; the service checks every argument again against the same constants, so the
@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
-from memtree_mcp.inputs import (
+from memtree_mcp.service import MemoryService
+from memtree_mcp.service.inputs import (
     MAX_AGENT_STEPS,
     MAX_FORGET,
     MAX_K,
@@ -29,7 +30,6 @@ from memtree_mcp.inputs import (
     MEMORY_ID_CHARS,
     MIN_SUMMARY_TOKENS,
 )
-from memtree_mcp.service import MemoryService
 
 # The one argument the SDK fills rather than the caller (it is left out of the schema): the context
 # of the request, whose lifespan context is the service build_server was given.

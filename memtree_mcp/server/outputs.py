@@ -6,7 +6,7 @@ for the application). The specification only asks that the text repeat the struc
 backwards compatibility" (a SHOULD), and clients differ in what they pass to the model: some show
 both. Repeating the memories' words in both would double what the model pays for in those
 clients, so the two halves have different jobs: the text content is written for the model
-(``rendering.py``) and holds every word once; the structured content holds what a program needs
+(``service/rendering.py``) and holds every word once; the structured content holds what a program needs
 to act — the ids a follow-up call takes, kinds, relevance, dates, which memory supersedes which,
 in the same order as the text's lines — and never the memories' text. A program that wants a
 memory's words reads that hit's line, or the ``memtree://{namespace}/node/{id}`` resource.
@@ -17,7 +17,13 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memtree_mcp.core.names import HitKind, NodeKind, TreeName
-from memtree_mcp.results import ForgetResult, NavigateResult, RecallResult, RememberResult, SummaryResult
+from memtree_mcp.service.results import (
+    ForgetResult,
+    NavigateResult,
+    RecallResult,
+    RememberResult,
+    SummaryResult,
+)
 
 
 class RememberOutput(BaseModel):

@@ -9,7 +9,7 @@ the questions travel inside the tool's result and the client calls again with th
   namespace of a call that names none;
 - with MEMTREE_LLM=sampling, ``summarize`` asks the client's model for the summaries it is about
   to show, ``recall`` and ``summarize`` ask it to judge the oldest memories awaiting judgement of
-  what they update (``judging.py``), and ``navigate``'s memory agent asks it one step at a time
+  what they update (``service/judging.py``), and ``navigate``'s memory agent asks it one step at a time
   (see providers/sampling.py).
 
 The SDK finds a resolver's inputs by parameter name, so the signatures of the sampling resolvers
@@ -37,11 +37,11 @@ from mcp.types import CreateMessageResult, ListRootsResult
 
 from memtree_mcp.config import AUTO_NAMESPACE
 from memtree_mcp.errors import MemtreeError
-from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS, MAX_NAMESPACE_CHARS
-from memtree_mcp.judging import JUDGE_TOKENS, MAX_INLINE_JUDGEMENTS, JudgeQuestion
-from memtree_mcp.providers.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
-from memtree_mcp.refine import MAX_INLINE_SUMMARIES, SUMMARY_TOKENS, SummaryQuestion
+from memtree_mcp.llm.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
 from memtree_mcp.server.fields import MemoryContext
+from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS, MAX_NAMESPACE_CHARS
+from memtree_mcp.service.judging import JUDGE_TOKENS, MAX_INLINE_JUDGEMENTS, JudgeQuestion
+from memtree_mcp.service.refine import MAX_INLINE_SUMMARIES, SUMMARY_TOKENS, SummaryQuestion
 
 log = logging.getLogger("memtree_mcp")
 

@@ -3,7 +3,7 @@
 Kept thin: arguments are checked by their schema (the types of fields.py) and again by the
 service, errors the model should read become ``ToolError``, and blocking work runs in a worker
 thread so the event loop keeps serving. Each tool answers with the text the model reads
-(``rendering.py``) and, for programs, ids and numbers (``outputs.py`` says why not more). The
+(``service/rendering.py``) and, for programs, ids and numbers (``outputs.py`` says why not more). The
 descriptions are short on purpose: every client sends all of them in every conversation. The
 tools are plain functions rather than closures over one service: the SDK builds a tool's schema
 from its signature, so a signature written once is a schema written once, and each call finds
@@ -21,12 +21,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from memtree_mcp import rendering
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy, TreeName
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError, failure_reason
-from memtree_mcp.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
-from memtree_mcp.providers.sampling import ReplayChat, answer_text
+from memtree_mcp.llm.sampling import ReplayChat, answer_text
 from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
@@ -66,6 +64,8 @@ from memtree_mcp.server.resolvers import (
     summary_resolvers,
     with_answers,
 )
+from memtree_mcp.service import rendering
+from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
 
 T = TypeVar("T")
 log = logging.getLogger("memtree_mcp")

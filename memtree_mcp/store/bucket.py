@@ -173,6 +173,7 @@ class BucketLease:
         self._wanted_at = 0.0  # when it looked
         self._keeper: threading.Thread | None = None
         self._closed = False
+        self._suspended = False  # see suspend()
 
     # -- around a write ----------------------------------------------------------------------
 
@@ -418,7 +419,7 @@ class BucketLease:
     def _keep(self) -> None:
         """Renew the lease while a write holds it; release it once idle for :attr:`linger`."""
         with self._state:
-            while self._held is not None and not self._closed:
+            while self._held is not None and not self._closed and not self._suspended:
                 now = time.monotonic()
                 if not self._users and now - self._last_used >= self.linger:
                     self._release()
@@ -430,6 +431,20 @@ class BucketLease:
                         log.warning("could not renew the lease of namespace %s: %s", self.namespace, exc)
                     continue
                 self._state.wait(min(self.linger / 2, self.seconds / 6))
+
+    def suspend(self) -> None:
+        """Stop renewing (and releasing) the lease, as a process that was stopped (SIGSTOP, a
+        paused VM) or died would: the lease stays in the bucket until it runs out, and others may
+        then take it over. For fault drills (the tests, ``bench/bucket_soak.py``); :meth:`resume`
+        lets the next write renew it again."""
+        with self._state:
+            self._suspended = True
+            self._state.notify_all()
+
+    def resume(self) -> None:
+        """Undo :meth:`suspend`: the next write takes the lease (again) and renews it."""
+        with self._state:
+            self._suspended = False
 
     def _lost_message(self) -> str:
         return (

@@ -25,7 +25,7 @@ import lancedb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.addresses import is_loopback
+from memtree_mcp.core.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import StoreError, failure_reason, store_error
 from memtree_mcp.store.fences import fence_row, unfenced
@@ -51,18 +51,19 @@ from memtree_mcp.store.table import BUCKET_GRACE, NamespaceTable, compact
 METADATA_CACHE_BYTES = 64 << 20
 INDEX_CACHE_BYTES = 16 << 20
 _session_made = threading.Lock()
-_session: lancedb.Session | None = None
+_sessions: dict[tuple[int, int], lancedb.Session] = {}
 
 
 def lance_session() -> lancedb.Session:
-    """The process's one Lance session: its caches, bounded, shared by every connection."""
-    global _session
+    """The process's one Lance session for the cache bounds set (INDEX_CACHE_BYTES,
+    METADATA_CACHE_BYTES): its caches, bounded, shared by every connection."""
+    bounds = (INDEX_CACHE_BYTES, METADATA_CACHE_BYTES)
     with _session_made:
-        if _session is None:
-            _session = lancedb.Session(
-                index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+        if bounds not in _sessions:
+            _sessions[bounds] = lancedb.Session(
+                index_cache_size_bytes=bounds[0], metadata_cache_size_bytes=bounds[1]
             )
-        return _session
+        return _sessions[bounds]
 
 
 class LanceStore:

@@ -12,7 +12,7 @@ A server that stops saves the snapshot anew when it has fallen far behind the ta
 the rows appended since rather than from a whole read. A purge removes the snapshot
 (:meth:`Opener.remove_snapshot`): it may hold what the purge took away.
 
-``Spaces`` (``spaces.py``) holds what is opened here, and follows the table from there.
+``Spaces`` (``service/spaces.py``) holds what is opened here, and follows the table from there.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
+from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store.table import NamespaceTable, Position
 

@@ -3,7 +3,7 @@
 A whole read of a namespace reads its whole table (every superseded revision too, several rows
 for each live one), keeps each id's latest row, then ``Memory.load`` tokenizes every text for BM25
 and derives every branch's vector from its leaves: the costliest steps of opening a namespace
-(``docs/benchmarks.md``). A snapshot keeps the result of that work next to the table:
+(``docs/findings/start-up.md``). A snapshot keeps the result of that work next to the table:
 
 - each id's latest row (deletions included), in the table's own layout, at a table version;
 - each branch's derived vector and cohesion;

@@ -7,7 +7,7 @@ changed, all with the same ``rev`` number, in a single ``add``; Lance commits it
 crash leaves the table at the previous version or the next, never between. Reading keeps the
 highest revision of each id. Appending was chosen over updating rows with ``merge_insert``, whose
 commits cost several times an append and grow slower with every commit after a compaction
-(``docs/benchmarks.md``).
+(measured when the table was designed: commit c26b522).
 
 History lives in the rows (schema version 3, ``store/migrations.py``). Every commit has its own
 ``rev``, so the memory as it was at any commit is the latest row of each id among the rows with a
@@ -50,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import LeaseLost, StoreError, store_error
-from memtree_mcp.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,
@@ -151,6 +151,12 @@ class NamespaceTable:
         self.fencing = False
         self.reader_grace = READER_GRACE
         self._scanned_version = -1  # the version the last whole read was of (see _overwrite)
+
+    @property
+    def lance(self) -> Any:
+        """The LanceDB table itself, for what this class does not wrap: a test that damages the
+        table on purpose, a tool that reads its raw rows."""
+        return self._table
 
     def latest_version(self) -> int:
         """The newest committed version, after looking for commits by other processes."""

@@ -4,4 +4,6 @@
 JSON API over a MemoryService and a self-contained page (``static/``), mounted at ``/ui`` of the
 HTTP transports and served alone by ``memtree-mcp ui`` (``server``). Nothing here is imported by
 the MCP server's start-up path; starlette and rich load only when a command needs them.
+
+May import ``core``, ``config``, ``errors``, ``service`` and the HTTP guards of ``transports``.
 """

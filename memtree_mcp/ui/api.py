@@ -53,9 +53,9 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES, TreeName
 from memtree_mcp.core.temporal import TemporalTree
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
-from memtree_mcp.http_guards import BearerTokenMiddleware
-from memtree_mcp.inputs import check_tree, format_timestamp
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.inputs import check_tree, format_timestamp
+from memtree_mcp.transports.guards import BearerTokenMiddleware
 
 __all__ = ["ui_app"]
 
@@ -550,7 +550,7 @@ def ui_app(service: MemoryService, *, allow_edit: bool = False, token: str | Non
 
     It serves full paths (``/ui/…``), so it works alone and behind a dispatcher that passes it the
     ``/ui`` requests unchanged. ``token`` guards the API only; Host checks are the caller's job
-    (:func:`memtree_mcp.transport.http_app` and :func:`memtree_mcp.ui.server.serve_ui` add them).
+    (:func:`memtree_mcp.transports.http.http_app` and :func:`memtree_mcp.ui.server.serve_ui` add them).
     """
     explorer = ExplorerApi(service, allow_edit=allow_edit)
     api_routes = [

@@ -1,6 +1,6 @@
 """The outline of one tree drawn with rich, for ``memtree-mcp tree``.
 
-It comes from the same walk as the plain outline MCP clients read (``memtree_mcp/outline.py``),
+It comes from the same walk as the plain outline MCP clients read (``memtree_mcp/service/outline.py``),
 so the terminal and the ``memtree://{namespace}/outline/{tree}`` resource show the same nodes in
 the same order. The rich outline shows each branch's label, how many memories it holds and the days it spans;
 each memory its first words. Colour only goes to a terminal: piped into a file or another
@@ -20,8 +20,8 @@ from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.wording import counted
-from memtree_mcp.inputs import format_timestamp
-from memtree_mcp.outline import checked_outline, outline_rows
+from memtree_mcp.service.inputs import format_timestamp
+from memtree_mcp.service.outline import checked_outline, outline_rows
 
 __all__ = ["outline_tree", "print_outline"]
 

@@ -26,9 +26,9 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp
 
-from memtree_mcp.http_guards import HostGuardMiddleware, security_settings, server_config
-from memtree_mcp.inputs import check_range
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.inputs import check_range
+from memtree_mcp.transports.guards import HostGuardMiddleware, security_settings, server_config
 from memtree_mcp.ui.api import ui_app
 
 __all__ = ["UI_HOST", "explorer_token", "guarded_ui_app", "may_open_browser", "open_in_browser", "serve_ui"]

@@ -1,0 +1,26 @@
+"""``memtree-mcp hook``: the command Claude Code's hooks run (the work is :mod:`memtree_mcp.cli.hook`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from memtree_mcp.cli import hook as claude_hook
+from memtree_mcp.cli.commands import Commands
+from memtree_mcp.cli.hook import HOOK_SECONDS
+
+
+def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
+    """Add this family's commands, each running its function below."""
+    parser = commands.add_parser(
+        "hook",
+        parents=[common],
+        help="for Claude Code hooks: recall for a prompt, remember a turn (JSON on stdin)",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=HOOK_SECONDS, help="the longest a hook may take (default 1)"
+    )
+    parser.add_argument(
+        "--queue-only", action="store_true", help="Stop: queue the turn; a later --drain stores it"
+    )
+    parser.add_argument("--drain", action="store_true", help="store the turns Stop queued, then exit")
+    parser.set_defaults(run=claude_hook.command)

@@ -1,0 +1,92 @@
+"""Keeping a store sound: ``doctor`` checks (and repairs), ``reindex`` re-embeds, ``refine`` writes
+what waits for the LLM."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from memtree_mcp.cli.commands import Commands
+from memtree_mcp.config import Settings
+from memtree_mcp.core.embedding import embedder_setting
+from memtree_mcp.core.wording import counted
+
+if TYPE_CHECKING:
+    from memtree_mcp.service import MemoryService
+
+
+def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
+    """Add this family's commands, each running its function below."""
+    parser = commands.add_parser(
+        "doctor",
+        parents=[common],
+        help="check both trees and the indexes of every namespace (exit 1 on problems)",
+    )
+    parser.add_argument(
+        "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
+    )
+    parser.set_defaults(run=doctor)
+    parser = commands.add_parser(
+        "reindex",
+        parents=[common],
+        help="re-embed a namespace with the configured embedder and rebuild its trees",
+    )
+    parser.add_argument(
+        "--temporal-policy",
+        choices=["cosine", "llm"],
+        default="cosine",
+        help="who draws the temporal segments: cosine (default) or the configured LLM (one call a memory)",
+    )
+    parser.set_defaults(run=reindex)
+    parser = commands.add_parser(
+        "refine", parents=[common], help="write the LLM summaries a namespace still waits for, now"
+    )
+    parser.set_defaults(run=refine)
+
+
+def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()
+    if not names:
+        print(f"no namespaces yet in {settings.home}: nothing to check")
+        return 0
+    failed = False
+    for name in names:
+        report = service.doctor(name, repair=args.repair)
+        if not report:
+            print(f"{name}: ok")
+            continue
+        print(f"{name}: {counted(len(report), 'problem', 'problems')}")
+        for problem in report[:50]:
+            print(f"  {problem}")
+        if args.repair:
+            left = service.doctor(name)
+            print(
+                f"{name}: repaired"
+                if not left
+                else f"{name}: {counted(len(left), 'problem', 'problems')} after repair"
+            )
+            failed = failed or bool(left)
+        else:
+            failed = True
+    return 1 if failed else 0
+
+
+def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
+    print(
+        f"re-indexed {counted(count, 'memory', 'memories')} with "
+        f"{embedder_setting(service.embedder.identity)} (built with {embedder_setting(previous)}); "
+        f"new version {version}"
+    )
+    return 0
+
+
+def refine(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    # Judged first: the links found move stale marks and labels, which sends summaries back to the LLM.
+    judged, unjudged = service.judge_pending()
+    summaries, waiting = service.refine_pending()
+    print(
+        f"judged {counted(judged, 'memory', 'memories')} for updates; wrote "
+        f"{counted(summaries, 'summary', 'summaries')}; {unjudged + waiting} still waiting"
+    )
+    return 0 if waiting == 0 and unjudged == 0 else 1

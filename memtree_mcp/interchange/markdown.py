@@ -1,0 +1,204 @@
+"""Memories as Markdown, both ways: a folder of notes read as memories, and memories written as notes.
+
+Notes (basic-memory, Obsidian): optional YAML front matter (``tags``, ``date`` or ``created``,
+``title``), then sections under headings; each section with text is one memory, tagged with the
+front matter's tags and the note's title, dated by the front matter (else by the file's time), in
+the note's session (its path in the folder). ``[[links]]`` stay in the text as written.
+
+An export is one file per session, readable and diff-able: a heading per memory with its id, time,
+tags and the ids it supersedes as ``[[links]]``, then its text. Above each heading, an HTML comment
+(invisible once rendered) holds the memory's record exactly, so that reading the export back gives
+the same memories: same texts, ids, times, sessions, tags and links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memtree_mcp.errors import InvalidInput
+from memtree_mcp.service.inputs import format_timestamp, parse_timestamp
+
+Record = dict[str, Any]
+
+MARKER = re.compile(r"^<!-- memtree (\{.*\}) -->$", re.MULTILINE)
+_HEADING = re.compile(r"#{1,6}\s+\S")
+_FENCE = re.compile(r"(```|~~~)")
+NO_SESSION = "no-session.md"
+
+
+# -- reading
+
+
+def note_records(folder: Path, skipped: Counter[str]) -> Iterator[Record]:
+    """The memories of every ``.md`` file under ``folder`` (hidden folders such as ``.obsidian``
+    left out), in path order. Raises InvalidInput when ``folder`` is not a folder."""
+    if not folder.is_dir():
+        raise InvalidInput(f"{folder} is not a folder; --from markdown takes a folder of .md notes")
+    for path in sorted(folder.rglob("*.md")):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            skipped["note not readable as UTF-8 text"] += 1
+            continue
+        if MARKER.search(text):
+            yield from exported_records(text, skipped)
+        else:
+            yield from _sections(text, relative, path.stat().st_mtime, skipped)
+
+
+def exported_records(text: str, skipped: Counter[str]) -> Iterator[Record]:
+    """The memories of one file ``export --format markdown`` wrote: each marker's record, with the
+    text below its heading as the content."""
+    blocks = MARKER.split(text.replace("\r\n", "\n"))
+    # split: [before the first marker, record, block, record, block, ...]
+    for at in range(1, len(blocks), 2):
+        try:
+            record = json.loads(blocks[at])
+        except json.JSONDecodeError:
+            skipped["memtree marker not JSON"] += 1
+            continue
+        if not isinstance(record, dict):
+            skipped["memtree marker not a JSON object"] += 1
+            continue
+        below = blocks[at + 1].lstrip("\n").split("\n", 1)  # the heading, then the text
+        record["content"] = below[1].strip() if len(below) == 2 else ""
+        yield record
+
+
+def _sections(text: str, relative: Path, mtime: float, skipped: Counter[str]) -> Iterator[Record]:
+    front, body = front_matter(text)
+    title = str(front.get("title") or relative.stem)
+    tags = [tag.lstrip("#") for tag in _as_list(front.get("tags"))] + [title]
+    when = front.get("date") or front.get("created")
+    timestamp = str(when) if when else datetime.fromtimestamp(mtime, tz=UTC).isoformat()
+    session = relative.with_suffix("").as_posix()
+    for section in split_sections(body):
+        lines = section.strip().split("\n")
+        if not "\n".join(lines[1:] if _HEADING.match(lines[0]) else lines).strip():
+            skipped["section without text"] += 1
+            continue
+        yield {"content": section.strip(), "tags": tags, "timestamp": timestamp, "session": session}
+
+
+def front_matter(text: str) -> tuple[dict[str, object], str]:
+    """The YAML front matter of a note (the simple forms notes use: ``key: value``, ``key: [a, b]``
+    and ``key:`` followed by ``- item`` lines) and the text after it."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    try:
+        end = next(n for n in range(1, len(lines)) if lines[n].strip() in ("---", "..."))
+    except StopIteration:
+        return {}, text
+    found: dict[str, object] = {}
+    key = None
+    for line in lines[1:end]:
+        item = re.match(r"\s*-\s+(.*)", line)
+        if item and key is not None:
+            listed = found.get(key)
+            found[key] = (listed if isinstance(listed, list) else []) + [_scalar(item.group(1))]
+            continue
+        pair = re.match(r"([A-Za-z_][\w-]*)\s*:\s*(.*)", line)
+        if pair:
+            key, value = pair.group(1).lower(), pair.group(2).strip()
+            if value.startswith("[") and value.endswith("]"):
+                found[key] = [_scalar(part) for part in value[1:-1].split(",") if part.strip()]
+            else:
+                found[key] = _scalar(value) if value else []
+    return found, "\n".join(lines[end + 1 :])
+
+
+def _scalar(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _as_list(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [str(item) for item in value if str(item).strip()]
+    if isinstance(value, str):
+        return [part for part in re.split(r"[,\s]+", value) if part]
+    return []
+
+
+def split_sections(body: str) -> list[str]:
+    """``body`` cut before each heading (``#`` to ``######``) outside fenced code."""
+    sections: list[list[str]] = [[]]
+    fenced = False
+    for line in body.split("\n"):
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+        if not fenced and _HEADING.match(line) and any(part.strip() for part in sections[-1]):
+            sections.append([])
+        sections[-1].append(line)
+    return ["\n".join(section) for section in sections if "\n".join(section).strip()]
+
+
+# -- writing
+
+
+def session_file(session: str | None) -> str:
+    """The file of a session in an export: its name when that is a safe file name, else a safe
+    form with a hash of the name (two sessions never share a file)."""
+    if session is None:
+        return NO_SESSION
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", session).strip(".-")[:80]
+    if safe != session or not safe:
+        safe = f"{safe}-{hashlib.sha256(session.encode()).hexdigest()[:8]}".lstrip("-")
+    return f"session-{safe}.md"
+
+
+def write_notes(records: Iterable[Mapping[str, Any]], folder: Path) -> tuple[int, int]:
+    """Write ``records`` (as ``export`` gives them) into ``folder``, one file a session, each in
+    the order remembered; returns (files, memories). Raises InvalidInput when ``folder`` is a file
+    or holds files already (an export never mixes with other notes)."""
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise InvalidInput(f"{folder} is not an empty folder; give a new or empty folder to export into")
+    by_file: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        by_file.setdefault(session_file(record.get("session")), []).append(record)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, chosen in by_file.items():
+            (folder / name).write_text(note_text(chosen), encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write into {folder} ({exc.strerror or exc}); give a folder you can write to"
+        ) from None
+    return len(by_file), sum(len(chosen) for chosen in by_file.values())
+
+
+def note_text(records: list[Mapping[str, Any]]) -> str:
+    """One session's memories as a Markdown note."""
+    session = records[0].get("session")
+    parts = [f"# Session {session}" if session is not None else "# Memories without a session", ""]
+    for record in records:
+        meta = {key: value for key, value in record.items() if key != "content"}
+        # '>' appears only inside JSON strings: escaped, no text can close the comment early.
+        marker = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
+        moment = format_timestamp(parse_timestamp(record["timestamp"]))
+        heading = [f"{{{record['id']}}}", moment] + ([record["role"]] if record.get("role") != "user" else [])
+        if record.get("tags"):
+            heading.append("tags: " + ", ".join(record["tags"]))
+        if record.get("supersedes"):
+            heading.append("supersedes " + " ".join(f"[[{older}]]" for older in record["supersedes"]))
+        parts += [
+            f"<!-- memtree {marker} -->",
+            "## " + " · ".join(heading),
+            "",
+            str(record["content"]),
+            "",
+        ]
+    return "\n".join(parts)

@@ -1,0 +1,278 @@
+"""Looking after a store: versions (history, restore), checks and repair, re-embedding, and moving
+memories out (export, the list of namespaces). Import is a write
+(:class:`~memtree_mcp.service.writing.Writer`) and the memory as it was is read-only
+(:mod:`memtree_mcp.service.versions`).
+
+None of it is on the path of a tool call an agent makes after every turn; all of it is what a
+person runs from the CLI, so it may read a whole table and rebuild whole trees.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memtree_mcp.core.checks import Problem, memory_problems
+from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.temporal import CompatibilityPolicy
+from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.service.inputs import format_timestamp
+from memtree_mcp.service.refine import Refinement
+from memtree_mcp.service.spaces import Spaces
+from memtree_mcp.service.versions import resolve_version
+
+if TYPE_CHECKING:
+    from memtree_mcp.store.commits import Commit
+
+# How a restore's target is given (the CLI's flag; nothing else restores).
+RESTORE_TO = "--to"
+log = logging.getLogger("memtree_mcp")
+
+
+class Maintenance:
+    """History, restore, doctor, reindex and export over the namespaces of one store."""
+
+    def __init__(
+        self,
+        spaces: Spaces,
+        embedder: Callable[[], Embedder],
+        refinement: Refinement,
+    ) -> None:
+        self._spaces = spaces
+        self._embedder = embedder
+        self._refinement = refinement
+
+    def namespaces(self) -> list[tuple[str, int]]:
+        """Every namespace with the number of memories it holds."""
+        counts: list[tuple[str, int]] = []
+        for name in self._spaces.store.namespaces():
+            with self._spaces.reading(name) as space:
+                counts.append((name, len(space.memory.leaves) if space is not None else 0))
+        return counts
+
+    def history(self, name: str) -> list[tuple[int, str]]:
+        """The versions namespace ``name``'s table keeps, oldest first: (version, ISO 8601 time)."""
+        space = self._spaces.get(name, create=False)
+        if space is None:
+            return []
+        return [(version, format_timestamp(at)) for version, at in space.table.versions()]
+
+    def commits(self, name: str) -> list[Commit]:
+        """:meth:`history` with what each version did (``store/commits.py``), oldest first."""
+        space = self._spaces.get(name, create=False)
+        return [] if space is None else space.table.commits()
+
+    def restore_preview(self, name: str, to: str) -> tuple[int, int, int, int]:
+        """What restoring namespace ``name`` to version or time ``to`` would do, changing nothing:
+        (the version, the memories it brings back, the memories it deletes, the memories now).
+        Raises as :meth:`restore` does."""
+        with self._spaces.reading(name) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to restore.")
+            version = resolve_version(space.table, to, RESTORE_TO)
+            then = {leaf.id for leaf in space.table.read(version).leaves}
+            now = set(space.memory.leaves)
+        return version, len(then - now), len(now - then), len(now)
+
+    def restore(self, name: str, to: str) -> tuple[int, int]:
+        """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.
+
+        Returns (the version restored, the new latest version). Nothing is destroyed: restoring
+        again to the version before undoes it. Raises InvalidInput or StoreError for an unknown
+        version, NotFound for an empty namespace.
+        """
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to restore.")
+            version = resolve_version(space.table, to, RESTORE_TO)
+            latest = self._spaces.restore(space, version)
+        log.info("restored namespace %s to version %d", name, version)
+        return version, latest
+
+    def purge(self, name: str) -> int:
+        """Rewrite namespace ``name`` so that no file of the store holds a forgotten memory, a
+        superseded summary or an earlier version; returns the version it leaves.
+
+        ``restore`` cannot reach behind it. Raises NotFound for an empty namespace and StoreError
+        when the store refuses.
+        """
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to purge.")
+            return self._spaces.purge(space)
+
+    def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
+        """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
+
+        With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
+        ids, same texts, same vectors, same order), written as one commit; the problems found
+        before the repair are returned either way. Raises NotFound for an empty namespace.
+        """
+        from memtree_mcp.store.damage import forgotten_texts  # pyarrow: never before the handshake
+
+        with self._spaces.writing(name, create=False, follow=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds nothing to check.")
+            snapshot = space.table.read()
+            checked = self._spaces.new_memory()
+            try:
+                checked.load(
+                    snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes
+                )
+                problems = memory_problems(checked)
+            except Exception as exc:  # a store too broken to load is one problem, and repairable
+                problems = [Problem("leaves", None, f"the stored trees cannot be loaded: {exc}")]
+            twice = stored_twice(snapshot.leaves)
+            problems += [
+                Problem("leaves", extra, f"memory {extra} stores the text of {kept} again")
+                for extra, kept in twice.items()
+            ]
+            problems += quoting_forgotten(snapshot.leaves, snapshot.branches, forgotten_texts(space.table))
+            if problems and repair:
+                rebuilt = self._spaces.new_memory()
+                leaves, renumbered = in_sequence(leaf for leaf in snapshot.leaves if leaf.id not in twice)
+                for leaf in leaves:
+                    rebuilt.add_leaf(leaf)
+                nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+                stale = ({b.id for b in snapshot.branches} - nodes) | set(twice)
+                self._refinement.mark(rebuilt, nodes, forgotten=True)
+                space.memory = rebuilt
+                with self._spaces.change(space) as change:
+                    change.changed, change.removed, change.rewritten = nodes, stale, renumbered
+                self._spaces.reload(space)
+                log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
+        return problems
+
+    def reindex(
+        self, name: str, *, temporal_policy: str = "cosine", batch: int = 256
+    ) -> tuple[int, str, int]:
+        """Re-embed every memory of namespace ``name`` with the configured embedder and rebuild both
+        trees.
+
+        For moving a store to a new embedder (the store refuses to be opened with another one
+        until then), or for rebuilding the temporal tree with ``temporal_policy="llm"``: the
+        configured LLM decides each segment boundary (SegTreeMem's batch-LLM compatibility), one
+        call per memory. Memories keep their ids, texts, times and order. Written as one new
+        version, where the history starts again (earlier versions hold the other embedder's
+        vectors). Stop servers using the namespace first.
+        Returns (memories, the embedder the store was built with, the new version).
+        """
+        if temporal_policy not in ("cosine", "llm"):
+            raise InvalidInput(f"unknown temporal policy {temporal_policy!r}; use 'cosine' or 'llm'.")
+        policy: CompatibilityPolicy | None = None
+        if temporal_policy == "llm":
+            generator = self._refinement.llm()
+            if generator is None:
+                raise InvalidInput(
+                    "temporal_policy 'llm' needs an LLM: set MEMTREE_LLM=litellm:<model> "
+                    "(and MEMTREE_LLM_API_BASE for a local server)."
+                )
+            from memtree_mcp.llm.policies import BatchLLMPolicy
+
+            policy = BatchLLMPolicy(generator)
+        embedder = self._embedder()
+        with self._spaces.write_lock(name) as lock:
+            found = self._spaces.store.read_any(name)
+            if found is None:
+                raise NotFound(f"namespace '{name}' holds nothing to re-index.")
+            snapshot, old_embedder, _old_dimension = found
+            leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
+            rebuilt = self._spaces.new_memory(temporal_policy=policy)
+            for start in range(0, len(leaves), batch):
+                part = leaves[start : start + batch]
+                vectors = embedder.embed_batch([leaf.text for leaf in part])
+                for leaf, vector in zip(part, vectors, strict=True):
+                    leaf.vector = vector
+                    rebuilt.add_leaf(leaf)
+            nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
+            refine = self._refinement.mark(rebuilt, nodes, forgotten=True)
+            lock.before()  # a server that lost the namespace's lease meanwhile must not rewrite it
+            version = self._spaces.store.replace(name, rebuilt)
+            self._spaces.drop(name)
+        self._refinement.submit(name, refine)
+        log.info("re-indexed %d memories of namespace %s (was %s)", len(leaves), name, old_embedder)
+        return len(leaves), old_embedder, version
+
+    def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
+        """Every memory of namespace ``name`` in the order it was remembered, as records import reads:
+        with its id, and the ids of the memories it updates (``supersedes``, those still held),
+        which import maps to the new memories' ids."""
+        with self._spaces.reading(name) as space:
+            leaves = sorted(space.memory.leaves.values(), key=lambda leaf: leaf.seq) if space else []
+            held = space.memory.leaves if space else {}
+            links = {leaf.id: [older for older in leaf.supersedes if older in held] for leaf in leaves}
+        for leaf in leaves:
+            record: dict[str, Any] = {
+                "id": leaf.id,
+                "content": leaf.text,
+                "role": leaf.role,
+                "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
+            }
+            if leaf.session is not None:
+                record["session"] = leaf.session
+            if leaf.tags:
+                record["tags"] = list(leaf.tags)
+            if links[leaf.id]:
+                record["supersedes"] = links[leaf.id]
+            yield record
+
+
+def in_sequence(leaves: Iterable[Leaf]) -> tuple[list[Leaf], set[str]]:
+    """``leaves`` in the order they were remembered, each with a sequence number above the one
+    before it, and the ids of those whose number had to change.
+
+    The order is by sequence number, then time, then id (so that leaves sharing a number keep one
+    order whatever the table's); a leaf whose number is not above the previous one's (a duplicate,
+    one gone back, a negative one: writers that did not share a lock, or a table edited by hand)
+    gets the next number. :meth:`Memory.add_leaf` refuses such a leaf, which made ``doctor
+    --repair`` crash on the very store it was for (issue 31). Changes the leaves given.
+    """
+    ordered = sorted(leaves, key=lambda leaf: (leaf.seq, leaf.timestamp, leaf.id))
+    renumbered: set[str] = set()
+    previous = -1
+    for leaf in ordered:
+        if leaf.seq <= previous:
+            leaf.seq = previous + 1
+            renumbered.add(leaf.id)
+        previous = leaf.seq
+    return ordered, renumbered
+
+
+def stored_twice(leaves: list[Leaf]) -> dict[str, str]:
+    """Memories whose exact text an earlier memory already holds (two servers remembering the same
+    fact at once, before the bucket lease): each later one -> the earliest, which a repair keeps."""
+    first: dict[str, Leaf] = {}
+    twice: dict[str, str] = {}
+    for leaf in sorted(leaves, key=lambda leaf: (leaf.seq, leaf.created, leaf.id)):
+        key = leaf.content_hash or leaf.text
+        if key in first:
+            twice[leaf.id] = first[key].id
+        else:
+            first[key] = leaf
+    return twice
+
+
+# A summary quotes a forgotten memory when it holds this many of its first characters (or all of a
+# shorter one): extractive summaries copy sentences whole.
+QUOTED = 40
+
+
+def quoting_forgotten(leaves: list[Leaf], branches: list[Branch], forgotten: dict[str, str]) -> list[Problem]:
+    """Branches whose text or LLM summary still quotes a forgotten memory (written by a server that
+    had not seen the forget) that no live memory (``leaves``) also says; a repair rebuilds them from
+    the live memories."""
+    quotes = {node_id: text.strip()[:QUOTED] for node_id, text in forgotten.items() if text and text.strip()}
+    quotes = {
+        node_id: quote for node_id, quote in quotes.items() if not any(quote in leaf.text for leaf in leaves)
+    }
+    found = []
+    for branch in branches:
+        for node_id, quote in quotes.items():
+            if quote in branch.text or (branch.summary and quote in branch.summary):
+                message = f"its summary quotes the forgotten memory {node_id}"
+                found.append(Problem(branch.tree, branch.id, message))
+                break
+    return found

@@ -1,0 +1,155 @@
+"""What the model reads: every tool's result as a few short lines of text.
+
+A tool's text is the product: the agent pays for every character of it in every conversation
+that calls the tool. So each result is written once, for an LLM: one line per hit with its rank,
+relevance, date and text; ids only where a follow-up call needs them (recall's ids are what
+``forget``, ``navigate`` and ``summarize`` take); no JSON keys, no indentation, no repeated
+labels. Programs get the same facts as structured content (ids, numbers, dates), not the words a
+second time (``server/tools.py`` says why).
+
+``max_tokens`` of recall bounds this text (about four characters a token, ids and dates
+included): :func:`recall_cost` prices a hit as its line will be written.
+"""
+
+from __future__ import annotations
+
+from memtree_mcp.core.recall import Hit
+from memtree_mcp.core.wording import counted
+from memtree_mcp.service.results import (
+    ForgetResult,
+    NavigateResult,
+    NodePreview,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    SummaryResult,
+)
+
+CHARS_PER_TOKEN = 4
+NOTHING_FOUND = "Nothing in memory matches."
+# Ranks and references are priced as if they had three digits, so a budget computed before the
+# final order is known still holds whatever rank each line gets (k is at most 100).
+_WIDEST_RANK = 100
+
+
+def flat(text: str) -> str:
+    """``text`` on one line: every run of whitespace (newlines included) becomes one space."""
+    return " ".join(text.split())
+
+
+def day(iso: str | None) -> str:
+    """The day of an ISO 8601 time (``2026-11-20``), or '' for none."""
+    return iso[:10] if iso else ""
+
+
+def span(time_from: str | None, time_to: str | None) -> str:
+    """A day, or a range of days when they differ."""
+    first, last = day(time_from), day(time_to)
+    return first if first == last else f"{first}…{last}"
+
+
+def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | None = None) -> str:
+    """One recalled memory or summary: ``rank. [relevance · (count) · date(s)] text {id}``, with
+    ``superseded by N`` among the facts when the memory ranked ``N`` in the result updates it."""
+    if isinstance(hit, Hit):
+        from memtree_mcp.service.inputs import format_timestamp
+
+        first, last = format_timestamp(hit.first_ts), format_timestamp(hit.last_ts)
+    else:
+        first, last = hit.time_from, hit.time_to
+    facts = [f"{hit.relevance:.2f}"]
+    if hit.kind == "summary":
+        facts.append(counted(hit.covers, "memory", "memories"))
+    facts.append(span(first, last))
+    if superseded_by is not None:
+        facts.append(f"superseded by {superseded_by}")
+    return f"{rank}. [{' · '.join(facts)}] {flat(hit.text)} {{{hit.id}}}"
+
+
+def recall_cost(hit: Hit) -> float:
+    """What ``hit``'s line (and its line break) costs, in tokens of ``CHARS_PER_TOKEN`` characters,
+    priced at the widest rank and reference it can get."""
+    reference = _WIDEST_RANK if hit.superseded_by is not None else None
+    return (len(recall_line(_WIDEST_RANK, hit, superseded_by=reference)) + 1) / CHARS_PER_TOKEN
+
+
+def recall_text(result: RecallResult) -> str:
+    """Recall's hits, best first, one line each; a memory a later one updates points to its rank
+    (recall always shows the update in the same result: ``core/current.py``), never to an id the
+    model cannot see."""
+    if not result.hits:
+        if result.unfit:
+            return (
+                f"{counted(result.unfit, 'hit matches', 'hits match')} but none fits in max_tokens "
+                f"{result.max_tokens}; max_tokens {result.first_needs} holds the first."
+            )
+        return NOTHING_FOUND
+    rank_of = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
+    lines = []
+    for rank, hit in enumerate(result.hits, start=1):
+        newer = rank_of.get(hit.superseded_by) if hit.superseded_by else None
+        lines.append(recall_line(rank, hit, superseded_by=newer))
+    return "\n".join(lines)
+
+
+def remember_text(result: RememberResult) -> str:
+    """Which memory was stored (or already known) and where it was filed."""
+    ids = ", ".join(result.ids)
+    if result.supersedes:
+        ids += f" (supersedes {', '.join(result.supersedes)})"
+    head = f"Already remembered: {ids}." if result.deduplicated else f"Remembered: {ids}."
+    if result.path:
+        head += f" Filed under: {result.path[-1].label}."
+    return head
+
+
+def summary_text(result: SummaryResult) -> str:
+    """The summary itself (each line already ends with the id it comes from)."""
+    return result.summary or "Memory holds nothing to summarize here."
+
+
+def _preview(preview: NodePreview) -> str:
+    size = f" ({counted(preview.leaf_count, 'memory', 'memories')})" if preview.kind != "leaf" else ""
+    return f"{flat(preview.line)}{size} {{{preview.id}}}"
+
+
+def navigate_text(result: NavigateResult) -> str:
+    """Where the cursor is, what is below and beside it, and for the agent what it found."""
+    node = result.node
+    where = " > ".join(node.breadcrumb) or "top"
+    kind = (
+        "memory"
+        if node.kind == "leaf"
+        else f"{node.period or node.kind} of {counted(node.leaf_count, 'memory', 'memories')}"
+    )
+    lines = [f"{node.tree} tree, {where}: {kind}, {span(node.time_from, node.time_to)} {{{node.id}}}"]
+    if node.text:
+        lines.append(flat(node.text))
+    if node.children:
+        lines.append("children (move 'down' with index):")
+        lines += [f"  {i}. {_preview(child)}" for i, child in enumerate(node.children)]
+    for name, neighbour in (("up", node.parent), ("left", node.left), ("right", node.right)):
+        if neighbour is not None:
+            lines.append(f"{name}: {_preview(neighbour)}")
+    if result.moves:
+        verdict = {True: "enough", False: "not enough", None: "no verdict"}[result.sufficient]
+        lines.append(f"agent moves: {', '.join(result.moves)} ({verdict})")
+    if result.context:
+        lines.append("found:")
+        lines += [f"  [{c.score:.2f}] {flat(c.text)} {{{c.id}}}" for c in result.context]
+    return "\n".join(lines)
+
+
+def forget_text(result: ForgetResult, delete_with: str = "pass their ids as ids") -> str:
+    """What was deleted, or what a query matches (with how to delete some, ``delete_with``: the
+    model passes ids back, a shell user runs a command; nothing deleted)."""
+    if result.deleted:
+        return (
+            f"Deleted {len(result.deleted)} memor{'y' if len(result.deleted) == 1 else 'ies'}: "
+            + ", ".join(result.deleted)
+        )
+    if not result.candidates:
+        return "Nothing was deleted: no memory matches."
+    lines = [f"Nothing deleted. Matching memories (to delete some, {delete_with}):"]
+    lines += [recall_line(rank, hit) for rank, hit in enumerate(result.candidates, start=1)]
+    return "\n".join(lines)

@@ -1,0 +1,462 @@
+"""The write path: remember (and bulk import) and forget.
+
+Every write takes the namespace for itself (:meth:`Spaces.writing`: the file lock, then the
+space's lock, after following other processes), changes the trees in memory, marks the branches
+it touched for an LLM summary, and commits all changed and removed nodes at once
+(:meth:`Spaces.change`); a failure anywhere leaves the previous version, on disk and in RAM.
+
+Embedding is done before any lock is taken: a 100,000-character ``remember`` embeds for seconds,
+and recall, the explorer and other writers must not wait for it. Large writes embed one at a time
+(:data:`LARGE_WRITES`), so several at once cannot multiply the embedder's working memory, and a
+long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
+
+Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
+MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from memtree_mcp.config import Settings
+from memtree_mcp.core.chunking import split_into_chunks
+from memtree_mcp.core.embedding import Embedder, Vector
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import Leaf
+from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.service.inputs import (
+    MAX_FORGET,
+    check_ids,
+    check_node,
+    check_role,
+    check_session,
+    check_supersedes,
+    check_tags,
+    check_text,
+    parse_timestamp,
+)
+from memtree_mcp.service.judging import MAX_JUDGED_CHUNKS, Judging
+from memtree_mcp.service.refine import Refinement
+from memtree_mcp.service.results import PathStep
+from memtree_mcp.service.spaces import Spaces
+
+log = logging.getLogger("memtree_mcp")
+
+# A write of more chunks than this is large (8 chunks: about 8,000 characters): large writes embed
+# one at a time, so three 100,000-character remembers at once peak at 160 MB over the server's
+# resident memory instead of each adding its own (bench/bigwrite.py).
+LARGE_WRITE_CHUNKS = 8
+LARGE_WRITES = 1
+# A write lets waiting readers in after every this many leaves it files (Spaces.let_readers_in):
+# filing the 106 chunks of 100,000 characters held the namespace for 1.5 to 4 seconds.
+READERS_EVERY = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of content to store as a leaf, with what ``remember`` was told about it."""
+
+    text: str
+    role: str
+    tags: tuple[str, ...]
+    timestamp: float
+    session: str | None
+    # The id the leaf is to have (an imported record's), when no other memory has it.
+    wanted_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What storing chunks did: each chunk's leaf id, how many were new, the first one's path, and
+    the earlier memories the first one now says it updates (the links this write gave it)."""
+
+    ids: list[str]
+    added: int
+    path: list[PathStep]
+    supersedes: tuple[str, ...] = ()
+
+
+def content_hash(text: str) -> str:
+    """The identity of a chunk's exact text, for deduplication."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_leaf_id() -> str:
+    """A fresh, unique id for a leaf."""
+    return "m" + uuid.uuid4().hex[:15]
+
+
+class Writer:
+    """Remembers and forgets: every change to the trees goes through here."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        spaces: Spaces,
+        embedder: Callable[[], Embedder],
+        refinement: Refinement,
+        judging: Judging | None = None,
+    ) -> None:
+        self.settings = settings
+        self._spaces = spaces
+        self._embedder = embedder
+        self._refinement = refinement
+        self._judging = judging
+        self._large_writes = threading.BoundedSemaphore(LARGE_WRITES)
+
+    def chunks(
+        self,
+        content: object,
+        role: object = "user",
+        tags: object = (),
+        timestamp: object = None,
+        session: object = None,
+    ) -> list[Chunk]:
+        """``content`` checked and split into chunks with its checked attributes.
+
+        Raises InvalidInput for any bad argument.
+        """
+        text = check_text(content, "content", self.settings.max_content_chars)
+        checked_role = check_role(role)
+        checked_tags = check_tags(tags)
+        checked_session = check_session(session)
+        moment = parse_timestamp(timestamp) if timestamp is not None else time.time()
+        return [
+            Chunk(chunk, checked_role, checked_tags, moment, checked_session)
+            for chunk in split_into_chunks(text)
+        ]
+
+    def import_records(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
+        """Store many records fast: embeddings in batches, one commit per ``batch`` memories.
+
+        Each record is a mapping with ``content`` and optionally ``role``, ``timestamp``,
+        ``session``, ``tags``, checked as ``remember`` checks them, and ``id`` and ``supersedes``
+        as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
+        of that id already (then it gets a new one), and a record's links to the ids of other
+        records (or of memories the namespace holds) are given to the memories at the end, in one
+        more commit; a link to neither is dropped (logged). A record that fails its
+        check stops the import with InvalidInput naming the record; every batch committed before it
+        stays. Returns (memories added, duplicates skipped).
+        """
+        with self._spaces.maintenance_deferred(name):
+            return self._import(name, records, batch)
+
+    def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
+        added = skipped = 0
+        pending: list[Chunk] = []
+        # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
+        named: list[tuple[int, str | None, tuple[str, ...]]] = []
+        new_id: dict[str, str] = {}  # a record's id -> the id of its memory here
+        links: dict[str, tuple[str, ...]] = {}  # a memory here -> the record ids it supersedes
+
+        def flush() -> None:
+            nonlocal added, skipped, pending, named
+            stored = self.store(name, pending)
+            added, skipped = added + stored.added, skipped + len(pending) - stored.added
+            for at, old, olders in named:
+                if old is not None:
+                    new_id[old] = stored.ids[at]
+                if olders:
+                    links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
+            pending, named = [], []
+
+        for number, record in enumerate(records, start=1):
+            try:
+                if not isinstance(record, Mapping):
+                    raise InvalidInput("each line must be a JSON object with a 'content' field.")
+                chunks = self.chunks(
+                    record.get("content"),
+                    record.get("role", "user"),
+                    record.get("tags", ()),
+                    record.get("timestamp"),
+                    record.get("session"),
+                )
+                old = record.get("id")
+                if old is not None:
+                    old = check_supersedes([old])[0]
+                olders = check_supersedes(record.get("supersedes"))
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {number}: {exc}") from None
+            if old is not None or olders:
+                named.append((len(pending), old, olders))
+            if old is not None:
+                chunks[0] = dataclasses.replace(chunks[0], wanted_id=old)
+            pending += chunks
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
+        if links:
+            self._link_imported(name, links, new_id)
+        return added, skipped
+
+    def _link_imported(
+        self, name: str, links: Mapping[str, Sequence[str]], new_id: Mapping[str, str]
+    ) -> None:
+        """Give imported memories their links (``links``: the record ids each supersedes), each
+        record id read as its memory's id here (``new_id``) or, failing that, as a memory the
+        namespace already held; one commit."""
+        with self._spaces.writing(name) as space:
+            assert space is not None
+            memory = space.memory
+            dropped = 0
+            with self._spaces.change(space) as change:
+                for leaf_id, olders in links.items():
+                    mapped = [new_id.get(older, older) for older in olders]
+                    found = [older for older in mapped if older in memory.leaves and older != leaf_id]
+                    dropped += len(mapped) - len(found)
+                    if leaf_id in memory.leaves and memory.link(leaf_id, found):
+                        change.changed.add(leaf_id)
+                        change.rewritten.add(leaf_id)
+        if dropped:
+            log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
+
+    def store(
+        self, name: str, chunks: list[Chunk], supersedes: object = (), *, judge: bool = False
+    ) -> Stored:
+        """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
+
+        ``supersedes``: ids of earlier memories that this content updates (checked by
+        ``inputs.check_supersedes``); the first chunk's leaf gets the links, the stored one when it
+        is a duplicate. Each must name a memory held now, other than this content's own
+        duplicates: checked under the write lock, before anything is written. ``judge``: with an
+        LLM configured, the first new leaves are marked for its judgement of what they update
+        (``service/judging.py``), in the same commit, and handed to its worker after it.
+
+        The new chunks are embedded before the namespace is locked. Raises InvalidInput past the
+        namespace's quota or for an id of ``supersedes`` that names no memory (nothing written),
+        LockTimeout when another writer keeps the namespace too long, StoreError when the commit
+        fails (the previous state is kept) and EmbedderMismatch for a store built by another model.
+        """
+        olders = check_supersedes(supersedes)
+        hashes = [content_hash(chunk.text) for chunk in chunks]
+        vectors = self._vectors(name, chunks, hashes)
+        refine: list[tuple[int, str]] = []
+        judged: list[tuple[int, str]] = []
+        judge = judge and self._judging is not None and self._judging.enabled
+        with self._spaces.writing(name) as space:
+            assert space is not None  # writing() creates the namespace
+            memory = space.memory
+            fresh = _fresh(memory, hashes)
+            self._check_quota(name, memory, len(fresh))
+            check_links(memory, name, olders, hashes)
+            ids: list[str] = []
+            with self._spaces.change(space) as change:
+                for i, chunk in enumerate(chunks):
+                    existing = memory.duplicate_of(hashes[i])
+                    if existing is not None:
+                        if not ids and memory.link(existing, olders):
+                            change.changed.add(existing)
+                            change.rewritten.add(existing)
+                        ids.append(existing)
+                        continue
+                    leaf = Leaf(
+                        id=_free_id(memory, chunk.wanted_id),
+                        text=chunk.text,
+                        vector=vectors[hashes[i]],
+                        seq=memory.next_seq,
+                        timestamp=chunk.timestamp,
+                        role=chunk.role,
+                        tags=chunk.tags,
+                        session=chunk.session,
+                        content_hash=hashes[i],
+                        created=change.now,
+                        supersedes=olders if not ids else (),
+                        judging=judge and len(judged) < MAX_JUDGED_CHUNKS,
+                    )
+                    if leaf.judging:
+                        judged.append((-leaf.seq, leaf.id))
+                    change.changed |= memory.add_leaf(leaf)
+                    ids.append(leaf.id)
+                    if len(ids) % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
+                refine = self._refinement.mark(memory, change.changed, forgotten=False)
+            path = [
+                PathStep(id=b.id, label=b.label)
+                for b in memory.semantic.ancestors(ids[0])
+                if b.kind != "root"
+            ]
+        self._refinement.submit(name, refine)
+        if judged and self._judging is not None:
+            self._judging.submit(name, judged)
+        return Stored(ids, len(fresh), path, olders)
+
+    def _vectors(self, name: str, chunks: Sequence[Chunk], hashes: Sequence[str]) -> dict[str, Vector]:
+        """A vector for every chunk by content hash, embedded without holding any lock.
+
+        Chunks already stored take their leaf's vector (the same text embeds the same), so a
+        duplicate forgotten while this write waited for the lock still has one.
+        """
+        known: dict[str, Vector] = {}
+        with self._spaces.reading(name) as space:
+            if space is not None:
+                memory = space.memory
+                for h in hashes:
+                    existing = memory.duplicate_of(h)
+                    if existing is not None:
+                        known[h] = memory.leaves[existing].vector
+                self._check_quota(name, memory, len(_fresh(memory, hashes)))
+        new = [i for i, h in enumerate(hashes) if h not in known and h not in hashes[:i]]
+        if new:
+            large = len(new) > LARGE_WRITE_CHUNKS
+            with self._large_writes if large else nullcontext():
+                embedded = self._embedder().embed_batch([chunks[i].text for i in new])
+            known.update((hashes[i], embedded[position]) for position, i in enumerate(new))
+        return known
+
+    def _check_quota(self, name: str, memory: Memory, adding: int) -> None:
+        quota = self.settings.max_memories
+        if len(memory.leaves) + adding > quota:
+            raise InvalidInput(
+                f"namespace '{name}' holds {len(memory.leaves):,} memories and this would add "
+                f"{adding}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
+            )
+
+    def forget(
+        self,
+        name: str,
+        *,
+        node_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        limit: int | None = MAX_FORGET,
+    ) -> list[str]:
+        """Delete the memories ``ids`` (with ``confirm``, every memory under a summary among them), or
+        memory ``node_id``, or with ``confirm`` every memory under summary ``node_id``; returns the
+        ids deleted.
+
+        At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
+        CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
+        leave both trees, every summary above them is recomputed without them, and all of it is
+        one commit. Raises InvalidInput for a bad or refused request and NotFound for an unknown
+        node; nothing is deleted then.
+        """
+        if (node_id is None) == (ids is None):
+            raise InvalidInput("give either node_id or ids, not both or neither.")
+        wanted = check_ids(ids, limit) if ids is not None else None
+        refine: list[tuple[int, str]] = []
+        with self._spaces.writing(name, create=False) as space:
+            if space is None:
+                raise NotFound(f"namespace '{name}' holds no memories: nothing to forget.")
+            memory = space.memory
+            if wanted is not None:
+                targets = _named(memory, name, wanted, confirm, limit)
+            else:
+                assert node_id is not None
+                targets = _under(memory, name, node_id, confirm, limit)
+            with self._spaces.change(space) as change:
+                for done, leaf_id in enumerate(targets, start=1):
+                    leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
+                    change.changed = (change.changed | leaf_changed) - leaf_removed
+                    change.removed |= leaf_removed
+                    if done % READERS_EVERY == 0:
+                        self._spaces.let_readers_in(space)
+                # What the forgotten memories said must not survive in any LLM summary either.
+                refine = self._refinement.mark(memory, change.changed, forgotten=True)
+        self._refinement.submit(name, refine)
+        log.info("forgot %d memories in namespace %s", len(targets), name)
+        return targets
+
+
+def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Sequence[str]) -> None:
+    """InvalidInput unless every id of ``supersedes`` names a memory of ``memory`` (namespace
+    ``name``) other than a stored duplicate of the content being remembered (``hashes``)."""
+    own = {memory.duplicate_of(h) for h in hashes}
+    for older in supersedes:
+        if older in own:
+            raise InvalidInput(
+                f"supersedes: {older} is this memory itself (the same text is already stored as "
+                f"{older}); nothing was stored. Name only the earlier memories it updates."
+            )
+        if older not in memory.leaves:
+            what = "a summary, not a memory" if memory.branch(older) is not None else "not a stored memory"
+            raise InvalidInput(
+                f"supersedes: {older} is {what} in namespace '{name}' (forgotten, or never stored); "
+                "nothing was stored. Recall to find the current id of the memory this one updates, "
+                "or remember it without supersedes."
+            )
+
+
+def _free_id(memory: Memory, wanted: str | None) -> str:
+    """``wanted`` when it names no node of ``memory``, else a new leaf id."""
+    if wanted is None or wanted in memory.leaves or memory.branch(wanted) is not None:
+        return new_leaf_id()
+    return wanted
+
+
+def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
+    """Positions of the hashes neither stored in ``memory`` nor repeated earlier in ``hashes``."""
+    return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
+
+
+def _named(memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None) -> list[str]:
+    """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
+    memory under each summary named; at most ``limit`` of them, none under a root (see
+    :func:`_under`). NotFound or InvalidInput before anything is deleted otherwise."""
+    targets: dict[str, None] = {}
+    for node_id in ids:
+        check_node(memory, node_id)
+        if node_id in memory.leaves:
+            targets[node_id] = None
+            continue
+        branch = memory.branch(node_id)
+        assert branch is not None
+        covered = len(leaves_under(memory, node_id))
+        if limit is not None and (branch.kind == "root" or covered > limit):
+            _under(memory, name, node_id, True, limit)  # refused, confirm or not, without a retry
+        if not confirm:
+            raise InvalidInput(
+                f"{node_id} is a summary of {covered} memories, not a memory; nothing was deleted. Make "
+                "sure the user wants every memory under it gone, then pass confirm=true with it (from a "
+                f"shell: `memtree-mcp forget --all-under {node_id} --yes`)."
+            )
+        targets.update(dict.fromkeys(_under(memory, name, node_id, True, limit)))
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"these ids cover {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            "call to repeat or to split into smaller ones: tell the user, who can forget them from a "
+            "shell (`memtree-mcp forget --all-under NODE --yes`)."
+        )
+    return list(targets)
+
+
+def _under(memory: Memory, name: str, node_id: str, confirm: bool, limit: int | None) -> list[str]:
+    """The memories forgetting ``node_id`` deletes: itself, or every memory under a summary."""
+    check_node(memory, node_id)
+    if node_id in memory.leaves:
+        return [node_id]
+    branch = memory.branch(node_id)
+    assert branch is not None
+    targets = leaves_under(memory, node_id)
+    shell = f"`memtree-mcp forget --all-under {node_id} --namespace {name}`"
+    if limit is not None and branch.kind == "root":
+        raise InvalidInput(
+            f"{node_id} is the root: it holds the whole memory ({len(targets)} memories). An agent "
+            f"cannot delete it, and this is not a call to repeat; the user can, from a shell: {shell}."
+        )
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"{node_id} covers {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            f"call to repeat or to split into smaller ones: tell the user, who can run {shell}."
+        )
+    if not confirm and len(targets) > 1:
+        raise InvalidInput(
+            f"{node_id} is a summary of {len(targets)} memories. Make sure the user wants them all gone, "
+            "then call again with confirm=true; nothing was deleted."
+        )
+    return targets
+
+
+def leaves_under(memory: Memory, node_id: str) -> list[str]:
+    """The leaves under branch ``node_id``, in its tree's order."""
+    branch = memory.branch(node_id)
+    assert branch is not None
+    return memory.tree(branch.tree).leaves_under(node_id)
