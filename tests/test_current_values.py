@@ -1,4 +1,5 @@
-"""Summaries and navigation state the current value: a memory a later one updates is not stated
+"""Summaries and navigation state the current value once the agent has confirmed the updates that
+``remember`` offered: a memory a later one updates is not stated
 as current by ``summarize`` (whole, node, subject) nor by ``navigate`` (node texts, labels, the
 agent's found lines), while a period summary still tells what happened in its period."""
 
@@ -50,6 +51,9 @@ CHANGES = {
     "how long nightly backups are kept": ("30 days", "7 days"),
 }
 STABLE = ["Thursdays at 14:00", "Sentry", "eu-west-1", "WeasyPrint"]
+# What the agent knows when it remembers each change: the memory it replaces (confirmed from the
+# candidates remember offers; the chat's move to Zulip replaces nothing).
+REPLACES = {FACTS[11 + i][2]: FACTS[i][2] for i in range(6)}
 DAY = re.compile(r"\((\d{4}-\d\d-\d\d)")
 # A node id (a letter and 15 hex digits): random, so it may hold a value such as "7443" by chance.
 NODE_ID = re.compile(r"\b[a-z][0-9a-f]{15}\b")
@@ -61,7 +65,7 @@ def without_ids(text: str) -> str:
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with client_remembering(service, FACTS) as connected:
+    async with client_remembering(service, FACTS, REPLACES) as connected:
         yield connected
 
 
@@ -187,8 +191,12 @@ def test_the_llm_writing_summaries_is_told_which_memories_were_superseded(
         server.reply_for = echo_summary
         service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
         try:
+            ids: dict[str, str] = {}
             for timestamp, session, text in FACTS:
-                service.remember(text, timestamp=timestamp, session=session)
+                older = [ids[REPLACES[text]]] if text in REPLACES else []
+                ids[text] = service.remember(
+                    text, timestamp=timestamp, session=session, supersedes=older
+                ).ids[0]
             assert service.refiner.wait_idle(timeout=120)
             prompts = [body["messages"] for _, _, body in server.requests if body and "messages" in body]
             users = [messages[-1]["content"] for messages in prompts]

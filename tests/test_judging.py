@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.model import link_maker
 from memtree_mcp.llm.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
@@ -94,7 +95,7 @@ def test_prompt_fences_memories_and_answers_are_parsed_strictly() -> None:
     assert parse_verdicts("3: updates", 2) == ["unrelated", "unrelated"]
 
 
-def test_the_llm_links_an_update_no_rule_sees_and_recall_marks_it(
+def test_the_llm_links_an_update_at_write_time_and_recall_marks_it(
     tmp_path: Path, server: FakeOpenAI, embedder: MiniLMEmbedder
 ) -> None:
     server.delay = 1.0
@@ -110,6 +111,7 @@ def test_the_llm_links_an_update_no_rule_sees_and_recall_marks_it(
         memory = service.memory()
         assert memory is not None
         assert memory.leaves[priya].supersedes == (dana,) and not memory.leaves[priya].judging
+        assert link_maker(memory.leaves[priya], dana) == "llm"  # stored with who made it, at write time
         hits = service.recall("Who handles billing and invoice questions?").hits
         by_id = {hit.id: rank for rank, hit in enumerate(hits, start=1)}
         assert by_id[priya] < by_id[dana]
@@ -250,5 +252,6 @@ async def test_sampling_judges_pending_memories_during_recall(
         memory = service.memory()
         assert memory is not None and not any(leaf.judging for leaf in memory.leaves.values())
         assert memory.leaves[ids[PRIYA]].supersedes == (ids[DANA],)
+        assert link_maker(memory.leaves[ids[PRIYA]], ids[DANA]) == "llm"
     finally:
         service.close()

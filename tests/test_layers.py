@@ -230,8 +230,6 @@ LONG_MODULES = {
     "together (docs/findings/recall-quality.md) and read together",
     "llm/prompts.py": "every prompt sent to a model and the parsing of every answer in one place, so "
     "that the fencing of memory text against prompt injection is reviewed in one file",
-    "core/updates.py": "the update rule, replaced by the candidate finder of the current-truth issue "
-    "(39); kept whole until then",
 }
 FUNCTION_LINES = 150
 CLI_FUNCTION_LINES = 60  # a command reads as a few steps; the work is in the service

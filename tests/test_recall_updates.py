@@ -36,6 +36,13 @@ MEMORIES = [
     ("2025-05-12T09:00:00Z", "d", "The mobile app now requires iOS 16 or later."),
     ("2025-05-13T09:00:00Z", "d", "The Kafka cluster migrated from ZooKeeper to KRaft for coordination."),
 ]
+# What the agent knows when it remembers each of the last four: the memory it replaces.
+REPLACES = {
+    MEMORIES[11][2]: MEMORIES[0][2],
+    MEMORIES[12][2]: MEMORIES[5][2],
+    MEMORIES[13][2]: MEMORIES[7][2],
+    MEMORIES[14][2]: MEMORIES[2][2],
+}
 QUERIES = [
     "Kafka cluster",
     "Kafka messages",
@@ -60,7 +67,7 @@ MARK = re.compile(r" · superseded by (\d+)$")
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with client_remembering(service, MEMORIES) as connected:
+    async with client_remembering(service, MEMORIES, REPLACES) as connected:
         yield connected
 
 

@@ -31,6 +31,8 @@ FACTS = [
     ("2025-02-27T09:00:00Z", "s5", "The daily standup now starts at 10:15 CET instead of 9:30."),
     ("2025-03-24T09:00:00Z", "s6", "Fixed ORION-160: JPY amounts now round half-even; shipped in 2.3.1."),
 ]
+# The agent confirms, from the candidates remember offers, what each of the last three replaces.
+REPLACES = {FACTS[9][2]: FACTS[1][2], FACTS[10][2]: FACTS[3][2], FACTS[11][2]: FACTS[4][2]}
 QUESTIONS = [
     "Which port does staging Postgres use?",
     "What time is the daily standup?",
@@ -44,7 +46,7 @@ LINE = re.compile(r"^(\d+)\. \[(\d\.\d\d)( · [^\]]+)?\] (.+) \{([a-z0-9-]+)\}$"
 
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
-    async with client_remembering(service, FACTS) as connected:
+    async with client_remembering(service, FACTS, REPLACES) as connected:
         yield connected
 
 

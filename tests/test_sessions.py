@@ -21,7 +21,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.ui.api import timeline_segments
-from tests.mcp_text import text_of
+from tests.mcp_text import remember_as_an_agent, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -92,14 +92,16 @@ def turns() -> Iterator[tuple[str, str, str]]:
             yield moment.isoformat().replace("+00:00", "Z"), f"work-{number}", text
 
 
+# The agent knows that the later port replaces the earlier, and confirms it when remember offers it.
+REPLACES = {"The staging database now listens on port 5434.": "The staging database listens on port 5433."}
+
+
 async def remembered(service: MemoryService, *, with_ids: bool) -> AsyncIterator[Client]:
     async with Client(build_server(service)) as client:
         for timestamp, session, text in turns():
-            arguments = {"content": text, "timestamp": timestamp}
-            if with_ids:
-                arguments["session"] = session
-            result = await client.call_tool("remember", arguments)
-            assert not result.is_error, text_of(result)
+            await remember_as_an_agent(
+                client, timestamp, session if with_ids else None, text, REPLACES.get(text)
+            )
         yield client
 
 

@@ -350,11 +350,16 @@ def test_a_memory_a_later_one_updates_is_marked_wherever_the_explorer_lists_it(
     assert by_id[newer]["superseded_by"] is None
 
 
-def test_an_update_the_rule_finds_is_marked_both_ways(service: MemoryService) -> None:
+def test_an_update_the_agent_links_is_marked_both_ways_and_an_unlinked_one_nowhere(
+    service: MemoryService,
+) -> None:
     first = service.remember("The staging database runs on port 5432.", timestamp="2026-03-02T09:00:00Z")
     second = service.remember("The staging database now runs on port 5433.", timestamp="2026-03-09T09:00:00Z")
     older, newer = first.ids[0], second.ids[0]
     client = TestClient(ui_app(service))
+    assert client.get("/ui/api/node", params={"id": older}).json()["superseded_by"] is None
+    assert second.candidates[0].id == older  # offered, not marked
+    service.remember("The staging database now runs on port 5433.", supersedes=[older])
     assert client.get("/ui/api/node", params={"id": older}).json()["superseded_by"]["id"] == newer
     assert [o["id"] for o in client.get("/ui/api/node", params={"id": newer}).json()["supersedes"]] == [older]
 

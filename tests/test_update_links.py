@@ -16,9 +16,7 @@ from mcp import Client
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import newest_update
-from memtree_mcp.core.updates import Updates
+from memtree_mcp.core.model import link_maker
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
@@ -79,39 +77,68 @@ async def client(service: MemoryService) -> AsyncIterator[Client]:
 
 
 @pytest.mark.anyio
-async def test_a_link_the_agent_gives_marks_the_older_memory_where_no_rule_would(
+async def test_a_link_the_agent_gives_marks_the_older_memory_and_nothing_else_does(
     client: Client, service: MemoryService
 ) -> None:
     stored = await client.call_tool("remember", {"content": OLDER, "timestamp": "2026-01-10T09:00:00Z"})
     older = stored.structured_content["ids"][0]  # type: ignore[index]
-    memory = held(service)
-    # The rule alone sees no update between them.
-    plain = Memory(memory.dimension)
-    plain.load([Leaf(**_fields(leaf)) for leaf in memory.leaves.values()], [])
-    new = await client.call_tool(
-        "remember",
-        {"content": NEWER, "timestamp": "2026-02-20T09:00:00Z", "supersedes": [older]},
-    )
-    assert not new.is_error
-    newer = new.structured_content["ids"][0]  # type: ignore[index]
-    assert text_of(new).startswith(f"Remembered: {newer} (supersedes {older}).")
-    memory = held(service)
-    unlinked = Memory(memory.dimension)
-    unlinked.load([Leaf(**{**_fields(leaf), "supersedes": ()}) for leaf in memory.leaves.values()], [])
-    assert newest_update(unlinked, unlinked.leaves[older], [newer]) is None
-
+    unlinked = await client.call_tool("remember", {"content": NEWER, "timestamp": "2026-02-20T09:00:00Z"})
+    newer = unlinked.structured_content["ids"][0]  # type: ignore[index]
     found = await client.call_tool("recall", {"query": QUESTION})
-    hits = found.structured_content["hits"]  # type: ignore[index]
-    by_id = {hit["id"]: hit for hit in hits}
+    assert "superseded by" not in text_of(found)  # no one who understands said so yet
+    assert not any(hit.get("superseded_by") for hit in found.structured_content["hits"])  # type: ignore[index]
+
+    again = await client.call_tool("remember", {"content": NEWER, "supersedes": [older]})
+    assert not again.is_error
+    assert text_of(again).startswith(
+        f"Already remembered, nothing stored twice: {newer} (supersedes {older})."
+    )
+    assert again.structured_content["deduplicated"] is True  # type: ignore[index]
+    assert len(held(service).leaves) == len(OTHERS) + 2  # nothing stored twice
+    found = await client.call_tool("recall", {"query": QUESTION})
+    by_id = {hit["id"]: hit for hit in found.structured_content["hits"]}  # type: ignore[index]
     assert by_id[older]["superseded_by"] == newer
-    assert newest_update(memory, memory.leaves[older]) is not None
-    assert newest_update(memory, memory.leaves[older]).id == newer  # type: ignore[union-attr]
-    assert Updates(memory, [], 0, 0).newest(memory.leaves[older]).id == newer  # type: ignore[union-attr]
     assert "superseded by" in text_of(found)
+    assert link_maker(held(service).leaves[newer], older) == "agent"
 
 
-def _fields(leaf: Leaf) -> dict[str, object]:
-    return {name: getattr(leaf, name) for name in Leaf.__slots__}
+@pytest.mark.anyio
+async def test_remember_offers_the_memory_an_update_may_replace_and_the_agent_links_it_in_one_more_call(
+    client: Client, service: MemoryService
+) -> None:
+    first = {"content": "The ingest service listens on port 7070.", "timestamp": "2026-01-10T09:00:00Z"}
+    old = await client.call_tool("remember", first)
+    older = old.structured_content["ids"][0]  # type: ignore[index]
+    assert old.structured_content["candidates"] == []  # type: ignore[index]
+    moved = "We moved the ingest service off 7070; it answers on 7443 now."
+    new = await client.call_tool("remember", {"content": moved, "timestamp": "2026-03-01T09:00:00Z"})
+    lines = text_of(new).splitlines()
+    assert new.structured_content["candidates"] == [older]  # type: ignore[index]
+    assert "call remember again with the same content and supersedes=[id]" in lines[1]
+    assert lines[2] == f"- {{{older}}} (2026-01-10) “The ingest service listens on port 7070.”"
+    newer = new.structured_content["ids"][0]  # type: ignore[index]
+    linked = await client.call_tool("remember", {"content": moved, "supersedes": [older]})
+    said = f"Already remembered, nothing stored twice: {newer} (supersedes {older})."
+    assert text_of(linked).startswith(said)
+    assert "may update" not in text_of(linked)  # the one offered is linked now
+    undone = await client.call_tool("remember", {"content": moved, "unlink": [older]})
+    assert f"Unlinked: {older}." in text_of(undone)
+    assert held(service).leaves[newer].supersedes == ()
+
+
+@pytest.mark.anyio
+async def test_a_link_that_would_close_a_circle_is_refused_in_one_line(
+    client: Client, service: MemoryService
+) -> None:
+    older = (await client.call_tool("remember", {"content": OLDER})).structured_content["ids"][0]  # type: ignore[index]
+    await client.call_tool("remember", {"content": NEWER, "supersedes": [older]})
+    newer = id_of(service, NEWER)
+    refused = await client.call_tool("remember", {"content": OLDER, "supersedes": [newer]})
+    assert refused.is_error
+    assert "\n" not in text_of(refused) and "cannot update one that updates it" in text_of(refused)
+    assert held(service).leaves[older].supersedes == ()
+    wrong = await client.call_tool("remember", {"content": NEWER, "unlink": ["m0123456789abcde"]})
+    assert wrong.is_error and "not linked from" in text_of(wrong)
 
 
 @pytest.mark.anyio

@@ -1,12 +1,10 @@
 """What is current: which memories a later one updates, for the tools that state things.
 
-Whether a memory is superseded, and by which, is always asked of
-:class:`~memtree_mcp.core.updates.Updates` (stored links first, then the rule); this module only
-chooses where it looks and what follows from the answer:
+A memory is superseded only by a stored link (``Leaf.supersedes``: the agent's, the user's or an
+LLM judge's; :meth:`~memtree_mcp.core.memory.Memory.current_of` follows them); nothing is judged
+when it is read. This module turns the links into what the tools state:
 
-- :func:`newest_updates` looks, for each memory, among given candidates, its semantic siblings
-  and the memories closest to it in meaning anywhere in the store (an update is not always filed
-  beside what it updates), so a whole-memory summary finds the update of a line it quotes;
+- :func:`newest_updates` gives, for each memory, the latest memory its links lead to;
 - :func:`restate` keeps ``memory.semantic.stale`` (older id -> newer id) after a change and
   recomputes the semantic branches above each memory whose state changed: a semantic branch's
   text and label are computed without its stale members (``refresh_branch``), so a label never
@@ -17,7 +15,7 @@ chooses where it looks and what follows from the answer:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -25,17 +23,12 @@ import numpy as np
 
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import DEFAULT_WEIGHTS
-from memtree_mcp.core.updates import Updates
 
 if TYPE_CHECKING:
     from memtree_mcp.core.hierarchy import Hierarchy
     from memtree_mcp.core.memory import Memory
 
-# Recall's numbers: the siblings looked at for an update, and how many of them are judged.
-SIBLINGS = DEFAULT_WEIGHTS.siblings_checked
-JUDGED = DEFAULT_WEIGHTS.updates_judged
-# How many of the memories closest in meaning to a memory are looked at for its update.
+# How many of the memories closest in meaning to a memory the explorer shows beside it.
 NEIGHBOURS = 8
 # How many memories under a branch are looked at for updates of what its extractive text quotes.
 CURRENT_SCAN = 256
@@ -43,7 +36,7 @@ CURRENT_SCAN = 256
 NOTE_CHARS = 90
 # What marks, in a period's text, a memory that a later one updates.
 CHANGED_LATER = "(changed later)"
-# Memories judged in one batch (one matrix product of the pool by the batch).
+# Memories compared in one batch (one matrix product of the store by the batch).
 BATCH = 256
 
 
@@ -67,76 +60,31 @@ def neighbours(memory: Memory, leaves: Sequence[Leaf], count: int = NEIGHBOURS) 
     return out
 
 
-def newest_updates(
-    memory: Memory, olders: Iterable[Leaf], candidates: Collection[str] = (), *, near: bool = True
-) -> dict[str, Leaf]:
-    """Each of ``olders`` that a later memory updates -> the latest memory that updates it.
-
-    Looked for among ``candidates``, each memory's semantic siblings and (with ``near``) the
-    memories closest to it in meaning; each memory is judged with its own neighbours, so the
-    neighbours of another never crowd its update out of the few judged.
-    """
-    unique = list({leaf.id: leaf for leaf in olders}.values())
+def newest_updates(memory: Memory, olders: Iterable[Leaf]) -> dict[str, Leaf]:
+    """Each of ``olders`` that a later memory says it updates -> the latest memory its links
+    lead to."""
     found: dict[str, Leaf] = {}
-    if not unique:
-        return found
-    if not near:
-        for start in range(0, len(unique), BATCH):
-            part = unique[start : start + BATCH]
-            updates = Updates(memory, candidates, SIBLINGS, JUDGED)
-            found.update(
-                (o.id, n) for o, n in zip(part, updates.newest_of(part), strict=True) if n is not None
-            )
-        return found
-    for leaf, close in zip(unique, neighbours(memory, unique), strict=True):
-        newest = Updates(memory, [*candidates, *close], SIBLINGS, JUDGED).newest(leaf)
+    for leaf in olders:
+        newest = memory.current_of(leaf.id)
         if newest is not None:
-            found[leaf.id] = newest
+            found[leaf.id] = memory.leaves[newest]
     return found
 
 
-def restate(memory: Memory, changed: Collection[str]) -> set[str]:
-    """Bring ``memory.semantic.stale`` up to date after the nodes ``changed`` were written (an
-    insertion, or a forget: the nodes it repaired), and recompute the semantic branches above every
+def restate(memory: Memory) -> set[str]:
+    """Bring ``memory.semantic.stale`` up to date with the links after a change (a link added or
+    undone, a memory remembered or forgotten), and recompute the semantic branches above every
     memory whose state changed; returns the ids of the branches recomputed (to be written too).
-
-    Judged again: the memories under the changed semantic branches, and for each memory that
-    changed, the memories closest to it in meaning (those a new memory may update) and those its
-    ``supersedes`` links name. A memory whose update was forgotten is judged again too (it may be
-    current once more).
-    """
+    Links are few: every memory a link names is looked at again."""
     stale = memory.semantic.stale
-    semantic = memory.semantic.branches
-    olders: dict[str, Leaf] = {}
-    for node_id in changed:
-        branch = semantic.get(node_id)
-        if branch is not None:
-            olders.update((c, memory.leaves[c]) for c in branch.children if c in memory.leaves)
-    arrived = [memory.leaves[n] for n in changed if n in memory.leaves]
-    # A rebuild writes every node: every memory is judged among its siblings already.
-    for close in neighbours(memory, arrived) if len(arrived) <= BATCH else []:
-        olders.update((n, memory.leaves[n]) for n in close)
-    for leaf in arrived:  # what it says it updates, however far in meaning
-        olders.update((o, memory.leaves[o]) for o in leaf.supersedes if o in memory.leaves)
-    for older, newer in list(stale.items()):
-        if older not in memory.leaves:
-            del stale[older]
-        elif newer not in memory.leaves:
-            olders[older] = memory.leaves[older]
-    if not olders:
-        return set()
-    verdicts = newest_updates(memory, olders.values(), [leaf.id for leaf in arrived], near=False)
-    moved: list[str] = []
-    for older in olders:
-        update = verdicts.get(older)
-        now = update.id if update is not None else None
-        if stale.get(older) == now:
-            continue
-        if now is None:
-            del stale[older]
-        else:
-            stale[older] = now
-        moved.append(older)
+    now = {
+        older: newest for older in memory.linked_olders() if (newest := memory.current_of(older)) is not None
+    }
+    moved = [
+        older for older in {**stale, **now} if stale.get(older) != now.get(older) and older in memory.leaves
+    ]
+    stale.clear()
+    stale.update(now)
     return memory.semantic.refresh_above(moved) if moved else set()
 
 

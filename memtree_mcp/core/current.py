@@ -1,7 +1,8 @@
 """The current truth in a recall result: each stale hit comes with the memory that updates it.
 
-A hit that a later memory updates (:class:`~memtree_mcp.core.updates.Updates`, the one way to
-learn it) is marked ``superseded_by`` that memory, and the memory is always a hit of the same
+A hit that a later memory says it updates (a stored link: ``Leaf.supersedes``, made by the agent,
+the user or an LLM judge, never guessed at read time; :meth:`~memtree_mcp.core.memory.Memory.current_of`
+follows them) is marked ``superseded_by`` that memory, and the memory is always a hit of the same
 result, so the mark names something the model can read:
 
 - an update that is no hit yet joins the result, whatever ``k``, the relevance cut-off or the
@@ -9,8 +10,10 @@ result, so the mark names something the model can read:
   is, its own line, and taken out of the summary's text so that it is not read twice);
 - an update that is itself updated brings its own update (a chain, newest first);
 - with ``move`` (a recall with a cut-off, as the tools ask it) each update is placed just before
-  the hit it updates, so the newest comes first; without it (``min_relevance`` 0, the benchmarks'
-  whole ranking) the ranked hits keep their order and the updates that join come after them;
+  the hit it updates, so the newest comes first, and of two memories on one subject that no link
+  ties the newer goes first too (:func:`~memtree_mcp.core.candidates.newer_first`); without it
+  (``min_relevance`` 0, the benchmarks' whole ranking) the ranked hits keep their order and the
+  updates that join come after them;
 - :func:`within_budget` takes a stale hit only with its update: when ``max_tokens`` cannot fit
   both, the stale hit is left out rather than shown unmarked or marked to something absent.
 """
@@ -19,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from memtree_mcp.core.candidates import newer_first
 from memtree_mcp.core.hits import Hit, Shown, estimate_tokens, without_quote
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.updates import Updates
 
 # An update that is itself updated brings its own update, this many links deep at most.
 CHAIN_DEPTH = 8
@@ -38,19 +41,22 @@ class Current:
         self._hit_of = hit_of  # a leaf and the score it stands at -> its hit (with its relevance)
         self.added: set[str] = set()
 
-    def with_updates(self, hits: Sequence[Hit], updates: Updates, *, move: bool) -> list[Hit]:
-        """``hits`` with each stale memory marked ``superseded_by`` its latest update (as
-        ``updates`` finds it), which is a hit of the result: just before it with ``move``, else
-        where it ranks or after every hit."""
+    def with_updates(self, hits: Sequence[Hit], *, move: bool) -> list[Hit]:
+        """``hits`` with each stale memory marked ``superseded_by`` its latest update (where its
+        links lead), which is a hit of the result: just before it with ``move`` (and the newer of
+        two related memories before the older), else where it ranks or after every hit."""
+        memory = self._memory
         order = list(hits)
         by_id = {hit.id: hit for hit in order}
         todo = [hit for hit in order if hit.kind == "leaf"]
         for _ in range(CHAIN_DEPTH):
-            olders = [leaf for leaf in (self._memory.leaves.get(hit.id) for hit in todo) if leaf is not None]
+            olders = [leaf for leaf in (memory.leaves.get(hit.id) for hit in todo) if leaf is not None]
             if not olders:
                 break
             todo = []
-            for older, newer in zip(olders, updates.newest_of(olders), strict=True):
+            newests = [memory.current_of(older.id) for older in olders]
+            for older, newest in zip(olders, newests, strict=True):
+                newer = memory.leaves[newest] if newest is not None else None
                 if newer is None or _leads_to(by_id, newer.id, older.id):
                     continue
                 stale = by_id[older.id]
@@ -65,7 +71,20 @@ class Current:
                 if move:
                     order.remove(update)
                     order.insert(order.index(stale), update)
+        if move:
+            order = self._newer_first(order)
         return [hit for hit in order if hit.text.strip()]
+
+    def _newer_first(self, order: list[Hit]) -> list[Hit]:
+        """``order`` with its memories reordered among their own places so that of two related
+        ones the newer comes first (summaries keep their places)."""
+        places = [at for at, hit in enumerate(order) if hit.kind == "leaf" and hit.id in self._memory.leaves]
+        leaves = [self._memory.leaves[order[at].id] for at in places]
+        by_id = {order[at].id: order[at] for at in places}
+        out = list(order)
+        for at, leaf in zip(places, newer_first(leaves), strict=True):
+            out[at] = by_id[leaf.id]
+        return out
 
     def _joined(self, newer: Leaf, score: float, order: list[Hit]) -> Hit:
         """``newer`` as a hit that joins the result as an update, its text out of every summary."""

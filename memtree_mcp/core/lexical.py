@@ -483,6 +483,11 @@ class LexicalIndex:
         terms, counts = self._terms_of[self._slot_of[doc_id]]
         return dict(zip(terms, counts, strict=True))
 
+    def document_frequency(self, term: str) -> int:
+        """How many documents hold ``term``."""
+        postings = self._postings.get(term)
+        return postings.size if postings is not None else 0
+
     def idf(self, term: str) -> float:
         """The inverse document frequency of ``term`` (highest for a term no document has).
 

@@ -29,7 +29,7 @@ from memtree_mcp.core.gathering import named_authors, without_names
 from memtree_mcp.core.hierarchy import Linkage, Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.model import Branch, Leaf, LinkMaker, makers_of
 from memtree_mcp.core.names import TREES
 from memtree_mcp.core.representative import derive_vector, derive_vectors
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
@@ -274,10 +274,13 @@ class Memory:
         for leaf in leaves:
             held = self.leaves.get(leaf.id)
             if held is not None:
-                held.judging = leaf.judging
-            if held is not None and held.supersedes != leaf.supersedes:
+                held.judging, held.may_update = leaf.judging, leaf.may_update
+            if held is not None and (held.supersedes, held.supersedes_by) != (
+                leaf.supersedes,
+                leaf.supersedes_by,
+            ):
                 self._unlink(held)  # its record was written again with other links
-                held.supersedes = leaf.supersedes
+                held.supersedes, held.supersedes_by = leaf.supersedes, leaf.supersedes_by
                 self._link(held)
         timeline = self._timeline
         previous = None  # the latest leaf still held, which the fresh ones must all follow
@@ -350,19 +353,58 @@ class Memory:
 
     # -- explicit update links ----------------------------------------------------------------------
 
-    def link(self, leaf_id: str, olders: Iterable[str]) -> bool:
-        """Record that held leaf ``leaf_id`` updates the memories ``olders`` too (its
-        ``supersedes`` grows, in order, without repeats); whether anything was added. The caller
-        checks the ids (``service/writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf
-        not held."""
+    def link(self, leaf_id: str, olders: Iterable[str], by: LinkMaker = "agent") -> bool:
+        """Record that held leaf ``leaf_id`` updates the memories ``olders`` too, as ``by`` said
+        (its ``supersedes`` grows, in order, without repeats); whether anything was added. The
+        caller checks the ids and that no link would close a circle (:meth:`reaches`,
+        ``service/writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf not held."""
         leaf = self.leaves[leaf_id]
-        grown_links = tuple(dict.fromkeys((*leaf.supersedes, *(o for o in olders if o != leaf_id))))
-        if grown_links == leaf.supersedes:
+        makers = dict(zip(leaf.supersedes, makers_of(leaf), strict=True))
+        for older in olders:
+            if older != leaf_id:
+                makers.setdefault(older, by)
+        if tuple(makers) == leaf.supersedes:
             return False
         self._unlink(leaf)
-        leaf.supersedes = grown_links
+        leaf.supersedes, leaf.supersedes_by = tuple(makers), tuple(makers.values())
         self._link(leaf)
         return True
+
+    def unlink(self, leaf_id: str, olders: Iterable[str]) -> bool:
+        """Undo the links of held leaf ``leaf_id`` to ``olders``; whether any was there (as :meth:`link`)."""
+        leaf = self.leaves[leaf_id]
+        gone = set(olders)
+        kept = [
+            (older, maker)
+            for older, maker in zip(leaf.supersedes, makers_of(leaf), strict=True)
+            if older not in gone
+        ]
+        if len(kept) == len(leaf.supersedes):
+            return False
+        self._unlink(leaf)
+        leaf.supersedes = tuple(older for older, _ in kept)
+        leaf.supersedes_by = tuple(maker for _, maker in kept)
+        self._link(leaf)
+        return True
+
+    def linked_olders(self) -> list[str]:
+        """Every held memory that some held memory says it updates."""
+        return [older for older in self._named_by if older in self.leaves]
+
+    def reaches(self, start: str, target: str) -> bool:
+        """Whether the links from held memory ``start`` lead to ``target``: ``start`` supersedes
+        it, or supersedes one that does, and so on. Linking ``target`` to supersede ``start``
+        would then close a circle."""
+        seen, todo = {start}, [start]
+        while todo:
+            leaf = self.leaves.get(todo.pop())
+            for older in leaf.supersedes if leaf is not None else ():
+                if older == target:
+                    return True
+                if older not in seen:
+                    seen.add(older)
+                    todo.append(older)
+        return False
 
     def superseded_by(self, older_id: str) -> str | None:
         """The held memory that says it updates held memory ``older_id`` (``Leaf.supersedes``), the
@@ -370,8 +412,7 @@ class Memory:
         newers = self._named_by.get(older_id)
         if not newers or older_id not in self.leaves:
             return None
-        leaves = self.leaves
-        return max(newers, key=lambda newer: (leaves[newer].timestamp, leaves[newer].seq))
+        return max(newers, key=lambda newer: (self.leaves[newer].timestamp, self.leaves[newer].seq))
 
     def current_of(self, older_id: str) -> str | None:
         """Where the explicit links from ``older_id`` lead: the memory that updates it, or the one

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.names import TreeName
 
 BranchKind = Literal["root", "internal"]
+LinkMaker = Literal["agent", "llm", "user"]
+LINK_MAKERS: tuple[LinkMaker, ...] = ("agent", "llm", "user")
 
 
 @dataclass(slots=True)
@@ -25,12 +27,31 @@ class Leaf:
     session: str | None = None
     content_hash: str = ""
     created: float = 0.0
-    # The ids of earlier memories this one updates, as whoever stored it said (``remember``'s
-    # ``supersedes``): an explicit link, which wins over the rule of ``core/updates.py``.
+    # The ids of earlier memories this one updates, as someone who understands said: the agent
+    # (``remember``'s ``supersedes``), the user (the CLI) or an LLM judge. The only way a memory
+    # is marked superseded.
     supersedes: tuple[str, ...] = ()
+    # Who made each link of ``supersedes``, in the same order: LINK_MAKERS. Links stored before
+    # this was recorded have none, and count as the agent's.
+    supersedes_by: tuple[str, ...] = ()
+    # Older memories this one may update, found when it was remembered (``core/candidates.py``)
+    # and offered to the agent: not a claim; they only put the newer of the two first.
+    may_update: tuple[str, ...] = ()
     # Awaiting an LLM's judgement of which older memories this one updates (``service/judging.py``): set
     # when it is remembered with an LLM configured, cleared by the commit of the verdicts.
     judging: bool = False
+
+
+def makers_of(leaf: Leaf) -> tuple[LinkMaker, ...]:
+    """Who made each link of ``leaf``, one for each of its ``supersedes`` (a link stored before
+    makers were recorded is the agent's)."""
+    known = cast("tuple[LinkMaker, ...]", leaf.supersedes_by)
+    return known + cast("tuple[LinkMaker, ...]", ("agent",) * (len(leaf.supersedes) - len(known)))
+
+
+def link_maker(leaf: Leaf, older_id: str) -> LinkMaker:
+    """Who said that ``leaf`` updates ``older_id``: ``agent``, ``llm`` or ``user``."""
+    return makers_of(leaf)[leaf.supersedes.index(older_id)]
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 The vocabulary of a recall is here: :class:`RecallRequest` (what is asked, built once by the
 caller and carried down), :class:`Weights` (the tuning constants, which a benchmark may vary per
 request), :class:`RecallFilter` and :class:`Hit`. :class:`Ranker` does the work over a
-:class:`~memtree_mcp.core.memory.Memory`; :func:`recall` and :func:`newest_update` are the way in.
+:class:`~memtree_mcp.core.memory.Memory`; :func:`recall` is the way in.
 
 Strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/findings/recall-quality.md``):
 
@@ -54,7 +54,6 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Strategy
 from memtree_mcp.core.relevance import CONFIDENT, QueryRelevance
-from memtree_mcp.core.updates import Updates
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +87,6 @@ class Weights:
     propagation_horizon: int = 2
     # Top-down refinement keeps this many branches per level of the semantic tree.
     beam_width: int = 8
-    # Updates of a recalled memory are looked for among this many of its semantic siblings, and
-    # among this many memories ranked first for the query.
-    siblings_checked: int = 64
-    updates_ranked: int = 64
-    # Of those close in meaning, the latest this many are judged word by word.
-    updates_judged: int = 16
     # A summary is a hit only when it gathers at least this many memories (2 when only summaries
     # are asked for): below that it repeats memories that recall ranks on their own anyway.
     summary_min_covers: int = 3
@@ -172,13 +165,6 @@ def recall(memory: Memory, request: RecallRequest) -> list[Hit]:
     return Ranker(memory, request.weights).recall(request)
 
 
-def newest_update(
-    memory: Memory, older: Leaf, candidates: Collection[str] = (), weights: Weights = DEFAULT_WEIGHTS
-) -> Leaf | None:
-    """The latest memory of ``memory`` that updates ``older``, or None (:meth:`Ranker.newest_update`)."""
-    return Ranker(memory, weights).newest_update(older, candidates)
-
-
 class Ranker:
     """Recall over one memory with one set of :class:`Weights`: each strategy's scores of every
     node, the ranking, and the hits drawn from it. :func:`recall` makes one per request, with the
@@ -196,10 +182,11 @@ class Ranker:
         single memory, a memory an earlier summary already quotes whole, the parts of a summary
         already shown (the rest of it stays); when no hit reaches ``CONFIDENT``, only the
         best-ranked one is kept (below the cut-off, only its latest update when it has one). With
-        ``supersede``, a memory that a later one updates is marked
-        ``superseded_by`` it, and that memory is always a hit of the result (``core/current.py``):
-        just before it with a cut-off; with ``min_relevance`` 0 the ranking keeps its order and
-        the updates that were no hits come after it. Then hits are taken in order up to ``k``
+        ``supersede``, a memory that a later one says it updates (a stored link, ``supersedes``)
+        is marked ``superseded_by`` it, and that memory is always a hit of the result
+        (``core/current.py``): just before it with a cut-off, where of two memories on one subject
+        the newer comes first too, linked or not; with ``min_relevance`` 0 the ranking keeps its
+        order and the updates that were no hits come after it. Then hits are taken in order up to ``k``
         ranked ones (updates that joined are more), each only with its update, within
         ``max_tokens`` (``cost`` of each hit, by default its text's tokens): one that does not fit
         in what is left is skipped, so a long summary never crowds out the short memories that
@@ -271,32 +258,11 @@ class Ranker:
             # Without a cut-off the caller wants the ranking itself: the hits keep their order and
             # updates join after them (moving them cost 0.4 points of R@10 on LoCoMo, where
             # questions about the past are often answered by the earlier statement).
-            updates = self._updates(self._related(chosen, ranked))
-            chosen = current.with_updates(chosen, updates, move=min_relevance > 0)
+            chosen = current.with_updates(chosen, move=min_relevance > 0)
             if hint:
                 # A hint below the cut-off is one line: the current version of what ranked first.
                 chosen = [hit for hit in chosen if hit.superseded_by is None]
         return current.within_budget(chosen, k, max_tokens, request.cost)
-
-    def _related(self, chosen: Sequence[Hit], ranked: Sequence[tuple[str, float]]) -> list[str]:
-        """Where updates of the hits are looked for, besides their semantic siblings: the hits and
-        the memories ranked first for the query."""
-        leaves = self.memory.leaves
-        related = [node_id for node_id, _ in ranked[: self.weights.updates_ranked] if node_id in leaves]
-        return [*(hit.id for hit in chosen), *related]
-
-    def newest_update(self, older: Leaf, candidates: Collection[str] = ()) -> Leaf | None:
-        """The latest memory that updates ``older`` (``core/updates.py``), or None.
-
-        Looked for among ``candidates`` and ``older``'s siblings in the semantic tree, where
-        MemTree files what is said about the same subject. Only later memories close enough in
-        meaning (one matrix product) are judged word by word, the latest ``updates_judged``.
-        """
-        return self._updates(candidates).newest(older)
-
-    def _updates(self, candidates: Collection[str]) -> Updates:
-        weights = self.weights
-        return Updates(self.memory, candidates, weights.siblings_checked, weights.updates_judged)
 
     def _branch_scores(
         self, query: Vector, leaf_scores: np.ndarray

@@ -28,7 +28,8 @@ things never stored) from the middle of the region where every unrelated questio
 one hit and the most answers are kept; neighbouring values give the same counts within one or
 two answers (``docs/findings/what-the-model-reads.md``).
 
-Which memories a later one updates is :mod:`memtree_mcp.core.updates`.
+Which memories a later one updates is only ever a stored link (:mod:`memtree_mcp.core.currency`);
+:mod:`memtree_mcp.core.candidates` proposes them.
 """
 
 from __future__ import annotations

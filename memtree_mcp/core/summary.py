@@ -6,7 +6,7 @@ long as the result stays within the token budget, so a larger budget reads the m
 level. Every line cites the node it comes from.
 
 A summary of the whole memory, of a subject or of a semantic node states how things are now: a
-memory that a later one updates (``core/currency.py``, which asks ``core/updates.py``) gives way
+memory that a later one says it updates (a stored link, ``core/currency.py``) gives way
 to the update, in its own line and in the summaries' texts that quote it; the stale sentence is
 not kept beside it ("earlier: …"), since a model reading a summary takes what it states as true
 and the budget is better spent on what is current (recall shows both, with their dates). A
@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from memtree_mcp.core.candidates import newer_first
 from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
@@ -41,16 +42,14 @@ class Summary:
     node_ids: list[str]
 
 
-def summarize_nodes(
-    memory: Memory, tree: Hierarchy, start: Sequence[str], max_tokens: int, related: Sequence[str] = ()
-) -> Summary:
+def summarize_nodes(memory: Memory, tree: Hierarchy, start: Sequence[str], max_tokens: int) -> Summary:
     """Compose a summary of the subtrees under ``start`` (ids of ``tree``), as deep as ``max_tokens`` allows.
 
     The nodes are refined greedily: the branch covering the most memories is replaced by its
     children while the whole still fits. Past the budget, the least covering lines are dropped.
-    Updates of the memories shown are looked for among the lines, ``related`` (for a subject,
-    the memories recall ranks first for it), each memory's semantic siblings and the memories
-    closest to it in meaning. In ``tree`` temporal (a period) they are only noted (see the module).
+    A memory that a later one says it updates gives way to it, and of two related memories the
+    newer is said first (``core/candidates.py``); in ``tree`` temporal (a period) updates are only
+    noted and the lines keep their time order (see the module).
     """
     frontier = [node_id for node_id in start if _covers_something(memory, tree, node_id)]
     while True:
@@ -70,16 +69,15 @@ def summarize_nodes(
     while len(frontier) > 1 and _cost(memory, frontier) > max_tokens:
         smallest = min(frontier, key=lambda n: (_leaf_count(memory, n), n))
         frontier.remove(smallest)
-    candidates = [*frontier, *related]
     quoted = {n: quoted_leaves(memory, tree, n) for n in frontier}
     olders = [leaf for n in frontier for leaf in ([memory.leaves[n]] if n in memory.leaves else quoted[n])]
-    newest = newest_updates(memory, olders, candidates)
+    newest = newest_updates(memory, olders)
     if tree is memory.temporal:
         lines = {
             n: _line(memory.node(n), period_text(memory, n, quoted[n], newest), newest) for n in frontier
         }
     else:
-        frontier = _current(frontier, newest)
+        frontier = _newer_first(memory, _current(frontier, newest))
         lines = {
             n: _line(memory.node(n), current_text(memory, n, quoted.get(n, []), newest)) for n in frontier
         }
@@ -148,6 +146,16 @@ def _current(frontier: list[str], newest: Mapping[str, Leaf]) -> list[str]:
         chosen = node_id if update is None else update.id
         if chosen not in out:
             out.append(chosen)
+    return out
+
+
+def _newer_first(memory: Memory, frontier: list[str]) -> list[str]:
+    """``frontier`` with its memories reordered among their own places so that of two related
+    ones the newer comes first (branches keep their places)."""
+    places = [at for at, node_id in enumerate(frontier) if node_id in memory.leaves]
+    out = list(frontier)
+    for at, leaf in zip(places, newer_first([memory.leaves[frontier[at]] for at in places]), strict=True):
+        out[at] = leaf.id
     return out
 
 

@@ -11,7 +11,7 @@ e5 embeds a question and a stored text differently (its "query: " and "passage: 
 stored.
 
 **One scale for every embedder.** e5's raw cosines are crowded near the top (two unrelated
-sentences score about 0.75), whereas the thresholds of the trees, of the update rule and of the
+sentences score about 0.75), whereas the thresholds of the trees, of the update candidates and of the
 relevance scale were set on MiniLM's (unrelated about 0.05). Every vector is therefore centred:
 the mean e5 vector of a fixed set of sentences (``data/e5-small-centre.npy``, made by
 ``bench/e5_centre.py`` from the sentences in ``bench/e5_centre_texts.py``, written for it) is

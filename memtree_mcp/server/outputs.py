@@ -27,15 +27,22 @@ from memtree_mcp.service.results import (
 
 
 class RememberOutput(BaseModel):
-    """The ids of the stored memories (one per chunk), and whether all were already known."""
+    """The ids of the stored memories (one per chunk), whether all were already known, and the ids
+    of the older memories the first may update (offered, not linked)."""
 
     ids: list[str]
     deduplicated: bool
     namespace: str
+    candidates: list[str] = []
 
     @classmethod
     def of(cls, result: RememberResult) -> RememberOutput:
-        return cls(ids=result.ids, deduplicated=result.deduplicated, namespace=result.namespace)
+        return cls(
+            ids=result.ids,
+            deduplicated=result.deduplicated,
+            namespace=result.namespace,
+            candidates=[c.id for c in result.candidates],
+        )
 
 
 class HitRef(BaseModel):

@@ -74,19 +74,30 @@ log = logging.getLogger("memtree_mcp")
 async def remember(
     ctx: MemoryContext,
     content: Content,
-    role: Annotated[Role, Field(description="Who said it.")] = "user",
+    role: Role = "user",
     tags: Annotated[Tags, Field(description="Labels.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
     timestamp: Annotated[Timestamp, Field(description="When (ISO 8601); else now.")] = None,
     session: Annotated[Session, Field(description="Conversation id.")] = None,
     namespace: Namespace = None,
-    supersedes: Annotated[Supersedes, Field(description="Ids of recalled memories it updates.")] = None,
+    supersedes: Annotated[Supersedes, Field(description="Ids of memories it updates.")] = None,
+    unlink: Annotated[Supersedes, Field(description="Ids to unlink.")] = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, RememberOutput]:
-    """Store a memory. Call it after each turn that taught you something durable: one
-    self-contained fact, decision or preference per call, not a transcript. Never store secrets."""
+    """Store a memory after each turn that taught you something durable: one self-contained fact,
+    decision or preference per call. Never store secrets. If it lists memories it may update, call
+    again with supersedes=[id] for each it replaces."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
-    stored = await _run(service.remember, content, role, tags, timestamp, session, namespace, supersedes)
+    stored = await _run(
+        functools.partial(service.remember, unlink=unlink, by="agent"),
+        content,
+        role,
+        tags,
+        timestamp,
+        session,
+        namespace,
+        supersedes,
+    )
     return _answer(rendering.remember_text(stored), RememberOutput.of(stored))
 
 
@@ -115,11 +126,9 @@ def remember_tool(max_content_chars: int) -> Callable[..., Awaitable[CallToolRes
 @with_answers("judge", judge_resolvers)
 async def recall(
     ctx: MemoryContext,
-    query: Annotated[Query, Field(description="The user's request or its subject.")],
+    query: Query,
     k: Annotated[HitCount, Field(description="Most hits.")] = DEFAULT_K,
-    max_tokens: Annotated[
-        TokenBudget, Field(description="Most tokens of the whole answer (4 chars each).")
-    ] = None,
+    max_tokens: Annotated[TokenBudget, Field(description="Most tokens (4 chars each).")] = None,
     namespace: Namespace = None,
     min_relevance: Annotated[
         Share, Field(description="Hide hits below this; 0 shows all.")
@@ -130,14 +139,13 @@ async def recall(
     time_to: Annotated[Timestamp, Field(description="Until (ISO 8601).")] = None,
     tags: Annotated[Tags, Field(description="Any of these tags.")] = [],  # noqa: B006 - the SDK reads defaults from the signature; the list is never mutated
     session: Annotated[Session, Field(description="Only this conversation.")] = None,
-    expand: Annotated[Flag, Field(description="Replace summaries by their memories.")] = False,
+    expand: Annotated[Flag, Field(description="Summaries as their memories.")] = False,
     roots: Roots = None,
-    as_of: Annotated[Timestamp, Field(description="Memory as it was then: version or ISO 8601 time.")] = None,
+    as_of: Annotated[Timestamp, Field(description="Version or ISO 8601 time.")] = None,
     **judges: Any,
 ) -> Annotated[CallToolResult, RecallOutput]:
-    """Look up long-term memory. Call it before answering, with the user's request or its subject.
-    Hits best first: rank. [relevance 0-1 · date] text {id}. A stale memory is marked "superseded
-    by N", N its update's rank."""
+    """Look up long-term memory before answering, with the user's request or its subject. Hits best
+    first: rank. [relevance 0-1 · date] text {id}. "superseded by N": line N replaced it."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     judgements = judge_answers(ctx, {"namespace": namespace, **judges})
@@ -167,21 +175,21 @@ async def recall(
 @with_answers("step", agent_resolvers)
 async def navigate(
     ctx: MemoryContext,
-    node_id: Annotated[NodeId, Field(description="Where the cursor is; the root if left out.")] = None,
+    node_id: Annotated[NodeId, Field(description="Cursor; the root if left out.")] = None,
     move: Annotated[Move, Field(description="'down': to child `index`; 'switch': the other tree.")] = "stay",
     index: Annotated[ChildIndex, Field(description="Child for 'down', from 0.")] = None,
     tree: Annotated[
         TreeName, Field(description="'semantic' (by subject) or 'temporal' (by time).")
     ] = "semantic",
     query: Annotated[OptionalQuery, Field(description="What you are looking for.")] = None,
-    agent: Annotated[Flag, Field(description="Let the server walk the tree for `query`.")] = False,
+    agent: Annotated[Flag, Field(description="Walk for `query`.")] = False,
     max_steps: Annotated[AgentSteps, Field(description="Most moves of the agent.")] = DEFAULT_AGENT_STEPS,
     namespace: Namespace = None,
     roots: Roots = None,
     **steps: Any,
 ) -> Annotated[CallToolResult, NavigateOutput]:
-    """Browse memory like a file system, by subject (semantic tree) or by time (temporal tree): a
-    node, its children and neighbours. With agent=true and a query the server walks for you."""
+    """Browse memory by subject (semantic tree) or time (temporal tree): a node, its children and
+    neighbours. With agent=true and a query the server walks for you."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     answers = [answer_text(steps.get(f"step_{k}")) for k in range(SAMPLED_AGENT_STEPS)]
@@ -210,14 +218,14 @@ async def summarize(
     time_to: Annotated[Timestamp, Field(description="Period end (ISO 8601).")] = None,
     query: Annotated[OptionalQuery, Field(description="A subject to summarize.")] = None,
     max_tokens: Annotated[
-        SummaryTokens, Field(description="Length (4 chars a token); more reads finer.")
+        SummaryTokens, Field(description="Length (4 chars a token).")
     ] = DEFAULT_SUMMARY_TOKENS,
     namespace: Namespace = None,
     roots: Roots = None,
     **summaries: Any,
 ) -> Annotated[CallToolResult, SummaryOutput]:
     """Summarize what memory holds now: everything, a subtree (node_id), a period or a subject
-    (query); give at most one. Each line ends with the id it comes from."""
+    (query); at most one. Each line ends with its id."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     args = {

@@ -161,28 +161,27 @@ def check_ids(ids: object, limit: int | None) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def check_supersedes(ids: object) -> tuple[str, ...]:
+def check_supersedes(ids: object, what: str = "supersedes") -> tuple[str, ...]:
     """``ids`` without repeats, if it is a list of at most MAX_SUPERSEDES memory ids (a summary's id
-    has another form; whether each names a stored memory is the writer's check, under its lock)."""
+    has another form; whether each names a stored memory is the writer's check, under its lock);
+    ``what`` names the argument (``supersedes`` or ``unlink``) in the error."""
     if ids is None:
         return ()
     if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise InvalidInput(
-            "supersedes must be a list of memory ids, as recall shows them; nothing was stored."
-        )
+        raise InvalidInput(f"{what} must be a list of memory ids, as recall shows them; nothing was stored.")
     if len(ids) > MAX_SUPERSEDES:
         raise InvalidInput(
-            f"supersedes names at most {MAX_SUPERSEDES} memories; got {len(ids)}. Nothing was stored."
+            f"{what} names at most {MAX_SUPERSEDES} memories; got {len(ids)}. Nothing was stored."
         )
     for node_id in ids:
         if isinstance(node_id, str) and _SUMMARY_ID.fullmatch(node_id):
             raise InvalidInput(
-                f"supersedes: {node_id} is a summary, not a memory; name the memories (ids starting "
+                f"{what}: {node_id} is a summary, not a memory; name the memories (ids starting "
                 "with 'm') that this one updates, e.g. from recall with expand=true. Nothing was stored."
             )
         if not isinstance(node_id, str) or not _MEMORY_ID.fullmatch(node_id):
             raise InvalidInput(
-                f"supersedes: {node_id!r:.40} is not a memory id ('m' and 15 hex digits, as recall shows "
+                f"{what}: {node_id!r:.40} is not a memory id ('m' and 15 hex digits, as recall shows "
                 "them in braces). Nothing was stored; recall to find the current id."
             )
     return tuple(dict.fromkeys(ids))

@@ -273,9 +273,12 @@ class Judging:
                         olders = [
                             older
                             for older, verdict in zip(question.candidates, verdicts, strict=True)
-                            if verdict in LINKING and older in memory.leaves
+                            # A link that would close a circle (the older updates this one) is dropped.
+                            if verdict in LINKING
+                            and older in memory.leaves
+                            and not memory.reaches(older, leaf_id)
                         ]
-                    linked = memory.link(leaf_id, olders) if olders else False
+                    linked = memory.link(leaf_id, olders, "llm") if olders else False
                     leaf.judging = False
                     change.changed.add(leaf_id)
                     change.rewritten.add(leaf_id)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.model import Branch, Leaf, makers_of
 from memtree_mcp.core.temporal import CompatibilityPolicy
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
@@ -198,12 +198,17 @@ class Maintenance:
 
     def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
         """Every memory of namespace ``name`` in the order it was remembered, as records import reads:
-        with its id, and the ids of the memories it updates (``supersedes``, those still held),
-        which import maps to the new memories' ids."""
+        with its id, and the ids of the memories it updates (``supersedes``, those still held) with
+        who made each link (``supersedes_by``), which import maps to the new memories' ids."""
         with self._spaces.reading(name) as space:
             leaves = sorted(space.memory.leaves.values(), key=lambda leaf: leaf.seq) if space else []
             held = space.memory.leaves if space else {}
-            links = {leaf.id: [older for older in leaf.supersedes if older in held] for leaf in leaves}
+            links = {
+                leaf.id: [
+                    (o, by) for o, by in zip(leaf.supersedes, makers_of(leaf), strict=True) if o in held
+                ]
+                for leaf in leaves
+            }
         for leaf in leaves:
             record: dict[str, Any] = {
                 "id": leaf.id,
@@ -216,7 +221,8 @@ class Maintenance:
             if leaf.tags:
                 record["tags"] = list(leaf.tags)
             if links[leaf.id]:
-                record["supersedes"] = links[leaf.id]
+                record["supersedes"] = [older for older, _ in links[leaf.id]]
+                record["supersedes_by"] = [maker for _, maker in links[leaf.id]]
             yield record
 
 

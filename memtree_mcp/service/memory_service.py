@@ -25,16 +25,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memtree_mcp.config import Settings
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.model import LinkMaker
 from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace
+from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace, format_timestamp
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
 from memtree_mcp.service.reading import Reader, recall_request
 from memtree_mcp.service.refine import CLOSE_SECONDS, Refinement, SummaryQuestion
 from memtree_mcp.service.results import (
+    Candidate,
     ForgetResult,
     NavigateResult,
     NodeView,
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
     from memtree_mcp.store.lance import LanceStore
 
 log = logging.getLogger("memtree_mcp")
+# How much of an older memory a candidate quotes in remember's result.
+CANDIDATE_CHARS = 120
 # How long close() waits for a warm-up still loading the model (about 0.5 s for the default
 # embedder on two cores, a few seconds for a large namespace).
 WARM_UP_WAIT = 30.0
@@ -99,19 +104,26 @@ class MemoryService:
         session: str | None = None,
         namespace: str | None = None,
         supersedes: Sequence[str] | None = None,
+        *,
+        unlink: Sequence[str] | None = None,
+        by: LinkMaker = "agent",
     ) -> RememberResult:
         """Store ``content`` as one leaf per chunk, skipping chunks that are already stored.
 
-        ``supersedes``: ids of earlier memories this one updates; its first chunk (or the stored
-        duplicate) is linked to them, and recall then marks them superseded by it.
+        ``supersedes``: ids of earlier memories this one updates, as ``by`` (``agent``, ``user``)
+        says; its first chunk (or the stored duplicate) is linked to them, and recall then marks
+        them superseded by it. ``unlink``: links of the stored duplicate to undo. The result names
+        the older memories a new memory may update (``candidates``, offered, not marked): remember
+        the same content again with ``supersedes`` to link the ones it does.
 
         Raises InvalidInput for bad arguments, an id of ``supersedes`` that names no stored memory
-        among them (nothing is written), StoreError when the commit fails (the previous state is
-        kept) and EmbedderMismatch for a store built by another model.
+        or would close a circle, or of ``unlink`` that names no link (nothing is written),
+        StoreError when the commit fails (the previous state is kept) and EmbedderMismatch for a
+        store built by another model.
         """
         name = self.resolve_namespace(namespace)
         chunks = self.writer.chunks(content, role, tags, timestamp, session)
-        stored = self.writer.store(name, chunks, supersedes, judge=True)
+        stored = self.writer.store(name, chunks, supersedes, unlink=unlink, by=by, judge=True)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
         return RememberResult(
             ids=stored.ids,
@@ -119,7 +131,30 @@ class MemoryService:
             path=stored.path,
             namespace=name,
             supersedes=list(stored.supersedes),
+            unlinked=list(stored.unlinked),
+            candidates=[
+                Candidate(
+                    id=leaf.id,
+                    text=gist(leaf.text, CANDIDATE_CHARS),
+                    timestamp=format_timestamp(leaf.timestamp),
+                )
+                for leaf in stored.candidates
+            ],
         )
+
+    def link(
+        self,
+        newer: str,
+        supersedes: Sequence[str] = (),
+        unlink: Sequence[str] = (),
+        namespace: str | None = None,
+        *,
+        by: LinkMaker = "user",
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Say that stored memory ``newer`` updates the memories ``supersedes`` (as ``by``), and
+        undo its links to ``unlink``, in one commit; returns the links it has after, and those
+        undone. Raises NotFound for an unknown ``newer`` and InvalidInput as :meth:`remember`."""
+        return self.writer.relink(self.resolve_namespace(namespace), newer, supersedes, unlink, by)
 
     def recall(
         self,

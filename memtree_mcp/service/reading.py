@@ -58,6 +58,8 @@ from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.service.versions import memory_as_of
 
 T = TypeVar("T")
+# The summaries (or, before there are any, the memories) a subject's summary starts from.
+SUBJECT_START = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +252,6 @@ class Reader:
                 return None
             memory = space.memory
             tree: Hierarchy = memory.semantic
-            related: list[str] = []
             if node_id is not None:
                 start = [check_node(memory, node_id)]
                 branch = memory.branch(node_id)
@@ -261,31 +262,32 @@ class Reader:
                 start = period_nodes(memory, low, high)
             elif vector is not None:
                 assert text is not None
-                leaves = ranking.recall(
-                    memory,
-                    RecallRequest(
-                        query=vector,
-                        k=DEFAULT_WEIGHTS.updates_ranked,
-                        query_text=text,
-                        where=RecallFilter(kind="leaf"),
-                        weights=self._weights(),
-                    ),
-                )
-                related = [h.id for h in leaves]
                 picked = ranking.recall(
                     memory,
                     RecallRequest(
                         query=vector,
-                        k=5,
+                        k=SUBJECT_START,
                         query_text=text,
                         strategy="collapsed",
                         where=RecallFilter(kind="summary"),
                     ),
                 )
-                start = [h.id for h in picked if h.tree == "semantic"] or related[:5]
+                start = [h.id for h in picked if h.tree == "semantic"]
+                if not start:  # no summary yet: the memories recall finds for it
+                    leaves = ranking.recall(
+                        memory,
+                        RecallRequest(
+                            query=vector,
+                            k=SUBJECT_START,
+                            query_text=text,
+                            where=RecallFilter(kind="leaf"),
+                            weights=self._weights(),
+                        ),
+                    )
+                    start = [h.id for h in leaves]
             else:
                 start = list(memory.semantic.root.children)
-            found = summarize_nodes(memory, tree, start, max_tokens, related)
+            found = summarize_nodes(memory, tree, start, max_tokens)
         return SummaryPlan(space, start, found)
 
     def summary_questions(self, plan: SummaryPlan) -> list[SummaryQuestion]:

@@ -482,7 +482,7 @@ class Refinement:
         A branch keeps showing its last LLM summary until the new one is written, unless memories
         under it were forgotten (the summary may mention them) or no LLM is configured any more.
         """
-        changed |= restate(memory, changed)
+        changed |= restate(memory)
         nodes: list[tuple[int, str]] = []
         for node_id in changed:
             branch = memory.branch(node_id)

@@ -93,14 +93,28 @@ def recall_text(result: RecallResult) -> str:
 
 
 def remember_text(result: RememberResult) -> str:
-    """Which memory was stored (or already known) and where it was filed."""
+    """Which memory was stored (or already known), where it was filed, its links, and the older
+    memories it may update with what to do about them."""
     ids = ", ".join(result.ids)
     if result.supersedes:
         ids += f" (supersedes {', '.join(result.supersedes)})"
-    head = f"Already remembered: {ids}." if result.deduplicated else f"Remembered: {ids}."
+    head = (
+        f"Already remembered, nothing stored twice: {ids}." if result.deduplicated else f"Remembered: {ids}."
+    )
+    if result.unlinked:
+        head += f" Unlinked: {', '.join(result.unlinked)}."
     if result.path:
         head += f" Filed under: {result.path[-1].label}."
-    return head
+    if not result.candidates:
+        return head
+    lines = [
+        head,
+        "It may update these older memories. If it replaces one (the same thing, changed), call "
+        "remember again with the same content and supersedes=[id]; if it is about another thing, "
+        "leave it:",
+    ]
+    lines += [f"- {{{c.id}}} ({c.timestamp[:10]}) “{flat(c.text)}”" for c in result.candidates]
+    return "\n".join(lines)
 
 
 def summary_text(result: SummaryResult) -> str:

@@ -14,6 +14,14 @@ class PathStep(BaseModel):
     label: str = Field(description="A few words that recur under this branch.")
 
 
+class Candidate(BaseModel):
+    """An older memory the one remembered may update: offered, never marked."""
+
+    id: str
+    text: str = Field(description="The start of the memory's text.")
+    timestamp: str = Field(description="When it happened (ISO 8601).")
+
+
 class RememberResult(BaseModel):
     """What ``remember`` stored."""
 
@@ -23,6 +31,11 @@ class RememberResult(BaseModel):
     namespace: str
     supersedes: list[str] = Field(
         default_factory=list, description="Earlier memories the first chunk now says it updates."
+    )
+    unlinked: list[str] = Field(default_factory=list, description="Links this call undid.")
+    candidates: list[Candidate] = Field(
+        default_factory=list,
+        description="Older memories it may update, no link naming them: confirm with supersedes.",
     )
 
 

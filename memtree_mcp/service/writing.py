@@ -25,12 +25,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import cast
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import (
     MAX_FORGET,
@@ -75,13 +77,16 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """What storing chunks did: each chunk's leaf id, how many were new, the first one's path, and
-    the earlier memories the first one now says it updates (the links this write gave it)."""
+    """What storing chunks did: each chunk's leaf id, how many were new, the first one's path, the
+    earlier memories the first one now says it updates (the links this write gave it), the links
+    it undid, and the older memories it may update that no link names (offered to the agent)."""
 
     ids: list[str]
     added: int
     path: list[PathStep]
     supersedes: tuple[str, ...] = ()
+    unlinked: tuple[str, ...] = ()
+    candidates: tuple[Leaf, ...] = ()
 
 
 def content_hash(text: str) -> str:
@@ -153,9 +158,9 @@ class Writer:
         added = skipped = 0
         pending: list[Chunk] = []
         # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
-        named: list[tuple[int, str | None, tuple[str, ...]]] = []
+        named: list[tuple[int, str | None, tuple[Link, ...]]] = []
         new_id: dict[str, str] = {}  # a record's id -> the id of its memory here
-        links: dict[str, tuple[str, ...]] = {}  # a memory here -> the record ids it supersedes
+        links: dict[str, tuple[Link, ...]] = {}  # a memory here -> the record ids it supersedes, by whom
 
         def flush() -> None:
             nonlocal added, skipped, pending, named
@@ -182,7 +187,7 @@ class Writer:
                 old = record.get("id")
                 if old is not None:
                     old = check_supersedes([old])[0]
-                olders = check_supersedes(record.get("supersedes"))
+                olders = _with_makers(check_supersedes(record.get("supersedes")), record.get("supersedes_by"))
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
             if old is not None or olders:
@@ -199,37 +204,52 @@ class Writer:
         return added, skipped
 
     def _link_imported(
-        self, name: str, links: Mapping[str, Sequence[str]], new_id: Mapping[str, str]
+        self, name: str, links: Mapping[str, Sequence[Link]], new_id: Mapping[str, str]
     ) -> None:
-        """Give imported memories their links (``links``: the record ids each supersedes), each
-        record id read as its memory's id here (``new_id``) or, failing that, as a memory the
-        namespace already held; one commit."""
+        """Give imported memories their links (``links``: the record ids each supersedes, each with
+        who made it), each record id read as its memory's id here (``new_id``) or, failing that, as
+        a memory the namespace already held; one commit."""
         with self._spaces.writing(name) as space:
             assert space is not None
             memory = space.memory
             dropped = 0
             with self._spaces.change(space) as change:
                 for leaf_id, olders in links.items():
-                    mapped = [new_id.get(older, older) for older in olders]
-                    found = [older for older in mapped if older in memory.leaves and older != leaf_id]
+                    mapped = [(new_id.get(older, older), by) for older, by in olders]
+                    found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
                     dropped += len(mapped) - len(found)
-                    if leaf_id in memory.leaves and memory.link(leaf_id, found):
-                        change.changed.add(leaf_id)
-                        change.rewritten.add(leaf_id)
+                    if leaf_id not in memory.leaves:
+                        continue
+                    for maker in LINK_MAKERS:
+                        if memory.link(leaf_id, [o for o, by in found if by == maker], maker):
+                            change.changed.add(leaf_id)
+                            change.rewritten.add(leaf_id)
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
 
     def store(
-        self, name: str, chunks: list[Chunk], supersedes: object = (), *, judge: bool = False
+        self,
+        name: str,
+        chunks: list[Chunk],
+        supersedes: object = (),
+        *,
+        unlink: object = (),
+        by: LinkMaker = "agent",
+        judge: bool = False,
     ) -> Stored:
         """Store ``chunks`` as leaves of namespace ``name`` in one commit, skipping exact duplicates.
 
         ``supersedes``: ids of earlier memories that this content updates (checked by
-        ``inputs.check_supersedes``); the first chunk's leaf gets the links, the stored one when it
-        is a duplicate. Each must name a memory held now, other than this content's own
-        duplicates: checked under the write lock, before anything is written. ``judge``: with an
-        LLM configured, the first new leaves are marked for its judgement of what they update
-        (``service/judging.py``), in the same commit, and handed to its worker after it.
+        ``inputs.check_supersedes``), links made by ``by``; the first chunk's leaf gets them, the
+        stored one when it is a duplicate. Each must name a memory held now, other than this
+        content's own duplicates, and none may close a circle (it updates this one already):
+        checked under the write lock, before anything is written. ``unlink``: ids whose links from
+        the first chunk's stored duplicate are undone (the content must be stored already).
+        A new first chunk is given the older memories it may update
+        (:func:`~memtree_mcp.core.candidates.update_candidates`), stored with it and returned to be
+        offered. ``judge``: with an LLM configured, the first new leaves are marked for its
+        judgement of what they update (``service/judging.py``), in the same commit, and handed to
+        its worker after it.
 
         The new chunks are embedded before the namespace is locked. Raises InvalidInput past the
         namespace's quota or for an id of ``supersedes`` that names no memory (nothing written),
@@ -237,6 +257,7 @@ class Writer:
         fails (the previous state is kept) and EmbedderMismatch for a store built by another model.
         """
         olders = check_supersedes(supersedes)
+        undone = check_supersedes(unlink, "unlink")
         hashes = [content_hash(chunk.text) for chunk in chunks]
         vectors = self._vectors(name, chunks, hashes)
         refine: list[tuple[int, str]] = []
@@ -248,14 +269,19 @@ class Writer:
             fresh = _fresh(memory, hashes)
             self._check_quota(name, memory, len(fresh))
             check_links(memory, name, olders, hashes)
+            check_unlinks(memory, undone, hashes[0])
             ids: list[str] = []
+            offered: tuple[Leaf, ...] = ()
             with self._spaces.change(space) as change:
                 for i, chunk in enumerate(chunks):
                     existing = memory.duplicate_of(hashes[i])
                     if existing is not None:
-                        if not ids and memory.link(existing, olders):
-                            change.changed.add(existing)
-                            change.rewritten.add(existing)
+                        if not ids:
+                            linked = memory.link(existing, olders, by)
+                            if memory.unlink(existing, undone) or linked:
+                                change.changed.add(existing)
+                                change.rewritten.add(existing)
+                            offered = _still_offered(memory, memory.leaves[existing])
                         ids.append(existing)
                         continue
                     leaf = Leaf(
@@ -270,8 +296,13 @@ class Writer:
                         content_hash=hashes[i],
                         created=change.now,
                         supersedes=olders if not ids else (),
+                        supersedes_by=(by,) * len(olders) if not ids else (),
                         judging=judge and len(judged) < MAX_JUDGED_CHUNKS,
                     )
+                    if not ids:
+                        found = update_candidates(memory, leaf, exclude=olders)
+                        leaf.may_update = tuple(candidate.leaf.id for candidate in found)
+                        offered = tuple(candidate.leaf for candidate in found)
                     if leaf.judging:
                         judged.append((-leaf.seq, leaf.id))
                     change.changed |= memory.add_leaf(leaf)
@@ -287,7 +318,28 @@ class Writer:
         self._refinement.submit(name, refine)
         if judged and self._judging is not None:
             self._judging.submit(name, judged)
-        return Stored(ids, len(fresh), path, olders)
+        return Stored(ids, len(fresh), path, olders, undone, offered)
+
+    def relink(
+        self, name: str, newer: str, supersedes: object, unlink: object, by: LinkMaker
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Link held memory ``newer`` to the memories ``supersedes`` and undo its links to
+        ``unlink``, checked as :meth:`store` checks them, in one commit; (its links after, those
+        undone). Raises NotFound for an unknown ``newer``."""
+        olders, undone = check_supersedes(supersedes), check_supersedes(unlink, "unlink")
+        with self._spaces.writing(name, create=False) as space:
+            if space is None or newer not in space.memory.leaves:
+                raise NotFound(f"no memory {newer} in namespace '{name}'; recall to find its id.")
+            memory = space.memory
+            leaf = memory.leaves[newer]
+            check_links(memory, name, olders, [leaf.content_hash])
+            check_unlinks(memory, undone, leaf.content_hash)
+            with self._spaces.change(space) as change:
+                linked = memory.link(newer, olders, by)
+                if memory.unlink(newer, undone) or linked:
+                    change.changed.add(newer)
+                    change.rewritten.add(newer)
+            return leaf.supersedes, undone
 
     def _vectors(self, name: str, chunks: Sequence[Chunk], hashes: Sequence[str]) -> dict[str, Vector]:
         """A vector for every chunk by content hash, embedded without holding any lock.
@@ -368,9 +420,16 @@ class Writer:
 
 def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Sequence[str]) -> None:
     """InvalidInput unless every id of ``supersedes`` names a memory of ``memory`` (namespace
-    ``name``) other than a stored duplicate of the content being remembered (``hashes``)."""
+    ``name``) other than a stored duplicate of the content being remembered (``hashes``), and
+    none of them updates that duplicate already (the link would close a circle)."""
     own = {memory.duplicate_of(h) for h in hashes}
+    first = memory.duplicate_of(hashes[0]) if hashes else None
     for older in supersedes:
+        if first is not None and older in memory.leaves and memory.reaches(older, first):
+            raise InvalidInput(
+                f"supersedes: {older} already updates {first} (this memory), directly or through "
+                "others; a memory cannot update one that updates it. Nothing was changed."
+            )
         if older in own:
             raise InvalidInput(
                 f"supersedes: {older} is this memory itself (the same text is already stored as "
@@ -383,6 +442,50 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
                 "nothing was stored. Recall to find the current id of the memory this one updates, "
                 "or remember it without supersedes."
             )
+
+
+Link = tuple[str, LinkMaker]
+"""An older memory's id and who said the newer updates it."""
+
+
+def _with_makers(olders: Sequence[str], makers: object) -> tuple[Link, ...]:
+    """``olders`` each with its maker from ``makers`` (an export's ``supersedes_by``): the agent's
+    when it says none or one this version does not know."""
+    given = list(makers) if isinstance(makers, list) else []
+    return tuple(
+        (older, cast(LinkMaker, given[at]) if at < len(given) and given[at] in LINK_MAKERS else "agent")
+        for at, older in enumerate(olders)
+    )
+
+
+def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str) -> None:
+    """InvalidInput unless every id of ``unlink`` names a link of the stored memory whose text
+    has ``first_hash`` (the content given must be the memory that made the links)."""
+    if not unlink:
+        return
+    stored = memory.duplicate_of(first_hash)
+    if stored is None:
+        raise InvalidInput(
+            "unlink undoes links of a memory already stored: pass its exact content with the ids "
+            "to unlink; nothing was stored."
+        )
+    missing = [older for older in unlink if older not in memory.leaves[stored].supersedes]
+    if missing:
+        raise InvalidInput(
+            f"unlink: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not linked from "
+            f"{stored} (it supersedes {', '.join(memory.leaves[stored].supersedes) or 'nothing'}); "
+            "nothing was changed."
+        )
+
+
+def _still_offered(memory: Memory, leaf: Leaf) -> tuple[Leaf, ...]:
+    """The candidates ``leaf`` was offered when it was remembered that are still held, current
+    and not linked from it: what remembering it again offers."""
+    return tuple(
+        memory.leaves[older]
+        for older in leaf.may_update
+        if older in memory.leaves and older not in leaf.supersedes and memory.current_of(older) is None
+    )
 
 
 def _free_id(memory: Memory, wanted: str | None) -> str:

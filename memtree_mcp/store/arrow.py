@@ -12,7 +12,7 @@ sliced rather than gathered, so over a memory-mapped file nothing is copied that
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.errors import StoreError
-from memtree_mcp.store.rows import DELETED, LEAF_JUDGING, refined
+from memtree_mcp.store.rows import DELETED, leaf_extras, refined
 
 
 def up_to(arrow: pa.Table, version: int) -> pa.Table:
@@ -228,7 +228,7 @@ def leaves_at(
     tags = _tags(part.column("tags"))
     links = _tags(part.column("supersedes"))
     # Positional, in Leaf's field order, from whole columns: cheaper than a keyword call per row.
-    return list(
+    leaves = list(
         map(
             Leaf,
             ids,
@@ -242,15 +242,23 @@ def leaves_at(
             [digest or "" for digest in hashes],
             [stamp or 0.0 for stamp in created],
             [links.get(i, ()) for i in range(len(ids))] if links else itertools.repeat(()),
-            _judging(part.column("metadata")),
         )
     )
+    for at, extras in _extras(part.column("metadata")).items():
+        for name, value in extras.items():
+            setattr(leaves[at], name, value)
+    return leaves
 
 
-def _judging(column: pa.ChunkedArray) -> Iterable[bool]:
-    """Whether each leaf awaits an LLM's judgement (``rows.LEAF_JUDGING``): most rows hold none."""
-    marked = pc.fill_null(pc.equal(column, LEAF_JUDGING), False).to_numpy(zero_copy_only=False)
-    return marked.tolist() if marked.any() else itertools.repeat(False)
+def _extras(column: pa.ChunkedArray) -> dict[int, dict[str, Any]]:
+    """The Leaf fields in each leaf row's ``metadata`` (``rows.leaf_extras``), by row, for the rows
+    that have any: most hold none, so nothing is parsed for them."""
+    present = pc.is_valid(column).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(present)
+    if not len(rows):
+        return {}
+    raws = column.take(pa.array(rows)).to_pylist()
+    return {int(row): leaf_extras(raw) for row, raw in zip(rows.tolist(), raws, strict=True)}
 
 
 def _tags(column: pa.ChunkedArray) -> dict[int, tuple[str, ...]]:

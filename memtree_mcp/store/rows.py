@@ -40,8 +40,10 @@ META_DIMENSION = b"memtree.dimension"
 META_GENERATION = b"memtree.generation"
 # The oldest commit (``rev``) whose memory the rows still hold whole: history starts there.
 META_FLOOR = b"memtree.history_from"
-# A leaf row's ``metadata`` while the memory awaits an LLM's judgement of what it updates
-# (``Leaf.judging``); None otherwise. Older code reads no leaf's metadata, so no new schema.
+# A leaf row's ``metadata``: a JSON object of what a leaf holds beyond its columns, None when it
+# holds only defaults: ``judging`` (awaiting an LLM's judgement of what it updates), ``by`` (who
+# made each link of ``supersedes``) and ``may_update`` (the candidates offered when it was
+# remembered). Older code reads only ``{"judging":true}`` of it, so no new schema.
 LEAF_JUDGING = '{"judging":true}'
 
 
@@ -180,7 +182,7 @@ def leaf_row(leaf: Leaf, now: float) -> dict[str, Any]:
         "role": leaf.role,
         "tags": list(leaf.tags),
         "session": leaf.session,
-        "metadata": LEAF_JUDGING if leaf.judging else None,
+        "metadata": leaf_metadata(leaf),
         "content_hash": leaf.content_hash,
         "created": leaf.created,
         "updated": now,
@@ -241,8 +243,39 @@ def leaf_from_row(row: dict[str, Any]) -> Leaf:
         content_hash=row["content_hash"] or "",
         created=float(row["created"] or 0.0),
         supersedes=tuple(row.get("supersedes") or ()),
-        judging=row.get("metadata") == LEAF_JUDGING,
+        **leaf_extras(row.get("metadata")),
     )
+
+
+def leaf_metadata(leaf: Leaf) -> str | None:
+    """A leaf row's ``metadata`` (see :data:`LEAF_JUDGING`), None when all of it is default."""
+    extras: dict[str, Any] = {}
+    if leaf.judging:
+        extras["judging"] = True
+    if leaf.supersedes_by:
+        extras["by"] = list(leaf.supersedes_by)
+    if leaf.may_update:
+        extras["may_update"] = list(leaf.may_update)
+    return json.dumps(extras, separators=(",", ":")) if extras else None
+
+
+def leaf_extras(raw: str | None) -> dict[str, Any]:
+    """The Leaf fields a leaf row's ``metadata`` holds (none when it holds none or is unreadable)."""
+    if not raw:
+        return {}
+    try:
+        extras = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(extras, dict):
+        return {}
+    makers = extras.get("by")
+    candidates = extras.get("may_update")
+    return {
+        "judging": extras.get("judging") is True,
+        "supersedes_by": tuple(str(m) for m in makers) if isinstance(makers, list) else (),
+        "may_update": tuple(str(c) for c in candidates) if isinstance(candidates, list) else (),
+    }
 
 
 def refined(raw: str | None) -> dict[str, Any]:

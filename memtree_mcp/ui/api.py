@@ -14,8 +14,8 @@ with a 4xx status for bad input):
 - ``/ui/api/timeline?ns=``: the sessions (or coarser periods) with their time spans;
 - ``POST /ui/api/forget`` ``{"ns", "id"}``: forget one memory; 403 unless edits were allowed.
 
-A memory that a later one updates (a link stored with ``remember(..., supersedes=…)`` or the
-update rule, asked as every tool asks it: :func:`memtree_mcp.core.currency.newest_updates`) is
+A memory that a later one updates (a link stored by the agent, the user or an LLM judge, read as
+every tool reads it: :func:`memtree_mcp.core.currency.newest_updates`) is
 marked wherever it is listed: ``stale`` and ``superseded_by`` (the id of its latest update). The
 marks are computed on each request, so forgetting the update makes the older memory current again.
 
@@ -45,7 +45,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memtree_mcp.core.calendar import SESSION, period_name
-from memtree_mcp.core.currency import SIBLINGS, neighbours, newest_updates
+from memtree_mcp.core.currency import newest_updates
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
@@ -146,9 +146,8 @@ def _item(memory: Memory, node_id: str, newest: Mapping[str, Leaf] = _NONE) -> d
 
 
 def _updates(memory: Memory, node_ids: Iterable[str]) -> dict[str, Leaf]:
-    """Each memory among ``node_ids`` that a later one updates -> its latest update, asked as
-    navigate and summarize ask it (stored links first, then the rule, among each memory's
-    siblings and nearest memories)."""
+    """Each memory among ``node_ids`` that a later one says it updates -> its latest update, as
+    navigate and summarize read the links."""
     return newest_updates(memory, [memory.leaves[n] for n in node_ids if n in memory.leaves])
 
 
@@ -159,22 +158,9 @@ def _reference(leaf: Leaf) -> dict[str, Any]:
 
 
 def _updated(memory: Memory, leaf: Leaf) -> list[Leaf]:
-    """The earlier memories that ``leaf`` updates, oldest first: those it names in its
-    ``supersedes``, and those among its semantic siblings and nearest memories whose latest
-    update it is."""
+    """The earlier memories that ``leaf`` says it updates (its ``supersedes``), oldest first."""
     named = [memory.leaves[o] for o in leaf.supersedes if o in memory.leaves]
-    parent = memory.semantic.parent_of.get(leaf.id)
-    siblings = memory.semantic.branches[parent].children[:SIBLINGS] if parent is not None else []
-    near = dict.fromkeys([*neighbours(memory, [leaf])[0], *siblings])
-    earlier = [
-        memory.leaves[n]
-        for n in near
-        if n in memory.leaves and n != leaf.id and memory.leaves[n].timestamp <= leaf.timestamp
-    ]
-    verdicts = newest_updates(memory, earlier, [leaf.id])
-    ruled = [older for older in earlier if (v := verdicts.get(older.id)) is not None and v.id == leaf.id]
-    found = {older.id: older for older in [*named, *ruled]}
-    return sorted(found.values(), key=lambda older: (older.timestamp, older.seq))
+    return sorted(named, key=lambda older: (older.timestamp, older.seq))
 
 
 def _check_in_tree(memory: Memory, node_id: str, tree: str) -> Hierarchy:

@@ -33,6 +33,17 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(run=remember)
+    parser = commands.add_parser(
+        "link", parents=[common], help="say that a memory updates others, or undo such a link"
+    )
+    parser.add_argument("newer", metavar="ID", help="the memory that updates the others")
+    parser.add_argument(
+        "--supersedes", action="append", default=[], metavar="OLDER", help="a memory it updates (repeatable)"
+    )
+    parser.add_argument(
+        "--unlink", action="append", default=[], metavar="OLDER", help="undo its link to OLDER (repeatable)"
+    )
+    parser.set_defaults(run=link)
     parser = commands.add_parser("recall", parents=[common], help="look up memories")
     parser.add_argument("query")
     parser.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
@@ -70,14 +81,32 @@ def remember(args: argparse.Namespace, settings: Settings, service: MemoryServic
         timestamp=args.timestamp,
         session=args.session,
         supersedes=args.supersedes,
+        by="user",
     )
     if args.json:
         print(stored.model_dump_json(indent=2))
-    else:
-        state = "already remembered" if stored.deduplicated else "remembered"
-        where = " > ".join(step.label for step in stored.path) or "top level"
-        links = f" (supersedes {', '.join(stored.supersedes)})" if stored.supersedes else ""
-        print(f"{state}: {', '.join(stored.ids)}{links} (under: {where})")
+        return 0
+    state = "already remembered" if stored.deduplicated else "remembered"
+    where = " > ".join(step.label for step in stored.path) or "top level"
+    links = f" (supersedes {', '.join(stored.supersedes)})" if stored.supersedes else ""
+    print(f"{state}: {', '.join(stored.ids)}{links} (under: {where})")
+    if stored.candidates:
+        print(
+            f"it may update these; if it replaces one, run `memtree-mcp link {stored.ids[0]} "
+            "--supersedes ID`:"
+        )
+        for candidate in stored.candidates:
+            print(terminal(f"  {candidate.id} ({candidate.timestamp[:10]}) {candidate.text}"))
+    return 0
+
+
+def link(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
+    if not args.supersedes and not args.unlink:
+        raise InvalidInput("give --supersedes OLDER to link, or --unlink OLDER to undo a link.")
+    links, undone = service.link(args.newer, args.supersedes, args.unlink, by="user")
+    if undone:
+        print(f"{args.newer} no longer supersedes {', '.join(undone)}")
+    print(f"{args.newer} supersedes {', '.join(links) or 'nothing'}")
     return 0
 
 
