@@ -79,8 +79,13 @@ def updates(d: dict[str, Any]) -> list[str]:
 
 
 def links(found: dict[str, Any]) -> list[str]:
-    """Who marks updates: the rule, explicit links, the LLM path (scripted verdicts)."""
-    names = {"rule": "the rule", "explicit": "explicit links", "llm": "the LLM path (scripted verdicts)"}
+    """Who marks updates: nobody, the agent, explicit links, the LLM path (scripted verdicts)."""
+    names = {
+        "none": "nobody (no link)",
+        "agent": "the agent, confirming remember's candidates",
+        "explicit": "explicit links",
+        "llm": "the LLM path (scripted verdicts)",
+    }
     return [
         f"{names.get(way, way)}: real update pairs handled **{r['pairs_handled']}/{r['pairs']}**, "
         f"false marks {r['false_marks']} (precision {n(r['precision'], 2)}, recall {n(r['recall'], 2)}); "
@@ -89,25 +94,35 @@ def links(found: dict[str, Any]) -> list[str]:
     ]
 
 
-def update_rule(d: dict[str, Any]) -> list[str]:
-    r = d["results"]["pair"]
+def candidates(d: dict[str, Any]) -> list[str]:
+    held = d["project"]["held out (heldout_project.py)"]
+    after = held["after_the_agent"]
+    pairs = d["pairs"]["held out (pairs_heldout.py)"]
+    named, offered = held["updates_named_when_remembered"], held["ordinary_offered_any"]
     return [
-        f"{d['pairs']} labelled pairs, each in a store of its two memories: precision / recall dev "
-        f"**{n(r['dev']['precision'], 3)} / {n(r['dev']['recall'], 3)}**, held out "
-        f"**{n(r['held_out']['precision'], 3)} / {n(r['held_out']['recall'], 3)}** "
-        f"(false marks {r['all']['fp']}, missed {r['all']['fn']})",
-        f"{n(d['timing']['fresh_judge_us_per_pair'])} µs per pair with a fresh judge, "
-        f"{n(d['timing']['cached_judge_us_per_pair'])} µs once both memories are read",
+        f"held-out project memory: remember names the memory an update changes **{named}**, offers "
+        f"any candidate on {offered} ordinary memories; before any agent acts, the newer first "
+        f"**{held['before_the_agent']['newest_first']}**",
+        f"after the agent confirms: told {after['told']}, subject summaries {after['subject_summaries']}, "
+        f"memory agent {after['navigate_agent']}, stale values in the whole summary "
+        f"{after['whole_summary_stale_values']}, explicit links {after['explicit_links']}",
+        f"held-out pairs alone: updates offered {pairs['updates_offered']}, look-alikes "
+        f"{pairs['lookalikes_offered']} (offers, never marks); LoCoMo dev: "
+        f"{n(d['locomo']['turns_offered_any_per_1000'])} turns of 1,000 offered any; finder "
+        f"{n(d['cost']['p50_ms'], 2)} ms p50 at {d['cost']['memories']:,} memories",
     ]
 
 
-def update_chat(d: dict[str, Any]) -> list[str]:
-    labelled = d.get("hand_labelled", {})
-    return [
-        f"LoCoMo dev chat: **{d['marked']:,}** pairs marked as updates of {d['judged']:,} judged "
-        f"(close in meaning, same conversation); of those labelled by hand, "
-        f"{labelled.get('true_updates', '?')} true, {labelled.get('false', '?')} false",
-    ]
+def template_recall(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, s in d["summary"].items():
+        commit = d["cases"][name].get("commit")
+        code = f" (code {commit[:7]})" if commit else ""
+        rows.append(
+            f"`{name}`{code}: recall p50 **{n(s['recall']['p50_ms'])} ms** ({s['recall']['vs_first']}×), "
+            f"remember p50 {n(s['remember']['p50_ms'])} ms ({s['remember']['vs_first']}×)"
+        )
+    return rows
 
 
 def sessions(d: dict[str, Any]) -> list[str]:
@@ -314,8 +329,8 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "locomo": locomo,
     "sessions": sessions,
     "updates": updates,
-    "update-rule": update_rule,
-    "update-chat": update_chat,
+    "candidates": candidates,
+    "template-recall": template_recall,
     "scale": scale,
     "scale-s3-moto": s3,
     "multiclient": multiclient,

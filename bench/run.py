@@ -84,23 +84,48 @@ BENCHES: dict[str, Bench] = {
         "updates.py",
         "Quality of what the model reads: answers to questions about facts changed later (newest "
         "first, older marked superseded), hits per answer, characters read, tools/list size; and who "
-        "marks updates: precision/recall of the rule, of explicit links and of the LLM path with "
-        "scripted verdicts (~30 s).",
+        "marks updates: nobody, the agent confirming remember's candidates, explicit links, the LLM "
+        "path with scripted verdicts (~1 min).",
         (),
     ),
-    "update-rule": Bench(
-        "update_rule.py",
-        "Quality of the update rule alone: precision/recall on the labelled pairs of "
-        "bench/update_pairs.py (dev and held-out; a store of the two memories, and of all of "
-        "them), the misses listed, microseconds per pair (~20 s).",
-        (),
-    ),
-    "update-chat": Bench(
-        "update_chat.py",
-        "False update marks on chat: every pair of LoCoMo dev turns close in meaning judged by the "
-        "rule, marks counted per conversation, a seeded sample written out to label by hand (~2 min).",
-        ("{data}",),
+    "candidates": Bench(
+        "candidates.py",
+        "The current truth: which older memories remember offers as ones a new memory may update "
+        "(labelled pairs, dev and held out; a project memory, dev and held out, with what recall, "
+        "summaries and the memory agent show before and after an agent confirms them, and with a "
+        "scripted LLM judge; LoCoMo dev offers per 1,000 turns; the finder's cost at 10k; ~3 min).",
+        ("{data}", "--llm"),
         needs="the LoCoMo dev split (--data)",
+    ),
+    "template-recall": Bench(
+        "template_recall.py",
+        "A store of look-alike memories: 10,000 of one template, recall and remember p50 through MCP "
+        "stdio, code versions taking turns (4ac89d6, before the update rule judged pairs at read "
+        "time, against this checkout; ~6 min).",
+        (
+            "--case",
+            "4ac89d6={scratch}/code-4ac89d6",
+            "--case",
+            "now={root}",
+            "--workdir",
+            "{scratch}/template",
+        ),
+        quick=(
+            "--case",
+            "now={root}",
+            "--size",
+            "300",
+            "--rounds",
+            "1",
+            "--recalls",
+            "6",
+            "--remembers",
+            "2",
+            "--workdir",
+            "{scratch}/template-quick",
+        ),
+        needs="for the canonical run, 4ac89d6's code in {scratch}/code-4ac89d6 (git archive 4ac89d6 "
+        "memtree_mcp | tar -x -C it, and its commit in COMMIT)",
     ),
     "scale": Bench(
         "scale.py",

@@ -1,11 +1,13 @@
-"""Labelled pairs of memories for the update rule (``updates.supersedes``), measured by ``update_rule.py``.
+"""Labelled pairs of memories: does a later memory update an earlier one? The dev set of the update
+candidates ``remember`` offers (``core/candidates.py``, measured by ``candidates.py``; the
+held-out pairs are ``pairs_heldout.py``).
 
-Everything here was written for this benchmark (issue 26, part 3): short facts of the kind an
-agent stores, in many domains (infrastructure, people and roles, schedules, product plans, bugs,
-versions, prices, addresses, preferences, personal life as told in a chat). Each pair is an
-earlier memory, a later one, whether the later one **updates** the earlier (it changes what the
-earlier said about the same subject, so the earlier is no longer the current truth) and a
-``kind`` that says what sort of pair it is:
+Everything here was written for the update rule that judged pairs until issue 39 (issue 26, part 3):
+short facts of the kind an agent stores, in many domains (infrastructure, people and roles,
+schedules, product plans, bugs, versions, prices, addresses, preferences, personal life as told in a
+chat). Each pair is an earlier memory, a later one, whether the later one **updates** the earlier
+(it changes what the earlier said about the same subject, so the earlier is no longer the current
+truth) and a ``kind`` that says what sort of pair it is:
 
 - updates (``update=True``): ``value`` (only a value differs, no cue word), ``value-cue`` (a
   value changes and the text says so: "now", "raised", "moved"…), ``reworded`` (the same subject

@@ -17,10 +17,14 @@ Protocol (data and its invariants: ``updates_data.py``)
    extra fields (``relevance``, ``superseded_by``) are all handled.
 4. ``summarize`` with ``{"query": subject}`` for subjects that had updates: does the summary hold
    the newest version's distinctive words, and each stale version's?
-5. Who marks the updates (``links`` in the JSON): the same memories stored three more times through
-   the service, each in a fresh store, (a) ``rule``: as above, only the update rule marks; (b)
-   ``explicit``: each later version remembered with ``supersedes`` naming the version before it,
-   as an agent that has just recalled it would; (c) ``llm``: ``MEMTREE_LLM=litellm:openai/oracle``
+5. Who marks the updates (``links`` in the JSON): the same memories stored four more times through
+   the service, each in a fresh store, (a) ``none``: as above, nobody links (no mark may appear;
+   the newer version must still come first); (b) ``agent``: each memory remembered, and when
+   ``remember`` offers the version before it as a candidate, remembered again with ``supersedes``
+   naming it, as an agent that understands would (the labels stand in for its understanding; a
+   candidate that is not the version before is left alone); (c) ``explicit``: each later version
+   remembered with ``supersedes`` naming the version before it, as an agent that has just recalled
+   it would; (d) ``llm``: ``MEMTREE_LLM=litellm:openai/oracle``
    against the loopback fake OpenAI server of the test suite (``tests/fake_openai.py``), whose
    scripted answer to each judgement is read off the dataset's labels ("updates" for an earlier
    version of the same topic, "unrelated" otherwise; summaries: the entries, verbatim), so it
@@ -415,11 +419,11 @@ def metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # -- report -----------------------------------------------------------------------------------------
 
 
-# -- who marks the updates: the rule, explicit links, an LLM (scripted from the labels) --------------
+# -- who marks the updates: nobody, the agent, explicit links, an LLM (scripted from the labels) -----
 
 _FENCE = re.compile(r"<<<([A-Z_]+)>>>\n(.*?)\n<<<END_\1>>>", re.S)
 BY_TEXT = {m.text: m for m in MEMORIES}
-LINK_WAYS = ("rule", "explicit", "llm")
+LINK_WAYS = ("none", "agent", "explicit", "llm")
 
 
 def oracle(body: Any) -> str:
@@ -437,14 +441,27 @@ def oracle(body: Any) -> str:
     return "\n".join(verdicts)
 
 
-def store_all(service: MemoryService, explicit: bool) -> dict[str, str]:
+def store_all(service: MemoryService, way: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Every memory remembered the ``way`` given (protocol, 5); (leaf ids by key, what remember
+    offered: candidates in all, on updates, naming the version before, on base facts)."""
     leaf_of: dict[str, str] = {}
+    offers = {"candidates": 0, "updates": 0, "updates_named": 0, "base_facts": 0, "base_facts_offered": 0}
     for m in MEMORIES:
-        before = f"{m.topic}@{m.version - 1}"
-        links = [leaf_of[before]] if explicit and m.version > 1 else None
+        before = leaf_of.get(f"{m.topic}@{m.version - 1}")
+        links = [before] if way == "explicit" and before else None
         stored = service.remember(m.text, timestamp=m.timestamp, session=m.session, supersedes=links)
         leaf_of[m.key] = stored.ids[0]
-    return leaf_of
+        offered = [c.id for c in stored.candidates]
+        offers["candidates"] += len(offered)
+        if m.version > 1:
+            offers["updates"] += 1
+            offers["updates_named"] += before in offered
+        else:
+            offers["base_facts"] += 1
+            offers["base_facts_offered"] += bool(offered)
+        if way == "agent" and before in offered:
+            service.remember(m.text, timestamp=m.timestamp, session=m.session, supersedes=[before])
+    return leaf_of, offers
 
 
 def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str, Any]:
@@ -464,7 +481,7 @@ def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str,
         for o, n in marks.items()
         if not later_version(key_of[o], key_of[n.id])
     ]
-    handled = done = 0
+    handled = done = newer_first = 0
     wrong_on_hits = 0
     for question in QUESTIONS:
         hits = service.recall(question.text).hits
@@ -480,6 +497,7 @@ def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str,
         first = question.answer in rank and all(rank[question.answer] < rank[k] for k in shown)
         marked = all(hits[rank[k]].superseded_by == leaf_of[question.answer] for k in shown)
         handled += first and marked
+        newer_first += first
     return {
         "pairs": len(real),
         "pairs_handled": right,
@@ -490,6 +508,7 @@ def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str,
         "false": false,
         "questions": done,
         "questions_handled": handled,
+        "questions_newest_first": newer_first,
         "false_marks_on_hits": wrong_on_hits,
     }
 
@@ -509,10 +528,10 @@ def link_ways(embedder: Embedder) -> dict[str, Any]:
                 service = MemoryService(settings, embedder=embedder)
                 started = time.perf_counter()
                 try:
-                    leaf_of = store_all(service, explicit=way == "explicit")
+                    leaf_of, offers = store_all(service, way)
                     if way == "llm" and not service.judging.wait_idle(timeout=300):
                         raise RuntimeError(f"the judge did not finish: {service.judging.worker.failing}")
-                    out[way] = marks_measured(service, leaf_of)
+                    out[way] = {**marks_measured(service, leaf_of), "offered": offers}
                 finally:
                     service.close()
                 out[way]["seconds"] = round(time.perf_counter() - started, 1)
@@ -636,14 +655,18 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "| who marks | real pairs handled | false marks | precision | recall | updated questions handled "
-        "| false marks on hits | s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| newest first | updates offered the older | base facts offered any | false marks on hits | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for way, found in report["links"].items():
+        offered = found["offered"]
         lines.append(
             f"| {way} | {found['pairs_handled']}/{found['pairs']} | {found['false_marks']} "
             f"| {num(found['precision'])} | {num(found['recall'])} "
-            f"| {found['questions_handled']}/{found['questions']} | {found['false_marks_on_hits']} "
+            f"| {found['questions_handled']}/{found['questions']} "
+            f"| {found['questions_newest_first']}/{found['questions']} "
+            f"| {offered['updates_named']}/{offered['updates']} "
+            f"| {offered['base_facts_offered']}/{offered['base_facts']} | {found['false_marks_on_hits']} "
             f"| {found['seconds']} |"
         )
     tools = report["tools_list"]
