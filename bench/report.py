@@ -125,6 +125,27 @@ def template_recall(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def time_order(d: dict[str, Any]) -> list[str]:
+    s = d["summary"]
+    return [
+        f"{d['memories']:,} memories: remember p50 in time order **{n(s['in_order']['p50_ms'], 1)} ms**, "
+        f"out of it **{n(s['out_of_order']['p50_ms'], 1)} ms** ({d['out_of_order_vs_in_order_p50']}×; "
+        f"p95 {n(s['in_order']['p95_ms'], 1)} / {n(s['out_of_order']['p95_ms'], 1)} ms); "
+        f"doctor problems afterwards {len(d['doctor_problems'])}"
+    ]
+
+
+def hook(d: dict[str, Any]) -> list[str]:
+    warm, stops = d["warm_prompts"], d["stops"]
+    return [
+        f"{d['memories']:,} memories, each hook a fresh process: prompts after the first p50 / p95 "
+        f"**{n(warm['p50_ms'])} / {n(warm['p95_ms'])} ms**, context for **{d['context']}/{d['prompts']}** "
+        f"(the memory asked about named {d['named_the_memory']}/{d['prompts']}); session start "
+        f"{n(d['session_start_ms'])} ms and first prompt {n(d['first_prompt_ms'])} ms (cold); Stop p50 "
+        f"{n(stops['p50_ms'])} ms; turns stored {d['turns_stored']}; worker RSS {n(d['worker_rss_mib'])} MiB"
+    ]
+
+
 def sessions(d: dict[str, Any]) -> list[str]:
     rows = []
     for key, what in (("with_session_ids", "with session ids"), ("without_session_ids", "cut by silences")):
@@ -328,6 +349,8 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "bucket-lone": bucket_lone,
     "locomo": locomo,
     "sessions": sessions,
+    "time-order": time_order,
+    "hook": hook,
     "updates": updates,
     "candidates": candidates,
     "template-recall": template_recall,

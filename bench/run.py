@@ -80,6 +80,22 @@ BENCHES: dict[str, Bench] = {
         "14 questions, period summaries quoting another day (~1 min).",
         (),
     ),
+    "time-order": Bench(
+        "time_order.py",
+        "Time in order at 10,000 memories: remember p50/p95 of a memory in time order and of one "
+        "out of it (backdated into past days, sessions and months), taking turns in one process; "
+        "doctor's problems afterwards (~3 min, the store kept under the scratch directory).",
+        ("--workdir", "{scratch}/time-order"),
+        quick=("--memories", "600", "--rounds", "6", "--workdir", "{scratch}/time-order-quick"),
+    ),
+    "hook": Bench(
+        "hook.py",
+        "Claude Code's hooks as Claude Code runs them on 10,000 memories: a session start, then 20 "
+        "prompts and turns, each hook a fresh process; latency of each (cold first, then warm), "
+        "context arrived, the worker's RSS, turns stored (~2 min).",
+        ("--workdir", "{scratch}/hook"),
+        quick=("--memories", "600", "--turns", "5", "--workdir", "{scratch}/hook-quick"),
+    ),
     "updates": Bench(
         "updates.py",
         "Quality of what the model reads: answers to questions about facts changed later (newest "

@@ -24,7 +24,7 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, zone_named
 from memtree_mcp.errors import ConfigurationError
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
@@ -210,6 +210,34 @@ class Settings(BaseSettings):
         description="The silence that ends a session when memories come without a session id: "
         "seconds or 30m, 12h, 7d, 2w (a change of day ends one too).",
     )
+    hook_memories: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="The most memories Claude Code's prompt hook adds as context (0: none).",
+    )
+    hook_chars: int = Field(
+        default=2_000,
+        ge=200,
+        le=20_000,
+        description="The most characters a hook adds as context to a prompt or a session's start.",
+    )
+    hook_project: bool = Field(
+        default=False,
+        description="Claude Code's hooks use the namespace of the repository the session runs in.",
+    )
+    worker_idle: float = Field(
+        default=30 * 60.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="How long the hooks' warm worker waits without a request before it exits: "
+        "seconds or 30m, 12h.",
+    )
+    timezone: str = Field(
+        default="UTC",
+        description="The time zone whose days the temporal tree's days, weeks, months and years "
+        "follow and whose dates the server shows (an IANA name such as Europe/Berlin).",
+    )
     lease_seconds: float = Field(
         default=5.0,
         ge=0.5,
@@ -260,7 +288,7 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} needs litellm, which is not installed: {install_extra('llm')}")
         return value
 
-    @field_validator("retention", "session_gap", mode="before")
+    @field_validator("retention", "session_gap", "worker_idle", mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
         if not isinstance(value, str):
@@ -269,6 +297,12 @@ class Settings(BaseSettings):
         if found is None:
             raise ValueError(f"{value[:40]!r} is not a duration; use seconds or a unit: 30m, 12h, 7d, 2w")
         return float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone_is_known(cls, value: str) -> str:
+        zone_named(value)  # raises ValueError naming the zone
+        return value.strip() or "UTC"
 
     @field_validator("namespace")
     @classmethod

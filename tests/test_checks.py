@@ -10,8 +10,8 @@ import pytest
 from memtree_mcp.core.checks import Problem, memory_problems, semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.segmenting import FanOutPolicy
 from memtree_mcp.core.semantic import ROOT_ID
-from memtree_mcp.core.temporal import FanOutPolicy
 
 DIM = 8
 TOPICS = ["coffee beans and espresso", "hiking trails in the alps", "python type checking", "jazz records"]
@@ -207,9 +207,9 @@ def test_corruptions_are_reported_without_raising(corrupt: Callable[[Memory], ob
 def test_the_temporal_root_rules() -> None:
     memory = healthy_memory(2)
     segment = memory.temporal.frontier()[0]
-    segment.children.reverse()  # leaves no longer in arrival order
+    segment.children.reverse()  # leaves no longer in time order
     problems = temporal_problems(memory.temporal)
-    assert any("arrival order" in p.message for p in problems), problems
+    assert any("out of time order" in p.message for p in problems), problems
     memory = healthy_memory(40)  # three sessions on one day: the root's children are sessions
     tree = memory.temporal
     assert tree.height == 3 and temporal_problems(tree) == []

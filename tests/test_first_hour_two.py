@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -291,53 +292,48 @@ def test_install_without_write_says_which_file_the_json_belongs_in(tmp_path: Pat
 
 @pytest.mark.slow
 def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_continues(tmp_path: Path) -> None:
-    home, fifo = tmp_path / "home", tmp_path / "records.jsonl"
-    records = "".join(
-        f'{{"content": "Build note {i}: step {i} of the release checklist passed."}}\n' for i in range(300)
+    # The import reads and checks every record, sorts them by time, then commits them 256 at a time:
+    # Ctrl-C once the first batch is in keeps the batches committed, and a rerun adds the rest.
+    home, source = tmp_path / "home", tmp_path / "records.jsonl"
+    total = 2_000
+    source.write_text(
+        "".join(
+            f'{{"content": "Build note {i}: step {i} of the release checklist passed."}}\n'
+            for i in range(total)
+        )
     )
-    os.mkfifo(fifo)
     proc = subprocess.Popen(
-        [COMMAND, "import", str(fifo)],
+        [COMMAND, "import", str(source)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environment(MEMTREE_HOME=str(home)),
     )
     deadline = time.monotonic() + TIMEOUT
-    writer = None
-    while writer is None:  # the import opens the file once its service is up
-        try:
-            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None, "the import never read its file"
-            select.select([], [], [], 0.05)
-    try:
-        os.set_blocking(writer, True)
-        os.write(writer, records.encode())  # one batch of 256 is committed, then it waits for more
-        while (
+    while (
+        int(
             dict(line.split("\t") for line in run_cli("namespaces", home=home).stdout.splitlines()).get(
-                "default"
+                "default", 0
             )
-            != "256"
-        ):
-            assert time.monotonic() < deadline, "the first batch was never committed"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        os.close(writer)
-    assert proc.returncode == 130
-    assert (
-        err.decode()
-        .strip()
-        .endswith(
-            "interrupted: 256 memories imported; run the same import again to continue "
-            "(what is already there is skipped)"
         )
+        < 256
+    ):
+        assert time.monotonic() < deadline and proc.poll() is None, "the first batch was never committed"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 130, err
+    told = err.decode().strip().splitlines()[-1]
+    found = re.fullmatch(
+        r"interrupted: (\d+) memories imported; run the same import again to continue "
+        r"\(what is already there is skipped\)",
+        told,
     )
-    whole = tmp_path / "whole.jsonl"
-    whole.write_text(records)
-    again = run_cli("import", str(whole), home=home)
+    assert found is not None, told
+    done = int(found.group(1))
+    assert 256 <= done < total and done % 256 == 0
+    again = run_cli("import", str(source), home=home)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == "imported 44 memories (256 already there)"
+    assert again.stdout.strip() == f"imported {total - done:,} memories ({done:,} already there)"
 
 
 @pytest.mark.slow

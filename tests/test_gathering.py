@@ -78,7 +78,7 @@ def gather_by_brute_force(
     memory: Memory, query: np.ndarray, text: str, content: np.ndarray | None
 ) -> dict[str, float]:
     """Every memory's gather score, from the leaves alone, with loops."""
-    leaves = sorted(memory.leaves.values(), key=lambda leaf: leaf.seq)
+    leaves = sorted(memory.leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq))
     names = named_authors(text, {leaf.role for leaf in leaves})
     words = without_names(text, names, stand_in=" ") if names else text
     share = WEIGHTS.content_share if content is not None else 0.0

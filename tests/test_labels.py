@@ -138,8 +138,11 @@ def test_a_closed_time_segment_is_labelled_against_the_segment_that_follows_it()
     temporal = memory.temporal
     first, second = (temporal.branches[c] for c in temporal.root.children)
     # The first segment was written before the second existed; it is labelled again when it closes.
-    # A session's label: its day, then the words that tell it from the other session.
-    assert first.label.startswith("1970-01-01 · ") and second.label.startswith("1970-01-01 · ")
+    # A session's label: "session", its id and start, then the words that tell it from the other.
+    assert first.label.startswith(
+        f"session {temporal.leaves[temporal.ends(first.id)[0]].session} 1970-01-01 "
+    )
+    assert second.label.startswith("session ") and " 1970-01-01 " in second.label
     subject, other = (words(b.label.split(" · ", 1)[1]) for b in (first, second))
     assert "staging" in subject and "postgres" not in subject, first.label
     assert "production" in other, second.label

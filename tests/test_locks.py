@@ -230,14 +230,14 @@ def test_a_long_filing_lets_waiting_readers_in(
     add_leaf = Memory.add_leaf
     filed: list[str] = []
 
-    def gated(memory: Memory, leaf: Any) -> set[str]:
+    def gated(memory: Memory, leaf: Any, removed: set[str] | None = None) -> set[str]:
         filed.append(leaf.id)
         if len(filed) == 2:  # hold the writer inside its change, with the space's lock held
             reached.set()
             assert go_on.wait(60)
         if len(filed) == 2 * READERS_EVERY + 1:  # a reader let in at a turn has finished by now
             assert reader_done.wait(60)
-        return add_leaf(memory, leaf)
+        return add_leaf(memory, leaf, removed)
 
     monkeypatch.setattr(Memory, "add_leaf", gated)
     parts = [f"Part {p} of the long report: the pipeline ran and the numbers held." for p in range(300)]

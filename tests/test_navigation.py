@@ -13,7 +13,7 @@ from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import CursorView, NavigationError, move, view
-from memtree_mcp.core.temporal import FanOutPolicy
+from memtree_mcp.core.segmenting import FanOutPolicy
 from tests.tree_checks import binary_temporal_memory
 
 DIM = 16

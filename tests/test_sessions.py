@@ -170,7 +170,9 @@ async def test_each_session_has_one_node_that_holds_it_alone_and_no_node_cuts_a_
         assert len(session["children"]) <= 2, session["text"]  # at most two topical segments
         day = (START + timedelta(days=sum(DAYS_APART[: number + 1]))).date().isoformat()
         parent = await node(client, session["parent"])
-        assert label_line(parent["text"], session["node_id"]).startswith(f"{day} · ")
+        assert re.match(
+            rf"session (work-{number} )?{day} \d\d:\d\d · ", label_line(parent["text"], session["node_id"])
+        )
 
 
 async def test_left_and_right_at_a_session_walk_the_sessions_in_time_order(client: Client) -> None:

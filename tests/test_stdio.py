@@ -345,9 +345,10 @@ def test_import_then_export_round_trips_exactly(tmp_path: Path) -> None:
     exported = tmp_path / "out.jsonl"
     subprocess.run([COMMAND, "export", str(exported)], env=first, check=True, timeout=TIMEOUT)
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
-    assert [r["content"] for r in lines] == [r["content"] for r in records[:40]]
-    assert lines[3]["tags"] == ["home", "plants"] and lines[3]["session"] == "s1"
-    assert lines[3]["timestamp"] == "2024-04-01T08:30:00.250000+00:00"
+    # In time order: the record dated 2024 first, then the undated ones in the file's order.
+    assert [r["content"] for r in lines] == [r["content"] for r in [records[3], *records[:3], *records[4:40]]]
+    assert lines[0]["tags"] == ["home", "plants"] and lines[0]["session"] == "s1"
+    assert lines[0]["timestamp"] == "2024-04-01T08:30:00.250000+00:00"
 
     second = {**os.environ, "MEMTREE_HOME": str(tmp_path / "second")}
     subprocess.run([COMMAND, "import", str(exported)], env=second, check=True, timeout=TIMEOUT)

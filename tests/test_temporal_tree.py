@@ -15,16 +15,8 @@ from hypothesis import strategies as st
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key, session_break
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.temporal import (
-    MAX_SESSION,
-    MIN_SEGMENT,
-    TEMPORAL_ROOT_ID,
-    Candidate,
-    CompatibilityPolicy,
-    CosinePolicy,
-    FanOutPolicy,
-    TemporalTree,
-)
+from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
+from memtree_mcp.core.temporal import MAX_SESSION, MIN_SEGMENT, TEMPORAL_ROOT_ID, TemporalTree
 from tests.tree_checks import assert_temporal_invariants, branch_state, temporal_subtree_leaves, unit
 
 DIM = 8
@@ -215,7 +207,7 @@ def test_five_sessions_of_unrelated_turns_give_five_session_nodes_of_at_most_two
     assert_temporal_invariants(built.tree)
     # 40 days from a Monday in March: days, weeks and months above the sessions.
     assert [b.label.split(" · ")[0] for b in built.nodes_of("month")] == ["March 2026", "April 2026"]
-    assert sessions[0].label.startswith("2026-03-09 · ")
+    assert sessions[0].label.startswith("session work-0 2026-03-09 09:00 · ")
     assert built.nodes_of("day")[1].label.startswith("2026-03-18 (Wednesday) · ")
     assert built.nodes_of("week")[0].label.startswith("week of 2026-03-09 · ")
 
@@ -309,10 +301,10 @@ def test_misuse_is_refused() -> None:
     built.add(leaf)
     with pytest.raises(ValueError, match="already"):
         built.tree.insert(leaf)
-    built.leaves["m00009"] = make_leaf(9, axis(1))
+    built.leaves["m00009"] = make_leaf(9, axis(1), timestamp=MONDAY - 1)
     built.add(make_leaf(10, axis(1)))
-    with pytest.raises(ValueError, match="arrival order"):
-        built.tree.insert(built.leaves["m00009"])
+    built.tree.insert(built.leaves["m00009"])  # earlier than both: it goes first
+    assert temporal_subtree_leaves(built.tree, TEMPORAL_ROOT_ID) == ["m00009", "m00000", "m00010"]
 
     class Rogue:
         def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:

@@ -178,8 +178,9 @@ def test_the_timeline_lays_the_temporal_segments_in_time_order(client: TestClien
     data = client.get("/ui/api/timeline").json()
     segments = data["segments"]
     assert len(segments) >= 2 and not data["truncated"]
-    # One card a session, named by its day.
-    assert data["period"] == "session" and all(re.match(r"2026-\d\d-\d\d · ", s["label"]) for s in segments)
+    # One card a session, named by its start.
+    assert data["period"] == "session"
+    assert all(re.match(r"session (\S+ )?2026-\d\d-\d\d \d\d:\d\d · ", s["label"]) for s in segments)
     assert sum(s["leaf_count"] for s in segments) == len(MEMORIES)
     starts = [s["first_ts"] for s in segments]
     assert starts == sorted(starts)

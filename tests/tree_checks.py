@@ -127,11 +127,9 @@ def temporal_shape(memory: Memory) -> object:
 
 
 def assert_temporal_invariants(tree: TemporalTree, *, max_fan_out: int | None = None) -> None:
-    """Every leaf once and in arrival order, uniform leaf depth, contiguous spans, exact representatives.
-
-    Contiguity is checked against arrival order (the rank of a leaf's seq among all leaves), so it
-    holds whether or not seqs have gaps; with consecutive seqs it means a branch holds exactly the
-    seqs first_seq..last_seq. The rules live in ``memtree_mcp.core.checks.temporal_problems``.
+    """Every leaf once and in time order, uniform leaf depth, contiguous spans, exact representatives,
+    sessions under their own periods. The rules live in
+    ``memtree_mcp.core.tree_checks.temporal_problems``.
     """
     problems = temporal_problems(tree, max_fan_out=max_fan_out)
     assert not problems, problems

@@ -98,6 +98,10 @@ def _run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"memtree-mcp: {problem}", file=sys.stderr)
         if args.command == "hook":
+            if getattr(args, "worker", False):  # started by a hook, which says it on its next try
+                from memtree_mcp.cli.hook_client import home_of, leave_problem
+
+                leave_problem(home_of(getattr(args, "home", None)), str(problem))
             return 1  # Claude Code shows it and goes on; 2 would block the user's prompt
         if args.command != "serve":
             return 2

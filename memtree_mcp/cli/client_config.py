@@ -396,13 +396,14 @@ def write_config(
 
 
 def hooks_settings(command: str, env: Mapping[str, str], seconds: int = 5) -> str:
-    """The ``hooks`` of Claude Code's settings.json that run ``memtree-mcp hook`` on each prompt
-    (recall, as context) and at the end of each turn (remember it), with ``env`` set for it.
-    ``seconds`` is Claude Code's own limit; the hook keeps to one second by itself."""
+    """The ``hooks`` of Claude Code's settings.json that run ``memtree-mcp hook`` when a session
+    starts (start the warm worker; a brief of the project), on each prompt (recall, as context) and
+    at the end of each turn (remember it), with ``env`` set for it. ``seconds`` is Claude Code's own
+    limit; the hook keeps to one second by itself."""
     prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
     line = f"{prefix} {shlex.quote(command)} hook".strip()
     entry = [{"hooks": [{"type": "command", "command": line, "timeout": seconds}]}]
-    return _dumps({"hooks": {"UserPromptSubmit": entry, "Stop": entry}})
+    return _dumps({"hooks": {"SessionStart": entry, "UserPromptSubmit": entry, "Stop": entry}})
 
 
 # Settings a client's configuration carries when they were set (flags or MEMTREE_* variables), except

@@ -15,10 +15,11 @@ import itertools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 
 import numpy as np
 
-from memtree_mcp.core.calendar import DAY_SECONDS
+from memtree_mcp.core.calendar import DAY_SECONDS, day_of, zone
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.model import Branch, Leaf
@@ -346,14 +347,17 @@ class Timeline:
 
     @classmethod
     def build(cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex) -> Timeline:
-        return cls.of(sorted(leaves.values(), key=lambda leaf: leaf.seq), gap_seconds, index)
+        return cls.of(
+            sorted(leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq)), gap_seconds, index
+        )
 
     @classmethod
     def of(
         cls, ordered: Sequence[Leaf], gap_seconds: float, index: VectorIndex, rows: np.ndarray | None = None
     ) -> Timeline:
-        """The timeline of ``ordered``, every leaf held, in ``seq`` order; ``rows``: their rows in
-        ``index`` when the caller knows them (after a load, 0 to n - 1), instead of looking each up."""
+        """The timeline of ``ordered``, every leaf held, in time order (timestamp, then seq);
+        ``rows``: their rows in ``index`` when the caller knows them (after a load), instead of
+        looking each up."""
         n = len(ordered)
         stamps = np.fromiter((leaf.timestamp for leaf in ordered), dtype=np.float64, count=n)
         sessions = np.empty(n, dtype=object)
@@ -364,7 +368,7 @@ class Timeline:
         # the first recall after loading 10k memories.
         other = (sessions[1:] != sessions[:-1]).astype(bool)
         silence = np.diff(stamps) > gap_seconds
-        new_day = np.diff(np.floor(stamps / DAY_SECONDS)) != 0
+        new_day = np.diff(day_numbers(stamps)) != 0
         boundary = other | np.where(known[1:], silence & new_day, silence | new_day)
         segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
         if rows is None:
@@ -382,6 +386,24 @@ class Timeline:
         self._rows[self.size] = row
         self._segment[self.size] = segment
         self.size += 1
+
+    def insert(self, at: int, row: int, boundary: Callable[[int, int], bool]) -> None:
+        """Put the leaf in index ``row`` at place ``at`` of the time order (a memory earlier than
+        the last); ``boundary`` as for :meth:`remove`. Segment numbers after it move by the
+        boundaries it makes and the one it stands in, so they still count boundaries from the
+        first leaf."""
+        size = self.size
+        self.append(row, False)  # room at the end, then moved into place
+        rows, segment = self._rows, self._segment
+        rows[at + 1 : size + 1] = rows[at:size].copy()
+        segment[at + 1 : size + 1] = segment[at:size].copy()
+        rows[at] = row
+        before = int(boundary(int(rows[at - 1]), row)) if at > 0 else 0
+        after = int(boundary(row, int(rows[at + 1]))) if at < size else 0
+        crossed = int(segment[at + 1] - segment[at - 1]) if 0 < at < size else 0
+        segment[at] = int(segment[at - 1]) + before if at > 0 else 0
+        if at < size:
+            segment[at + 1 : size + 1] += before + after - crossed
 
     def positions(self) -> np.ndarray:
         """The place in time order of each leaf-index row (-1 for a row not in the timeline)."""
@@ -510,3 +532,12 @@ def headroom(size: int) -> int:
     ``remember`` after every start would pay it.
     """
     return size + size // 8 + 16
+
+
+def day_numbers(stamps: np.ndarray) -> np.ndarray:
+    """The day of each Unix time in ``stamps`` as a number (equal numbers, same calendar day)."""
+    if zone() is UTC:
+        return np.floor(stamps / DAY_SECONDS)
+    return np.fromiter(
+        (day_of(float(stamp)).toordinal() for stamp in stamps), dtype=np.float64, count=len(stamps)
+    )

@@ -13,13 +13,15 @@ think of time the same way ("last Tuesday's session", "the week of the release")
 Periods nest: a week is cut at a month's end (the week of 2026-03-30 holds two days of March; April's
 first days are a week of their own), so that every period lies in one period of each level above.
 A session belongs to the day it started on, so a session that runs past midnight is never cut.
-Days are calendar days in UTC, as every date the server shows.
+Days are calendar days in one time zone, UTC unless the user names another (MEMTREE_TIMEZONE, set
+with :func:`set_zone`), and every date the server shows is a date in that zone.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 if TYPE_CHECKING:
     from memtree_mcp.core.model import Leaf
@@ -33,9 +35,52 @@ SESSION_GAP_SECONDS = 30 * 60.0
 DAY_SECONDS = 86_400.0
 
 
+_zone: tzinfo = UTC
+
+
+def zone_named(name: str) -> tzinfo:
+    """The time zone called ``name`` (an IANA name such as ``Europe/Berlin``, or ``UTC``).
+    Raises ValueError naming it when the system knows no such zone."""
+    if name.strip().upper() in ("UTC", "Z", ""):
+        return UTC
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {name[:60]!r}; use an IANA name such as 'Europe/Berlin' or "
+            "'America/New_York', or 'UTC'"
+        ) from None
+
+
+def set_zone(name: str) -> None:
+    """Make ``name`` the zone whose days the calendar counts and whose dates the server shows."""
+    global _zone
+    _zone = zone_named(name)
+
+
+def zone() -> tzinfo:
+    """The zone of the calendar (UTC unless :func:`set_zone` named another)."""
+    return _zone
+
+
+def local(seconds: float) -> datetime:
+    """A Unix time as a date and time in the calendar's zone."""
+    return datetime.fromtimestamp(seconds, tz=_zone)
+
+
+def shown_date(seconds: float) -> str:
+    """The day of a Unix time as the server shows it: ``2026-03-14``, in the calendar's zone."""
+    return local(seconds).strftime("%Y-%m-%d")
+
+
+def shown_time(seconds: float) -> str:
+    """A Unix time as the server shows it to the minute: ``2026-03-14 09:30``, in the calendar's zone."""
+    return local(seconds).strftime("%Y-%m-%d %H:%M")
+
+
 def day_of(seconds: float) -> date:
-    """The calendar day (UTC) of a Unix time."""
-    return datetime.fromtimestamp(seconds, tz=UTC).date()
+    """The calendar day of a Unix time, in the calendar's zone."""
+    return local(seconds).date()
 
 
 def session_break(previous: Leaf | None, leaf: Leaf, gap_seconds: float = SESSION_GAP_SECONDS) -> bool:
@@ -84,14 +129,19 @@ def period_name(level: int) -> Period:
     return PERIODS[min(level, YEAR)]
 
 
-def period_title(level: int, first: float) -> str:
-    """How a node of ``level`` that starts at ``first`` is named: its date at that time scale."""
-    moment = datetime.fromtimestamp(first, tz=UTC)
+SESSION_ID_CHARS = 40  # of a session id in a session node's title
+
+
+def period_title(level: int, first: float, session: str | None = None) -> str:
+    """How a node of ``level`` that starts at ``first`` is named: its date at that time scale; a
+    session node says it is one, with its ``session`` id when its memories came with one."""
+    moment = local(first)
     day = moment.date()
     if level <= SEGMENT:
         return moment.strftime("%Y-%m-%d %H:%M")
     if level == SESSION:
-        return day.isoformat()
+        named = f" {session[:SESSION_ID_CHARS]}" if session else ""
+        return f"session{named} {moment.strftime('%Y-%m-%d %H:%M')}"
     if level == DAY:
         return f"{day.isoformat()} ({day.strftime('%A')})"
     if level == WEEK:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memtree_mcp.core.calendar import shown_date
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.model import Leaf
 
@@ -91,7 +91,7 @@ def restate(memory: Memory) -> set[str]:
 def stale_note(update: Leaf) -> str:
     """What a memory that ``update`` updates is marked with where it is shown: which memory updates
     it, when, and what it says now."""
-    day = datetime.fromtimestamp(update.timestamp, tz=UTC).strftime("%Y-%m-%d")
+    day = shown_date(update.timestamp)
     return f"superseded by {update.id} ({day}): “{gist(update.text, NOTE_CHARS)}”"
 
 

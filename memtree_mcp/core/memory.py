@@ -29,14 +29,17 @@ from memtree_mcp.core.gathering import named_authors, without_names
 from memtree_mcp.core.hierarchy import Linkage, Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
-from memtree_mcp.core.model import Branch, Leaf, LinkMaker, makers_of
+from memtree_mcp.core.links import Linked
+from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES
+from memtree_mcp.core.period_checks import period_faults
 from memtree_mcp.core.representative import derive_vector, derive_vectors
+from memtree_mcp.core.segmenting import CompatibilityPolicy, CosinePolicy
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
-from memtree_mcp.core.temporal import CompatibilityPolicy, CosinePolicy, TemporalTree
+from memtree_mcp.core.temporal import TemporalTree, time_key
 
 
-class Memory:
+class Memory(Linked):
     """The in-memory state of one namespace; the store persists it and rebuilds it on load.
 
     Every index follows each change in time proportional to the change, never to the memory's
@@ -72,8 +75,10 @@ class Memory:
         self.temporal = TemporalTree(
             self.leaves, dimension, policy=temporal_policy or CosinePolicy(), gap_seconds=session_gap
         )
-        # Whether load built the temporal tree from the leaves, the store having kept none of it.
+        # Whether load built the temporal tree from the leaves, the store having kept none of it or
+        # one out of time order (whose branches, in ``temporal_replaced``, the next write deletes).
         self.temporal_rebuilt = False
+        self.temporal_replaced: set[str] = set()
         averaged = all(
             tree.linkage == "average" and getattr(tree, "vector_mode", "centroid") == "centroid"
             for tree in (self.semantic, self.temporal)
@@ -100,7 +105,7 @@ class Memory:
         self._timeline: Timeline | None = None
         self._structure: TreeStructure | None = None
         # The last query's scores in time order (best_between): (query, leaves, next seq), seqs, scores.
-        self._seq_scores: tuple[tuple[bytes, int, int], np.ndarray, np.ndarray] | None = None
+        self._time_scores: tuple[tuple[bytes, int, int], np.ndarray, np.ndarray] | None = None
         self.next_seq = 0
 
     # -- loading ---------------------------------------------------------------------------------
@@ -112,6 +117,8 @@ class Memory:
         lexical: LexicalIndex | None = None,
         vectors: Matrix | None = None,
         shapes: Mapping[str, Shape] | None = None,
+        *,
+        as_stored: bool = False,
     ) -> None:
         """Replace the whole state with stored nodes.
 
@@ -121,7 +128,9 @@ class Memory:
         vectors as one matrix, row i being the i-th leaf's, the leaves given in seq order (what
         a store's ``Snapshot`` holds), taken in one copy instead of gathering each leaf's.
         ``shapes``: each tree's :class:`Shape` as the store's columns give it, for its branches in
-        the order given, instead of working it out node by node.
+        the order given, instead of working it out node by node. A temporal tree out of time
+        order (as an earlier memtree-mcp built it from memories that came out of order) is built
+        again in time order, unless ``as_stored`` (what ``doctor`` checks).
 
         Raises ValueError when ``lexical`` or ``vectors`` does not fit the leaves.
         """
@@ -183,11 +192,19 @@ class Memory:
             fitting[tree.tree_name] = shape if shape is not None and shape.fits(mine) else None
             tree.adopt(mine, fitting[tree.tree_name])
         self.temporal_rebuilt = bool(ordered) and self.temporal.last_leaf is None
+        self.temporal_replaced = set()
         if self.temporal_rebuilt:
             # A store written before sessions and periods (schema 4) keeps no temporal branches
             # once read (store/migrations.py): the tree is built again from the leaves, in time
             # order, and the next write stores it (Spaces.writing).
             self.temporal.rebuild(ordered)
+        elif ordered and not as_stored and not self._temporal_sound():
+            # A tree an older memtree-mcp built in arrival order, with memories that came out of
+            # time order, or one whose days were another time zone's (MEMTREE_TIMEZONE changed):
+            # built again; the next write replaces its branches.
+            self.temporal_replaced = set(self.temporal.branches) - {self.temporal.root.id}
+            self.temporal.rebuild(ordered)
+            self.temporal_rebuilt = True
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self.arrays = {
             tree.tree_name: TreeArrays.build(tree, self.leaf_index, fitting[tree.tree_name])
@@ -195,8 +212,13 @@ class Memory:
         }
         # Built now rather than by the first recall: a server loads in the background, before it.
         # The leaf index was filled in seq order: leaf i is in row i.
+        stamps = self.slot_stamp[at] if n else np.zeros(0)
+        in_time = np.lexsort((np.arange(n), stamps))  # by time, then seq (the rows are in seq order)
         self._timeline = Timeline.of(
-            ordered, self.temporal.gap_seconds, self.leaf_index, np.arange(len(ordered), dtype=np.int64)
+            [ordered[i] for i in in_time.tolist()],
+            self.temporal.gap_seconds,
+            self.leaf_index,
+            in_time.astype(np.int64),
         )
         self._structure = None
 
@@ -206,10 +228,13 @@ class Memory:
         """The id of a stored leaf with exactly this content, if there is one."""
         return self._by_hash.get(content_hash)
 
-    def add_leaf(self, leaf: Leaf) -> set[str]:
+    def add_leaf(self, leaf: Leaf, removed: set[str] | None = None) -> set[str]:
         """Store ``leaf`` and insert it into both trees; return the ids of all nodes that changed.
 
-        Raises ValueError for a leaf id already stored or a sequence number not after the last one.
+        ``removed``, when given, receives the ids of branches the insertion deleted (a memory that
+        falls between two sessions of the same conversation joins them into one node); the caller
+        deletes their rows. Raises ValueError for a leaf id already stored or a sequence number not
+        after the last one.
         """
         if leaf.id in self.leaves:
             raise ValueError(f"leaf {leaf.id} is already stored")
@@ -223,15 +248,26 @@ class Memory:
         self._authors[leaf.role] += 1
         self._link(leaf)
         self.next_seq = leaf.seq + 1
+        latest = previous is None or time_key(leaf) >= time_key(previous)
         changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
+        dropped = set(self.temporal.dropped)
+        self.temporal.dropped.clear()
+        if dropped:
+            self._drop_branches(dropped)
+            changed -= dropped
+            if removed is not None:
+                removed |= dropped
         self.leaf_index.upsert(leaf.id, leaf.vector)
         self.lexical.add(leaf.id, leaf.text)
         self._map_slot(leaf.id)
         self._follow(changed)
         if self._timeline is not None:
-            # Leaves arrive in time order: the timeline grows at its end instead of being rebuilt.
-            boundary = session_break(previous, leaf, self.temporal.gap_seconds)
-            self._timeline.append(self.leaf_index.row(leaf.id), boundary)
+            row = self.leaf_index.row(leaf.id)
+            if latest:
+                # Most leaves are the latest: the timeline grows at its end.
+                self._timeline.append(row, session_break(previous, leaf, self.temporal.gap_seconds))
+            else:
+                self._timeline.insert(self.temporal.position_of(leaf.id), row, self._boundary_between_rows)
         self._structure = None
         return changed
 
@@ -265,7 +301,8 @@ class Memory:
         Afterwards the memory equals a fresh :meth:`load` of the same store (the same leaves, both
         trees node for node, the same recall), in time proportional to the change: each index,
         the tree arrays and the timeline follow node by node, as they do for :meth:`add_leaf`. The
-        timeline is rebuilt on next use only when leaves came back before the last one (a restore).
+        timeline is rebuilt on next use only when leaves came before the last one in time (a
+        restore, a backdated memory).
         """
         gone = [leaf_id for leaf_id in removed if leaf_id in self.leaves]
         for leaf_id in gone:
@@ -286,7 +323,8 @@ class Memory:
         previous = None  # the latest leaf still held, which the fresh ones must all follow
         if timeline is not None and timeline.size:
             previous = self.leaves[self.leaf_index.id_at(int(timeline.rows[-1]))]
-        in_order = previous is None or all(leaf.seq > previous.seq for leaf in fresh)
+        fresh.sort(key=time_key)
+        in_order = previous is None or all(time_key(leaf) >= time_key(previous) for leaf in fresh)
         for leaf in fresh:
             self.leaves[leaf.id] = leaf
             if leaf.content_hash:
@@ -308,8 +346,10 @@ class Memory:
                     if child in self.leaves:
                         arrays.set_leaf(self.leaf_index.row(child), branch.id)
                 self._index_branch(branch)
-        last = self.temporal.last_leaf
-        self.next_seq = self.leaves[last].seq + 1 if last is not None else 0
+        if gone:
+            self.next_seq = max((leaf.seq for leaf in self.leaves.values()), default=-1) + 1
+        else:
+            self.next_seq = max([self.next_seq, *(leaf.seq + 1 for leaf in fresh)])
         if timeline is not None and in_order:
             for leaf in fresh:
                 timeline.append(
@@ -350,95 +390,6 @@ class Memory:
             self.slot_row[self.lexical.slot(moved)] = row
             if self._timeline is not None:
                 self._timeline.renumber(last, row)
-
-    # -- explicit update links ----------------------------------------------------------------------
-
-    def link(self, leaf_id: str, olders: Iterable[str], by: LinkMaker = "agent") -> bool:
-        """Record that held leaf ``leaf_id`` updates the memories ``olders`` too, as ``by`` said
-        (its ``supersedes`` grows, in order, without repeats); whether anything was added. The
-        caller checks the ids and that no link would close a circle (:meth:`reaches`,
-        ``service/writing.py``) and rewrites the leaf's row. Raises KeyError for a leaf not held."""
-        leaf = self.leaves[leaf_id]
-        makers = dict(zip(leaf.supersedes, makers_of(leaf), strict=True))
-        for older in olders:
-            if older != leaf_id:
-                makers.setdefault(older, by)
-        if tuple(makers) == leaf.supersedes:
-            return False
-        self._unlink(leaf)
-        leaf.supersedes, leaf.supersedes_by = tuple(makers), tuple(makers.values())
-        self._link(leaf)
-        return True
-
-    def unlink(self, leaf_id: str, olders: Iterable[str]) -> bool:
-        """Undo the links of held leaf ``leaf_id`` to ``olders``; whether any was there (as :meth:`link`)."""
-        leaf = self.leaves[leaf_id]
-        gone = set(olders)
-        kept = [
-            (older, maker)
-            for older, maker in zip(leaf.supersedes, makers_of(leaf), strict=True)
-            if older not in gone
-        ]
-        if len(kept) == len(leaf.supersedes):
-            return False
-        self._unlink(leaf)
-        leaf.supersedes = tuple(older for older, _ in kept)
-        leaf.supersedes_by = tuple(maker for _, maker in kept)
-        self._link(leaf)
-        return True
-
-    def linked_olders(self) -> list[str]:
-        """Every held memory that some held memory says it updates."""
-        return [older for older in self._named_by if older in self.leaves]
-
-    def reaches(self, start: str, target: str) -> bool:
-        """Whether the links from held memory ``start`` lead to ``target``: ``start`` supersedes
-        it, or supersedes one that does, and so on. Linking ``target`` to supersede ``start``
-        would then close a circle."""
-        seen, todo = {start}, [start]
-        while todo:
-            leaf = self.leaves.get(todo.pop())
-            for older in leaf.supersedes if leaf is not None else ():
-                if older == target:
-                    return True
-                if older not in seen:
-                    seen.add(older)
-                    todo.append(older)
-        return False
-
-    def superseded_by(self, older_id: str) -> str | None:
-        """The held memory that says it updates held memory ``older_id`` (``Leaf.supersedes``), the
-        latest of them when several do; None when none does or ``older_id`` is not held."""
-        newers = self._named_by.get(older_id)
-        if not newers or older_id not in self.leaves:
-            return None
-        return max(newers, key=lambda newer: (self.leaves[newer].timestamp, self.leaves[newer].seq))
-
-    def current_of(self, older_id: str) -> str | None:
-        """Where the explicit links from ``older_id`` lead: the memory that updates it, or the one
-        that updates that in turn, and so on (C updates B, which updated A: A's is C); None when no
-        memory says it updates ``older_id``. A circle of links stops before it closes."""
-        seen = {older_id}
-        current = None
-        newer = self.superseded_by(older_id)
-        while newer is not None and newer not in seen:
-            seen.add(newer)
-            current = newer
-            newer = self.superseded_by(newer)
-        return current
-
-    def _link(self, leaf: Leaf) -> None:
-        for older in leaf.supersedes:
-            if older != leaf.id:
-                self._named_by.setdefault(older, {})[leaf.id] = None
-
-    def _unlink(self, leaf: Leaf) -> None:
-        for older in leaf.supersedes:
-            newers = self._named_by.get(older)
-            if newers is not None:
-                newers.pop(leaf.id, None)
-                if not newers:
-                    del self._named_by[older]
 
     def _boundary_between_rows(self, before: int, after: int) -> bool:
         """Whether the leaves in leaf-index rows ``before`` and ``after``, in time order, are in
@@ -561,22 +512,28 @@ class Memory:
             self._timeline = Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
         return self._timeline
 
-    def best_between(self, first_seq: int, last_seq: int, query: Vector) -> float | None:
-        """The highest cosine to ``query`` among the memories with a seq from ``first_seq`` to
-        ``last_seq`` (None when there is none): how a period of the temporal tree, a contiguous run
-        of arrival order, matches a query. The scores in time order are one matrix product, kept
-        for the last query (the memory agent weighs many periods for one; any change of the memory
-        changes its count or its next seq, and so the key)."""
+    def _temporal_sound(self) -> bool:
+        """Whether the temporal tree as read holds its leaves in time order, each under the
+        periods its time names in the calendar's zone."""
+        return self.temporal.in_time_order() and not period_faults(self.temporal)
+
+    def best_between(self, first: str, last: str, query: Vector) -> float | None:
+        """The highest cosine to ``query`` among the memories from leaf ``first`` to leaf ``last``
+        in time order (None when there is none): how a period of the temporal tree, a run of the
+        timeline, matches a query. The scores in time order are one matrix product, kept for the
+        last query (the memory agent weighs many periods for one; any change of the memory changes
+        its count or its next seq, and so the key)."""
         key = (query.tobytes(), len(self.leaves), self.next_seq)
-        if self._seq_scores is None or self._seq_scores[0] != key:
-            rows = self.timeline().rows
-            scores = self.leaf_index.score_array(query)[rows]
-            id_at, leaves = self.leaf_index.id_at, self.leaves
-            seqs = np.fromiter((leaves[id_at(row)].seq for row in rows.tolist()), np.int64, len(rows))
-            self._seq_scores = (key, seqs, scores)
-        _, seqs, scores = self._seq_scores
-        low, high = np.searchsorted(seqs, [first_seq, last_seq + 1])
-        return float(scores[low:high].max()) if high > low else None
+        if self._time_scores is None or self._time_scores[0] != key:
+            timeline = self.timeline()
+            scores = self.leaf_index.score_array(query)[timeline.rows]
+            self._time_scores = (key, timeline.positions(), scores)
+        _, places, scores = self._time_scores
+        row_of = self.leaf_index.row_of
+        if first not in row_of or last not in row_of:
+            return None
+        low, high = int(places[row_of[first]]), int(places[row_of[last]])
+        return float(scores[low : high + 1].max()) if 0 <= low <= high else None
 
     def temporal_structure(self) -> TreeStructure:
         """The temporal tree as parent arrays, for propagation: from the tree's arrays, after a change."""

@@ -252,8 +252,7 @@ def score_of(memory: Memory, hierarchy: Hierarchy, node_id: str, query: Vector) 
     a period by its closest memory (a day of unrelated sessions holds the one sought however little
     the rest is about it, which an average would hide). None for a branch without memories."""
     if hierarchy is memory.temporal:
-        node = memory.node(node_id)
-        first, last = (node.seq, node.seq) if isinstance(node, Leaf) else (node.first_seq, node.last_seq)
+        first, last = memory.temporal.ends(node_id)
         return memory.best_between(first, last, query)
     try:
         return float(hierarchy.match_vector_of(node_id) @ query)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from memtree_mcp.core.calendar import shown_date
 from memtree_mcp.core.candidates import newer_first
 from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
 from memtree_mcp.core.extractive import gist
@@ -174,4 +174,4 @@ def _line(node: Leaf | Branch, text: str | None = None, newest: Mapping[str, Lea
 
 
 def _day(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d")
+    return shown_date(seconds)

@@ -1,13 +1,14 @@
 """The temporal tree (SegTreeMem, seed 001 §4.1–4.2; HAT, seed 003 §3.1): sessions and periods.
 
-Leaves hang in arrival order (by ``seq``) and every branch covers a contiguous run of them. The levels
-are time scales (``core/calendar.py``), from the leaves up: topical **segments** of a session,
+Leaves hang in time order (:func:`time_key`: their timestamp, then their arrival for memories of the
+same moment), whatever order they arrive in, and every branch covers a contiguous run of them. The
+levels are time scales (``core/calendar.py``), from the leaves up: topical **segments** of a session,
 **sessions**, then **days**, **weeks**, **months** and **years**, each present only once the memory
 spans more than one period of the level below. So a depth means a time scale, and ``navigate
 left/right`` at a session walks the sessions in order, at a day the days, and so on.
 
-Where a new leaf goes. Only the *rightmost frontier*, the path from the root down to the last leaf,
-ends at the last leaf (seed 001 eq. 2), so a new leaf joins a node on it:
+Where a new leaf goes. A leaf later than every other (the usual case) joins a node of the *rightmost
+frontier*, the path from the root down to the last leaf (seed 001 eq. 2):
 
 - It continues the current session (:func:`~memtree_mcp.core.calendar.session_break` says no break,
   and the session node holds fewer than ``MAX_SESSION`` memories; past that the session goes on in
@@ -20,6 +21,17 @@ ends at the last leaf (seed 001 eq. 2), so a new leaf joins a node on it:
   current day when it starts on the same day, else the current week, month or year, or the root.
   When it falls outside every period the tree has (the first session of a second day, week, month
   or year), the tree grows the missing levels first.
+
+A leaf that comes earlier in time than the last (a backdated memory, an import of old notes, a
+client whose clock is behind) goes where its time puts it (:meth:`TemporalTree.insert`): the
+sessions it falls between (at most two) are grouped again with it by the same rule (it may join
+one, join two into one, or cut one where its session id differs), keep their segments (the leaf
+joins the segment of the memory before it), and are hung under the periods their start names, made
+where missing and placed among their siblings in time order. It costs the memories of those
+sessions and one path of periods, never a rebuild; and any arrival order of the same memories gives
+the same periods and sessions with the same members (segments inside a session may differ, as they
+were decided while its memories came; and a session past ``MAX_SESSION`` is cut where its memories
+stood when each arrived).
 
 Uniform depth. Every leaf sits at depth ``height`` (SegTreeMem's levelled-tree invariant, one
 frontier node per level), so a new leaf under a node ℓ levels up comes with a fresh right chain of
@@ -37,9 +49,9 @@ Labels. A branch's label starts with its period ("2026-03-11 · SAML, onboarding
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from memtree_mcp.core.calendar import (
     DAY,
@@ -47,20 +59,20 @@ from memtree_mcp.core.calendar import (
     SESSION,
     SESSION_GAP_SECONDS,
     coarsest_change,
+    period_key,
     period_name,
     period_title,
     session_break,
 )
-from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.hierarchy import Hierarchy, Shape
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.representative import PERIOD_SEPARATOR, refresh_branch
+from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy
 from memtree_mcp.core.semantic import new_branch_id
 
 TEMPORAL_ROOT_ID = "temporal-root"
-# Measured on the LoCoMo dev split (docs/findings/recall-quality.md): 0.2 to 0.6 move propagation's R@10 by
-# under two points; 0.4 is the best for it.
-COSINE_THRESHOLD = 0.4
+Entry = tuple[float, int, str]
+"""A leaf's place in time order: its :func:`time_key` and its id."""
 # A session's first memories stay one segment, whatever their subjects: a short session is one
 # stretch of work, and a segment of one or two turns tells a reader nothing the memory does not.
 MIN_SEGMENT = 6
@@ -73,81 +85,19 @@ MAX_SESSION = 100
 SESSION_HEIGHT = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """The current segment, as a compatibility policy sees it when a leaf of the same session comes.
-
-    ``level`` counts levels above the leaves (0: a segment, whose children are leaves).
-    ``match_vector`` is the branch's centroid × cohesion, the mean of its leaves' vectors: its dot
-    product with a unit vector is that vector's average cosine to the branch's leaves.
-    """
-
-    node_id: str
-    depth: int
-    level: int
-    fan_out: int
-    text: str
-    label: str
-    match_vector: Vector
-    leaf_count: int
-    first_seq: int
-    last_seq: int
-    first_ts: float
-    last_ts: float
-
-
-class CompatibilityPolicy(Protocol):
-    """Whether a new leaf continues the current segment of its session (SegTreeMem's model C).
-
-    ``candidates`` holds the segments the leaf may join, lowest first (today the current segment
-    alone; a batch-LLM policy puts them in one prompt as MERGE_1 … MERGE_m). Return the chosen
-    candidate's ``node_id``, or ``None`` for SPLIT (a new segment in the session). A policy only
-    judges content: sessions, periods and the shortest segment are the tree's.
-    """
-
-    def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None: ...
-
-
-class CosinePolicy:
-    """Continue the lowest candidate whose average cosine to the leaf reaches ``threshold``.
-
-    SegTreeMem's cosine model; with average linkage a segment drifting across subjects has a low
-    mean cosine to anything new, so a change of subject in a long session starts a new segment.
-    """
-
-    def __init__(self, threshold: float = COSINE_THRESHOLD) -> None:
-        self.threshold = threshold
-
-    def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
-        for candidate in candidates:
-            if float(candidate.match_vector @ leaf.vector) >= self.threshold:
-                return candidate.node_id
-        return None
-
-
-class FanOutPolicy:
-    """HAT (seed 003 §3.1): a segment holds at most ``m`` memories; the next one opens another.
-
-    Raises ``ValueError`` when ``m < 2`` (a fan-out of one would never hold two leaves together).
-    """
-
-    def __init__(self, m: int) -> None:
-        if m < 2:
-            raise ValueError(f"a fan-out must be at least 2, got {m}")
-        self.m = m
-
-    def choose(self, leaf: Leaf, candidates: Sequence[Candidate]) -> str | None:
-        for candidate in candidates:
-            if candidate.fan_out < self.m:
-                return candidate.node_id
-        return None
+def time_key(leaf: Leaf) -> tuple[float, int]:
+    """Where a memory stands in time: its timestamp, then its arrival (``seq``) among memories of the
+    same moment."""
+    return (leaf.timestamp, leaf.seq)
 
 
 class TemporalTree(Hierarchy):
     """The temporal hierarchy over a shared mapping of leaves; mirrors ``SemanticTree``'s shape.
 
     ``leaves`` is owned by the caller (the memory), which adds a leaf there before inserting it here.
-    Leaves must be inserted in increasing ``seq`` (arrival order). ``gap_seconds``: the silence that
+    Leaves may arrive in any order; they hang in time order. ``dropped`` collects the ids of the
+    branches an insertion deleted (two sessions a memory joined become one), for the caller to
+    delete. ``gap_seconds``: the silence that
     ends a session without an id; ``min_segment``: the memories a segment holds before the policy
     may end it (raises ``ValueError`` below 1).
     """
@@ -177,6 +127,10 @@ class TemporalTree(Hierarchy):
         self.parent_of: dict[str, str] = {}
         self.height = 0
         self.last_leaf: str | None = None
+        self.dropped: set[str] = set()
+        # Every leaf's Entry, in time order: made when a leaf first arrives out of order, then kept.
+        self._order: list[Entry] | None = None
+        self._entry_of: dict[str, Entry] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -206,6 +160,25 @@ class TemporalTree(Hierarchy):
             return None
         return period_name(self.level_of(node_id))
 
+    def position_of(self, leaf_id: str) -> int:
+        """Where a leaf of the tree stands in time order (0 for the earliest). KeyError for another id."""
+        order = self._ensure_order()
+        return bisect.bisect_left(order, self._entry_of[leaf_id])
+
+    def ends(self, node_id: str) -> tuple[str, str]:
+        """The first and the last leaf under a node in time order (a leaf's are itself). KeyError for
+        an unknown id; a branch without leaves gives its own id twice."""
+        if node_id in self.parent_of:
+            return node_id, node_id
+        first = last = self.branches[node_id]
+        while first.children and first.children[0] in self.branches:
+            first = self.branches[first.children[0]]
+        while last.children and last.children[-1] in self.branches:
+            last = self.branches[last.children[-1]]
+        if not first.children or not last.children:
+            return node_id, node_id
+        return first.children[0], last.children[-1]
+
     def candidates(self, leaf: Leaf) -> list[Candidate]:
         """The segments ``leaf`` may continue, as its policy will see them: the current segment when
         the leaf continues its session, else none."""
@@ -216,29 +189,26 @@ class TemporalTree(Hierarchy):
     # -- writing ---------------------------------------------------------------------------------
 
     def insert(self, leaf: Leaf) -> set[str]:
-        """Place ``leaf`` (already in ``leaves``) as the new last leaf; return every changed node id.
+        """Place ``leaf`` (already in ``leaves``) where its time puts it; return every changed node id.
 
         The changed set holds the leaf, the new chain of branches above it, the branch it joined and
         that branch's ancestors; after a new level, every branch (their depths moved) and the
-        children of the root that moved under the new level.
+        children of the root that moved under the new level. A leaf earlier than the last one is
+        placed by :meth:`_place_inside`; the branches it deletes are added to ``dropped``.
 
         Raises ``KeyError`` when the leaf is not in ``leaves``, ``ValueError`` when it is already in
-        the tree, when its ``seq`` does not follow the last leaf's, or when the policy picks a node
-        that is not an admissible candidate.
+        the tree or when the policy picks a node that is not an admissible candidate.
         """
         if leaf.id not in self.leaves:
             raise KeyError(f"leaf {leaf.id} must be added to the leaves before it is inserted")
         if leaf.id in self.parent_of:
             raise ValueError(f"leaf {leaf.id} is already in the temporal tree")
-        if self.last_leaf is not None and leaf.seq <= self.leaves[self.last_leaf].seq:
-            raise ValueError(
-                f"leaf {leaf.id} has seq {leaf.seq}, not after the last leaf's "
-                f"{self.leaves[self.last_leaf].seq}: the temporal tree takes leaves in arrival order"
-            )
         changed = {leaf.id}
         if self.last_leaf is None:
             self.height = SESSION_HEIGHT  # the first session: root, session, segment, leaf
             target = self.root
+        elif time_key(leaf) < time_key(self.leaves[self.last_leaf]):
+            return self._place_inside(leaf)
         else:
             target = self._target(leaf, changed)
         # A right chain of single-child branches keeps the new leaf at depth ``height``.
@@ -253,6 +223,9 @@ class TemporalTree(Hierarchy):
         node.children.append(leaf.id)
         self.parent_of[leaf.id] = node.id
         self.last_leaf = leaf.id
+        entry = self._entry_of[leaf.id] = (leaf.timestamp, leaf.seq, leaf.id)
+        if self._order is not None:
+            self._order.append(entry)
         path = [*self.ancestors(target.id), target, *chain]
         for branch in reversed(path):
             self.refresh(branch)
@@ -318,6 +291,21 @@ class TemporalTree(Hierarchy):
         not in the tree (the tree is then unchanged).
         """
         changed, removed, _, _ = self._prune(leaf_id, dissolve=False)
+        entry = self._entry_of.pop(leaf_id, None)
+        if self._order is not None and entry is not None:
+            del self._order[bisect.bisect_left(self._order, entry)]
+        changed |= self._collapse_root(removed)
+        if not self.root.children:
+            self.height = 0
+        lowest = self.frontier()[0]
+        self.last_leaf = lowest.children[-1] if lowest.children else None
+        return changed, removed
+
+    def _collapse_root(self, removed: set[str]) -> set[str]:
+        """While the root has a single child that is a period (a day or above), take that level
+        away: its children become the root's and every branch moves one level up (the inverse of
+        :meth:`_grow`). Returns the ids moved or recomputed; adds the deleted ones to ``removed``."""
+        changed: set[str] = set()
         root = self.root
         while self.height > SESSION_HEIGHT and len(root.children) == 1 and root.children[0] in self.branches:
             only = self.branches.pop(root.children[0])
@@ -334,11 +322,7 @@ class TemporalTree(Hierarchy):
             self.height -= 1
             # Same leaves, regrouped: recompute so the root's figures come from its new children.
             self.refresh(root)
-        if not root.children:
-            self.height = 0
-        lowest = self.frontier()[0]
-        self.last_leaf = lowest.children[-1] if lowest.children else None
-        return changed, removed
+        return changed
 
     def adopt(self, branches: Sequence[Branch], shape: Shape | None = None) -> None:
         """Replace the whole tree with stored ``branches`` (the root among them); used when loading.
@@ -360,19 +344,199 @@ class TemporalTree(Hierarchy):
         self.parent_of = {}
         self.height = 0
         self.last_leaf = None
-        for leaf in ordered:
+        self._order, self._entry_of = None, {}
+        for leaf in sorted(ordered, key=time_key):
             self.insert(leaf)
+        self.dropped.clear()
 
     def _applied(self) -> None:
-        # The last leaf is at the end of the frontier.
+        # The last leaf is at the end of the frontier; the time order is made again when needed.
         lowest = self.frontier()[0]
         self.last_leaf = lowest.children[-1] if lowest.children else None
+        self._order, self._entry_of = None, {}
+
+    def in_time_order(self) -> bool:
+        """Whether the leaves hang in time order, left to right (a tree that an older memtree-mcp
+        built in arrival order may not), and each session under the period its start names."""
+        keys = [time_key(self.leaves[node_id]) for node_id in self.walk() if node_id in self.parent_of]
+        if any(later < earlier for earlier, later in itertools.pairwise(keys)):
+            return False
+        for branch in self.branches.values():
+            level = self.level_of(branch.id)
+            parent = self.branches.get(branch.parent or "")
+            if level == SESSION and parent is not None and parent.parent is not None:
+                above = self.level_of(parent.id)
+                if period_key(above, branch.first_ts) != period_key(above, parent.first_ts):
+                    return False
+        return True
+
+    # -- placing a memory that comes before the last one in time -----------------------------------
+
+    def _place_inside(self, leaf: Leaf) -> set[str]:
+        """Insert ``leaf``, earlier in time than the last leaf, where its time puts it (see the
+        module); returns the changed ids and adds the deleted branches to ``dropped``."""
+        order = self._ensure_order()
+        entry = self._entry_of[leaf.id] = (leaf.timestamp, leaf.seq, leaf.id)
+        at = bisect.bisect_left(order, entry)
+        around = [order[i][2] for i in (at - 1, at) if 0 <= i < len(order)]
+        order.insert(at, entry)
+        # The levels its time may need, grown while the tree is whole; too many (it joined sessions
+        # instead of starting one) are taken away again at the end.
+        first_session = self.root
+        while first_session.children and self.level_of(first_session.id) > SESSION:
+            first_session = self.branches[first_session.children[0]]
+        starts = (first_session.first_ts, self.frontier()[SESSION].first_ts)
+        changes = [c for c in (coarsest_change(start, leaf.timestamp) for start in starts) if c is not None]
+        changed = {leaf.id}
+        while changes and self.height - 1 <= max(changes):
+            changed |= self._grow()
+        olds = [self.branches[s] for s in dict.fromkeys(self._session_of(n) for n in around)]
+        segment_of = {i: self.parent_of[i] for s in olds for i in self.leaves_under(s.id)}
+        run = sorted([leaf, *(self.leaves[i] for i in segment_of)], key=time_key)
+        vacated = {s.parent for s in olds if s.parent is not None}
+        spare = {c: self.branches[c] for s in olds for c in s.children}
+        for session in olds:
+            self.branches[session.parent or ""].children.remove(session.id)
+        sessions_left = list(olds)
+        for group in self._sessions_in(run):
+            session = sessions_left.pop(0) if sessions_left else self._new_branch(None, 0)
+            session.children = []
+            for segment_id, members in self._segments_in(group, segment_of, leaf.id):
+                segment = (spare.pop(segment_id, None) if segment_id else None) or self._new_branch(None, 0)
+                segment.parent, segment.children = session.id, [member.id for member in members]
+                for member in members:
+                    if self.parent_of.get(member.id) != segment.id:
+                        self.parent_of[member.id] = segment.id
+                        changed.add(member.id)
+                session.children.append(segment.id)
+                self.refresh(segment)
+            self.refresh(session)
+            changed |= self._hang(session)
+        for branch in [*sessions_left, *spare.values()]:
+            del self.branches[branch.id]
+            self.dropped.add(branch.id)
+        changed |= self._prune_empty(vacated)
+        changed |= self._collapse_root(self.dropped)
+        changed -= self.dropped
+        for branch in sorted((self.branches[c] for c in changed if c in self.branches), key=_deepest_first):
+            self.refresh(branch)
+        return changed
+
+    def _ensure_order(self) -> list[Entry]:
+        if self._order is None:
+            held = (self.leaves[node_id] for node_id in self.parent_of)
+            self._order = sorted((leaf.timestamp, leaf.seq, leaf.id) for leaf in held)
+            self._entry_of = {entry[2]: entry for entry in self._order}
+        return self._order
+
+    def _session_of(self, leaf_id: str) -> str:
+        return self.branches[self.parent_of[leaf_id]].parent or ""
+
+    def _sessions_in(self, run: Sequence[Leaf]) -> list[list[Leaf]]:
+        """``run`` (in time order) cut into sessions as arriving one by one would cut it."""
+        groups = [[run[0]]]
+        for previous, leaf in itertools.pairwise(run):
+            if session_break(previous, leaf, self.gap_seconds) or len(groups[-1]) >= MAX_SESSION:
+                groups.append([leaf])
+            else:
+                groups[-1].append(leaf)
+        return groups
+
+    @staticmethod
+    def _segments_in(
+        session: Sequence[Leaf], segment_of: Mapping[str, str], newcomer: str
+    ) -> list[tuple[str | None, list[Leaf]]]:
+        """A session's memories (in time order) in segments: the runs of memories that shared a
+        segment keep it, and ``newcomer`` joins the segment of the memory before it in the session
+        (of the one after it when it comes first). Each run comes with the id of the segment it
+        reuses (None for a new one; a segment cut in two keeps its id for the first part). No policy
+        is asked again: a session's segments were decided as its memories came, and a backdated
+        memory is one more turn of the stretch it falls in."""
+        ids = [segment_of.get(leaf.id) for leaf in session]
+        at = next((i for i, leaf in enumerate(session) if leaf.id == newcomer), None)
+        if at is not None and len(session) > 1:
+            ids[at] = ids[at - 1] if at > 0 else ids[at + 1]
+        runs: list[tuple[str | None, list[Leaf]]] = []
+        used: set[str] = set()
+        for segment_id, members in itertools.groupby(zip(ids, session, strict=True), key=lambda p: p[0]):
+            reuse = segment_id if segment_id is not None and segment_id not in used else None
+            if reuse is not None:
+                used.add(reuse)
+            runs.append((reuse, [member for _, member in members]))
+        return runs
+
+    def _hang(self, session: Branch) -> set[str]:
+        """Hang a session (its segments and leaves in place) under the periods its start names,
+        growing the levels it needs and making the periods it lacks, each among its siblings in
+        time order; returns the ids of the branches on its path."""
+        start = session.first_ts
+        changed: set[str] = set()
+        node = self.root
+        for level in range(self.height - 2, SESSION, -1):
+            key = period_key(level, start)
+            found = next(
+                (c for c in node.children if period_key(level, self.branches[c].first_ts) == key), None
+            )
+            if found is None:
+                period = self._new_branch(node, start)
+                found = period.id
+            node = self.branches[found]
+            changed.add(node.id)
+        session.parent, session.depth = node.id, node.depth + 1
+        self._insert_child(node, session)
+        for segment_id in session.children:
+            self.branches[segment_id].depth = session.depth + 1
+            changed.add(segment_id)
+        changed |= {session.id, node.id}
+        changed.update(b.id for b in self.ancestors(node.id))
+        return changed
+
+    def _new_branch(self, parent: Branch | None, first_ts: float) -> Branch:
+        """A new empty branch, under ``parent`` among its children in time order (by ``first_ts``)
+        when one is given."""
+        branch = Branch(
+            id=self.new_id(),
+            tree="temporal",
+            kind="internal",
+            parent=parent.id if parent is not None else None,
+            depth=parent.depth + 1 if parent is not None else 0,
+            first_ts=first_ts,
+            last_ts=first_ts,
+        )
+        self.branches[branch.id] = branch
+        if parent is not None:
+            self._insert_child(parent, branch)
+        return branch
+
+    def _insert_child(self, parent: Branch, child: Branch) -> None:
+        starts = [self.branches[c].first_ts for c in parent.children]
+        parent.children.insert(bisect.bisect_right(starts, child.first_ts), child.id)
+
+    def _prune_empty(self, vacated: set[str]) -> set[str]:
+        """Delete the branches among ``vacated`` (and above them) that lost every child, up to the
+        root; returns the ids of the survivors on the way (to be recomputed)."""
+        changed: set[str] = set()
+        for node_id in vacated:
+            node = self.branches.get(node_id)
+            while node is not None and node.parent is not None:
+                parent = self.branches[node.parent]
+                if not node.children:
+                    parent.children.remove(node.id)
+                    del self.branches[node.id]
+                    self.dropped.add(node.id)
+                else:
+                    changed.add(node.id)
+                node = parent
+            changed.add(self.root.id)
+        return changed
 
     def refresh(self, branch: Branch) -> None:
         """Recompute a branch from its children, its label led by its period (the root's is not)."""
         refresh_branch(branch, self.leaves, self.branches, keep_vector=False)
         if branch.parent is not None and branch.leaf_count:
-            title = period_title(self.height - 1 - branch.depth, branch.first_ts)
+            level = self.height - 1 - branch.depth
+            session = self.leaves[self.ends(branch.id)[0]].session if level == SESSION else None
+            title = period_title(level, branch.first_ts, session)
             branch.label = f"{title}{PERIOD_SEPARATOR}{branch.label}" if branch.label else title
 
     def _deepest_leaf_depth(self) -> int:
@@ -424,6 +588,10 @@ class TemporalTree(Hierarchy):
         self.refresh(period)
         changed.add(period.id)
         return changed
+
+
+def _deepest_first(branch: Branch) -> int:
+    return -branch.depth
 
 
 def _new_root() -> Branch:

@@ -13,8 +13,10 @@ The rules:
   leaves below (``vector × cohesion`` is their mean); a branch with children has a text; the
   tracked ``height`` is the depth of the deepest leaf;
 - semantic: internal nodes have at least two children, and (when asked) at most ``max_fan_out``;
-- temporal: leaves in arrival order left to right, all at depth ``height``, every branch covering a
-  contiguous run of them, time spans, ``last_leaf``, the root's shape and an optional fan-out limit;
+- temporal: leaves in time order left to right (timestamp, then seq), all at depth ``height``,
+  every branch covering a contiguous run of them, time spans, ``last_leaf``, the root's shape and an
+  optional fan-out limit; each period holds sessions of its own period only, and no two siblings
+  name the same period;
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from typing import Literal
 
 import numpy as np
 
+from memtree_mcp.core.calendar import shown_time
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.period_checks import period_faults
 from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
-from memtree_mcp.core.temporal import SESSION_HEIGHT, TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.temporal import SESSION_HEIGHT, TEMPORAL_ROOT_ID, TemporalTree, time_key
 
 ProblemArea = Literal["semantic", "temporal", "index", "leaves"]
 
@@ -360,18 +364,21 @@ def temporal_problems(
 ) -> list[Problem]:
     """Everything wrong with a temporal tree (empty when it is sound); ``max_fan_out`` bounds children.
 
-    Contiguity is checked against arrival order (the rank of a leaf's seq among all leaves), so it
-    holds whether or not seqs have gaps.
+    Contiguity is checked against the leaves' order left to right, which must be time order.
     """
     area: ProblemArea = "temporal"
     problems: list[Problem] = []
     shape = _shape(tree, area, problems)
     leaves = shape.leaves
-    seqs = [tree.leaves[n].seq for n in leaves]
-    for (a, sa), (b, sb) in itertools.pairwise(zip(leaves, seqs, strict=True)):
-        if sb <= sa:
+    keys = [time_key(tree.leaves[n]) for n in leaves]
+    for (a, ka), (b, kb) in itertools.pairwise(zip(leaves, keys, strict=True)):
+        if kb <= ka:
             problems.append(
-                Problem(area, b, f"leaf {b} (seq {sb}) comes after leaf {a} (seq {sa}), out of arrival order")
+                Problem(
+                    area,
+                    b,
+                    f"memory {b} ({_when(kb[0])}) comes after memory {a} ({_when(ka[0])}), out of time order",
+                )
             )
     rank = {n: i for i, n in enumerate(leaves)}
     expected_last = leaves[-1] if leaves else None
@@ -411,7 +418,7 @@ def temporal_problems(
                 Problem(area, leaf_id, f"leaf {leaf_id} is at depth {depth}, not at the height {tree.height}")
             )
     frontier = {b.id for b in _safe_frontier(tree)}
-    last_seq = seqs[-1] if seqs else None
+    last = leaves[-1] if leaves else None
     for branch in tree.branches.values():
         is_root = branch.id == TEMPORAL_ROOT_ID or branch is root
         problems += _role_problems(branch, "temporal", is_root, area)
@@ -433,7 +440,7 @@ def temporal_problems(
                 problems.append(Problem(area, branch.id, "only the root of an empty tree has no child"))
             continue
         _check_temporal_branch(tree, branch, shape, rank, area, problems, tolerance)
-        if branch.id not in frontier and last_seq is not None and branch.last_seq >= last_seq:
+        if branch.id not in frontier and last is not None and shape.under.get(branch.id, [None])[-1] == last:
             problems.append(
                 Problem(area, branch.id, f"branch {branch.id} is off the frontier yet ends at the last leaf")
             )
@@ -442,7 +449,13 @@ def temporal_problems(
         problems.append(
             Problem(area, None, f"the tracked height is {tree.height}, the deepest leaf is at depth {height}")
         )
+    if not problems:
+        problems += [Problem("temporal", node, message) for node, message in period_faults(tree)]
     return problems
+
+
+def _when(seconds: float) -> str:
+    return shown_time(seconds)
 
 
 def _check_temporal_branch(
@@ -516,14 +529,14 @@ def _check_temporal_branch(
             )
         )
     if under:
-        first_leaf, last_leaf = tree.leaves[under[0]].seq, tree.leaves[under[-1]].seq
-        if not (branch.first_seq == firsts[0] == first_leaf and branch.last_seq == lasts[-1] == last_leaf):
+        seqs = [tree.leaves[n].seq for n in under]
+        if not (branch.first_seq == min(firsts) == min(seqs) and branch.last_seq == max(lasts) == max(seqs)):
             problems.append(
                 Problem(
                     area,
                     branch.id,
                     f"branch {branch.id} spans seqs {branch.first_seq}..{branch.last_seq}, "
-                    f"its leaves {first_leaf}..{last_leaf}",
+                    f"its leaves {min(seqs)}..{max(seqs)}",
                 )
             )
     if branch.first_ts != min(first_ts) or branch.last_ts != max(last_ts):

@@ -22,7 +22,7 @@ from memtree_mcp.core.agent import EmbeddingPolicy, Policy, ScoredNode
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.navigation import CursorView
-from memtree_mcp.core.temporal import Candidate, CompatibilityPolicy, CosinePolicy
+from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import (

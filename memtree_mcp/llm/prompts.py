@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Protocol
 
+from memtree_mcp.core.calendar import local
 from memtree_mcp.core.wording import counted
 
 __all__ = [
@@ -110,14 +110,15 @@ def _clip(text: str, limit: int) -> str:
 
 
 def format_timestamp(timestamp: float | None) -> str | None:
-    """A Unix time as ``2024-05-01 14:30 UTC``; None (or a value out of range) gives None."""
+    """A Unix time as ``2024-05-01 14:30 UTC`` in the calendar's zone (MEMTREE_TIMEZONE); None (or a
+    value out of range) gives None."""
     if timestamp is None:
         return None
     try:
-        moment = datetime.fromtimestamp(float(timestamp), tz=UTC)
+        moment = local(float(timestamp))
     except (OverflowError, OSError, ValueError):
         return None
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return f"{moment.strftime('%Y-%m-%d %H:%M')} {moment.tzname() or ''}".rstrip()
 
 
 def _span(first_ts: float | None, last_ts: float | None) -> str:

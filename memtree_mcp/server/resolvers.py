@@ -20,12 +20,9 @@ between runs (the questions of a summarize call, whether a client without sampli
 is kept per server, so servers built in one process (the tests build many) share nothing.
 """
 
-import hashlib
 import inspect
 import logging
-import re
 import threading
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -36,10 +33,11 @@ from mcp.server.mcpserver import ListRoots, MCPServer, Resolve
 from mcp.types import CreateMessageResult, ListRootsResult
 
 from memtree_mcp.config import AUTO_NAMESPACE
+from memtree_mcp.core.folders import folder_namespace
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.llm.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
 from memtree_mcp.server.fields import MemoryContext
-from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS, MAX_NAMESPACE_CHARS
+from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS
 from memtree_mcp.service.judging import JUDGE_TOKENS, MAX_INLINE_JUDGEMENTS, JudgeQuestion
 from memtree_mcp.service.refine import MAX_INLINE_SUMMARIES, SUMMARY_TOKENS, SummaryQuestion
 
@@ -54,7 +52,6 @@ SUMMARY_ARGS = ("node_id", "time_from", "time_to", "query", "max_tokens", "names
 NAVIGATE_ARGS = ("node_id", "move", "index", "tree", "query", "agent", "max_steps", "namespace")
 JUDGE_ARGS = ("namespace",)
 # Hex digits of the workspace path's hash in an automatic namespace (MEMTREE_NAMESPACE=auto).
-ROOT_HASH_CHARS = 8
 # Summary plans kept per server, the oldest dropped first; a call drops its own once it has its answers.
 MAX_SUMMARY_PLANS = 64
 
@@ -86,12 +83,7 @@ def namespace_from_roots(roots: ListRootsResult | None) -> str | None:
     uri = urlparse(str(roots.roots[0].uri))
     path = unquote(uri.path).rstrip("/") or "/"
     where = path if uri.scheme == "file" and uri.netloc in ("", "localhost") else f"{uri.netloc}{path}"
-    digest = hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:ROOT_HASH_CHARS]
-    room = MAX_NAMESPACE_CHARS - ROOT_HASH_CHARS - 1
-    folder = unicodedata.normalize("NFKD", path.rsplit("/", 1)[-1])
-    folder = "".join(c for c in folder if not unicodedata.combining(c))  # "Über" keeps its "U"
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", folder).strip("-_")[:room].rstrip("-_")
-    return f"{name or 'workspace'}-{digest}"
+    return folder_namespace(path, where)
 
 
 def Sampled(fn: Callable[..., Any]) -> Any:

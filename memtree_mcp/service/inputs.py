@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
+from memtree_mcp.core.calendar import local, zone
 from memtree_mcp.core.names import TREES, TreeName
 from memtree_mcp.errors import InvalidInput, NotFound
 
@@ -251,7 +252,8 @@ def check_session(session: object) -> str | None:
 
 
 def parse_timestamp(value: object) -> float:
-    """Seconds since the epoch from an ISO 8601 date or date-time; a time without zone is taken as UTC."""
+    """Seconds since the epoch from an ISO 8601 date or date-time; a time without zone is taken in
+    the calendar's zone (MEMTREE_TIMEZONE, UTC by default)."""
     if not isinstance(value, str):
         raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
     try:
@@ -264,7 +266,7 @@ def parse_timestamp(value: object) -> float:
             "'2024-05-08T13:56:00+02:00'."
         ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=zone())
     seconds = moment.timestamp()
     try:
         datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
@@ -276,5 +278,5 @@ def parse_timestamp(value: object) -> float:
 
 
 def format_timestamp(seconds: float) -> str:
-    """ISO 8601 in UTC, to the second."""
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """ISO 8601 to the second, in the calendar's zone (MEMTREE_TIMEZONE; UTC, written Z, by default)."""
+    return local(seconds).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.model import Branch, Leaf, makers_of
-from memtree_mcp.core.temporal import CompatibilityPolicy
+from memtree_mcp.core.segmenting import CompatibilityPolicy
+from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.refine import Refinement
@@ -120,7 +121,11 @@ class Maintenance:
             checked = self._spaces.new_memory()
             try:
                 checked.load(
-                    snapshot.leaves, snapshot.branches, vectors=snapshot.vectors, shapes=snapshot.shapes
+                    snapshot.leaves,
+                    snapshot.branches,
+                    vectors=snapshot.vectors,
+                    shapes=snapshot.shapes,
+                    as_stored=True,
                 )
                 problems = memory_problems(checked)
             except Exception as exc:  # a store too broken to load is one problem, and repairable
@@ -197,11 +202,12 @@ class Maintenance:
         return len(leaves), old_embedder, version
 
     def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every memory of namespace ``name`` in the order it was remembered, as records import reads:
+        """Every memory of namespace ``name`` in time order (timestamp, then the order remembered),
+        the order import stores records in, as records import reads:
         with its id, and the ids of the memories it updates (``supersedes``, those still held) with
         who made each link (``supersedes_by``), which import maps to the new memories' ids."""
         with self._spaces.reading(name) as space:
-            leaves = sorted(space.memory.leaves.values(), key=lambda leaf: leaf.seq) if space else []
+            leaves = sorted(space.memory.leaves.values(), key=time_key) if space else []
             held = space.memory.leaves if space else {}
             links = {
                 leaf.id: [

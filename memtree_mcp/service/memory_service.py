@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.calendar import set_zone
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.extractive import gist
@@ -82,6 +83,7 @@ class MemoryService:
         """
         self.settings = settings or Settings()
         self.unusable = unusable
+        set_zone(self.settings.timezone)  # the calendar's days, and every date shown
         self._embedder = embedder
         self._lock = threading.Lock()
         self._warming: threading.Thread | None = None

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TreeName
+from memtree_mcp.core.representative import PERIOD_SEPARATOR
 from memtree_mcp.core.wording import counted
 from memtree_mcp.service.inputs import MAX_OUTLINE_DEPTH, check_range, check_tree, format_timestamp
 
-__all__ = ["NO_MEMORIES", "OutlineRow", "checked_outline", "outline_rows", "plain_outline"]
+__all__ = ["NO_MEMORIES", "OutlineRow", "checked_outline", "outline_rows", "plain_outline", "superseded_note"]
 
 LEAF_CHARS = 80
+FOLD_MARK = " › "
 NO_MEMORIES = "(no memories yet)"
 
 
@@ -32,6 +34,25 @@ class OutlineRow:
     level: int
     node: Leaf | Branch | None
     left_out: int = 0
+    # Periods of one child each above ``node``, shown folded into its line (2026 › March 2026 › …).
+    folded: tuple[Branch, ...] = ()
+    # Of a memory: the id of the memory that updates it (an explicit link), when one does.
+    superseded_by: str | None = None
+
+    def label(self) -> str:
+        """A branch's label led by the periods folded into it; '' for a memory or a count."""
+        if not isinstance(self.node, Branch):
+            return ""
+        titles = [period_of(branch) for branch in self.folded]
+        own, _, rest = (self.node.label or "(untitled)").partition(PERIOD_SEPARATOR)
+        if titles and titles[-1].endswith(own):  # a session's one segment: its time said once
+            own = titles.pop()
+        return FOLD_MARK.join([*titles, own]) + (PERIOD_SEPARATOR + rest if rest else "")
+
+
+def period_of(branch: Branch) -> str:
+    """The period a temporal branch's label starts with (its whole label in the semantic tree)."""
+    return (branch.label or "(untitled)").split(PERIOD_SEPARATOR, 1)[0]
 
 
 def checked_outline(tree: str, depth: int, max_children: int = 0) -> TreeName:
@@ -47,6 +68,8 @@ def checked_outline(tree: str, depth: int, max_children: int = 0) -> TreeName:
 
 def outline_rows(memory: Memory, tree: TreeName, depth: int, max_children: int = 0) -> Iterator[OutlineRow]:
     """The nodes of ``tree`` down to ``depth`` levels below the root, each followed by its children.
+    A chain of branches with one branch child each is one row, the lowest of them with the others
+    ``folded`` into it (and counts as one level).
 
     ``max_children`` (0: no limit) caps the children shown under each node; a row counting the rest
     follows the ones shown.
@@ -60,11 +83,23 @@ def _rows(
     shown = children if max_children == 0 else children[:max_children]
     for child_id in shown:
         node = memory.node(child_id)
-        yield OutlineRow(level, node)
-        if isinstance(node, Branch) and level < depth:
+        if isinstance(node, Leaf):
+            yield OutlineRow(level, node, superseded_by=memory.superseded_by(node.id))
+            continue
+        folded: list[Branch] = []
+        while len(node.children) == 1 and isinstance(only := memory.node(node.children[0]), Branch):
+            folded.append(node)  # a period with one period in it says nothing of its own
+            node = only
+        yield OutlineRow(level, node, folded=tuple(folded))
+        if level < depth:
             yield from _rows(memory, node.children, level + 1, depth, max_children)
     if len(children) > len(shown):
         yield OutlineRow(level, None, len(children) - len(shown))
+
+
+def superseded_note(row: OutlineRow) -> str:
+    """What a memory's line says when a later memory updates it, as recall marks it; else ''."""
+    return f" (superseded by {row.superseded_by})" if row.superseded_by else ""
 
 
 def plain_outline(memory: Memory | None, tree: str, depth: int) -> str:
@@ -81,9 +116,9 @@ def plain_outline(memory: Memory | None, tree: str, depth: int) -> str:
     for row in outline_rows(memory, which, depth):
         node, pad = row.node, "  " * (row.level - 1)
         if isinstance(node, Leaf):
-            lines.append(f"{pad}- {node.text[:80]} [{node.id}]")
+            lines.append(f"{pad}- {node.text[:80]} [{node.id}]{superseded_note(row)}")
         elif isinstance(node, Branch):
             span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
             count = counted(node.leaf_count, "memory", "memories")
-            lines.append(f"{pad}+ {node.label or '(untitled)'}: {count}, {span} [{node.id}]")
+            lines.append(f"{pad}+ {row.label()}: {count}, {span} [{node.id}]")
     return "\n".join(lines)

@@ -32,10 +32,10 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.calendar import shown_date
 from memtree_mcp.core.currency import newest_updates, restate
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.model import Branch, Leaf
@@ -95,7 +95,7 @@ def _text_of(memory: Memory, node_id: str) -> tuple[str, float, int, int]:
 
 
 def _day(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d")
+    return shown_date(seconds)
 
 
 def _clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:

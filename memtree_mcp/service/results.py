@@ -56,8 +56,8 @@ class RecallHit(BaseModel):
         description="How strongly it matches the query, from 0 (unrelated) to 1 (says what was asked, in "
         "its words); the same scale in every call."
     )
-    time_from: str = Field(description="Timestamp of the earliest memory covered (ISO 8601, UTC).")
-    time_to: str = Field(description="Timestamp of the latest memory covered (ISO 8601, UTC).")
+    time_from: str = Field(description="When the earliest memory covered was (ISO 8601, MEMTREE_TIMEZONE).")
+    time_to: str = Field(description="When the latest memory covered was (ISO 8601, MEMTREE_TIMEZONE).")
     breadcrumb: list[str] = Field(description="Labels of the branches above, from the top down.")
     covers: int = Field(default=1, description="How many memories it stands for (1 for a memory).")
     superseded_by: str | None = Field(

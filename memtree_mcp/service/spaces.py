@@ -45,7 +45,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.heap import collector_paused, give_back_freed_memory
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.temporal import CompatibilityPolicy
+from memtree_mcp.core.segmenting import CompatibilityPolicy
 from memtree_mcp.errors import LockTimeout, StoreError
 from memtree_mcp.store.locks import FileWriteLock, NamespaceLock, lock_folder
 
@@ -266,11 +266,14 @@ class Spaces:
                     if follow:
                         self.follow(space)
                         if space.memory.temporal_rebuilt:
-                            # A table that keeps no temporal tree (not one this code wrote): the one
-                            # built on loading is stored before anything else is written.
+                            # A table that keeps no temporal tree (not one this code wrote), or one
+                            # out of time order: the one built on loading is stored, and the
+                            # branches it replaces deleted, before anything else is written.
+                            memory = space.memory
                             with self.change(space) as change:
-                                change.changed = set(space.memory.temporal.branches)
-                            space.memory.temporal_rebuilt = False
+                                change.changed = set(memory.temporal.branches)
+                                change.removed = memory.temporal_replaced - change.changed
+                            memory.temporal_rebuilt, memory.temporal_replaced = False, set()
                     yield space
                     if follow:
                         self._purge_if_due(space)

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast
@@ -147,9 +147,11 @@ class Writer:
         as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
         of that id already (then it gets a new one), and a record's links to the ids of other
         records (or of memories the namespace holds) are given to the memories at the end, in one
-        more commit; a link to neither is dropped (logged). A record that fails its
-        check stops the import with InvalidInput naming the record; every batch committed before it
-        stays. Returns (memories added, duplicates skipped).
+        more commit; a link to neither is dropped (logged). Every record is checked before
+        anything is stored: one that fails stops the import with InvalidInput naming the record,
+        and the namespace is left as it was. The records are stored in the order of their
+        timestamps, oldest first; records without one keep their order after the dated ones (they
+        are stamped with the time of the import). Returns (memories added, duplicates skipped).
         """
         with self._spaces.maintenance_deferred(name):
             return self._import(name, records, batch)
@@ -173,6 +175,23 @@ class Writer:
                     links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
             pending, named = [], []
 
+        for chunks, old, olders in _in_time_order(self._read(records)):
+            if old is not None or olders:
+                named.append((len(pending), old, olders))
+            if old is not None:
+                chunks[0] = dataclasses.replace(chunks[0], wanted_id=old)
+            pending += chunks
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
+        if links:
+            self._link_imported(name, links, new_id)
+        return added, skipped
+
+    def _read(self, records: Iterable[object]) -> list[Read]:
+        """Each record checked, as its chunks, its id, its links and whether it named its time."""
+        read = []
         for number, record in enumerate(records, start=1):
             try:
                 if not isinstance(record, Mapping):
@@ -190,18 +209,8 @@ class Writer:
                 olders = _with_makers(check_supersedes(record.get("supersedes")), record.get("supersedes_by"))
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
-            if old is not None or olders:
-                named.append((len(pending), old, olders))
-            if old is not None:
-                chunks[0] = dataclasses.replace(chunks[0], wanted_id=old)
-            pending += chunks
-            if len(pending) >= batch:
-                flush()
-        if pending:
-            flush()
-        if links:
-            self._link_imported(name, links, new_id)
-        return added, skipped
+            read.append((chunks, old, olders, record.get("timestamp") is not None))
+        return read
 
     def _link_imported(
         self, name: str, links: Mapping[str, Sequence[Link]], new_id: Mapping[str, str]
@@ -305,7 +314,7 @@ class Writer:
                         offered = tuple(candidate.leaf for candidate in found)
                     if leaf.judging:
                         judged.append((-leaf.seq, leaf.id))
-                    change.changed |= memory.add_leaf(leaf)
+                    change.changed |= memory.add_leaf(leaf, change.removed)
                     ids.append(leaf.id)
                     if len(ids) % READERS_EVERY == 0:
                         self._spaces.let_readers_in(space)
@@ -445,6 +454,8 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
 
 
 Link = tuple[str, LinkMaker]
+# One checked import record: its chunks, its id, its links, whether it named its time.
+Read = tuple[list[Chunk], str | None, tuple[Link, ...], bool]
 """An older memory's id and who said the newer updates it."""
 
 
@@ -563,3 +574,10 @@ def leaves_under(memory: Memory, node_id: str) -> list[str]:
     branch = memory.branch(node_id)
     assert branch is not None
     return memory.tree(branch.tree).leaves_under(node_id)
+
+
+def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[Link, ...]]]:
+    """The records oldest first by their timestamps; the undated after them, in their own order."""
+    read.sort(key=lambda entry: (not entry[3], entry[0][0].timestamp if entry[3] else 0.0))
+    for chunks, old, olders, _dated in read:
+        yield chunks, old, olders

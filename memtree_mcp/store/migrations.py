@@ -216,7 +216,7 @@ def with_temporal_tree(rows: pa.Table, schema: pa.Schema, memory: Memory) -> tup
     a table of schema 4 or older, :func:`m005_sessions_and_periods`) as the next commit, which the
     history then starts at (the root's new row replaces its old one, made a deletion before)."""
     rev = int(schema.metadata[META_FLOOR].decode()) + 1
-    built = node_rows(memory, memory.temporal.branches, (), time.time())
+    built = node_rows(memory, memory.temporal.branches, memory.temporal_replaced, time.time())
     schema = schema.with_metadata({**schema.metadata, META_FLOOR: str(rev).encode()})
     tree = pa.Table.from_pylist([{**row, "rev": rev} for row in built], schema=schema)
     return pa.concat_tables([rows.cast(schema), tree]), schema

@@ -526,7 +526,7 @@ class NamespaceTable:
         self._schema = None
         self._generation = None  # read whole next time
         if memory is not None:
-            memory.temporal_rebuilt = False
+            memory.temporal_rebuilt, memory.temporal_replaced = False, set()
         log.info("upgraded namespace %s to schema version %s", self.name, SCHEMA_VERSION)
         return self.latest_version()
 

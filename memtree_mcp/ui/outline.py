@@ -21,7 +21,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.wording import counted
 from memtree_mcp.service.inputs import format_timestamp
-from memtree_mcp.service.outline import checked_outline, outline_rows
+from memtree_mcp.service.outline import OutlineRow, checked_outline, outline_rows, superseded_note
 
 __all__ = ["outline_tree", "print_outline"]
 
@@ -35,14 +35,17 @@ def _days(first_ts: float, last_ts: float) -> str:
     return first if first == last else f"{first} → {last}"
 
 
-def _rich_line(node: Leaf | Branch) -> Text:
+def _rich_line(row: OutlineRow) -> Text:
+    node = row.node
+    assert node is not None
     if isinstance(node, Leaf):
         return Text.assemble(
             gist(node.text, LEAF_CHARS),
             (f" · {format_timestamp(node.timestamp)[:10]} [{node.id}]", "dim"),
+            (superseded_note(row), "yellow"),
         )
     return Text.assemble(
-        (node.label or gist(node.text, LEAF_CHARS) or "(untitled)", "bold cyan"),
+        (row.label() if node.label else gist(node.text, LEAF_CHARS) or "(untitled)", "bold cyan"),
         f" · {node.leaf_count:,} {'memory' if node.leaf_count == 1 else 'memories'}",
         (f" · {_days(node.first_ts, node.last_ts)} [{node.id}]", "dim"),
     )
@@ -70,7 +73,7 @@ def outline_tree(memory: Memory, tree: str, depth: int, max_children: int = 0) -
         if row.node is None:
             parent.add(Text(f"… and {row.left_out:,} more", style="dim italic"))
             continue
-        branch = parent.add(_rich_line(row.node))
+        branch = parent.add(_rich_line(row))
         parents.append(branch)
         if isinstance(row.node, Branch) and row.level == depth and row.node.children:
             count = len(row.node.children)

@@ -1,4 +1,5 @@
-"""``memtree-mcp hook``: the command Claude Code's hooks run (the work is :mod:`memtree_mcp.cli.hook`)."""
+"""``memtree-mcp hook``: the command Claude Code's hooks run (the quick path is
+:mod:`memtree_mcp.cli.hook_client`, the worker and the rest :mod:`memtree_mcp.cli.hook`)."""
 
 from __future__ import annotations
 
@@ -23,4 +24,12 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
         "--queue-only", action="store_true", help="Stop: queue the turn; a later --drain stores it"
     )
     parser.add_argument("--drain", action="store_true", help="store the turns Stop queued, then exit")
+    parser.add_argument(
+        "--project",
+        action="store_true",
+        help="the namespace of the repository the session runs in (MEMTREE_HOOK_PROJECT=1)",
+    )
+    parser.add_argument(
+        "--worker", action="store_true", help="serve the hooks of this home until idle (started by the hooks)"
+    )
     parser.set_defaults(run=claude_hook.command)

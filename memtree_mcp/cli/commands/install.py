@@ -80,4 +80,10 @@ def _install_hooks(args: argparse.Namespace, env: dict[str, str]) -> int:
         "(this project), beside any hooks already there",
         file=sys.stderr,
     )
+    if "MEMTREE_HOOK_PROJECT" not in env:
+        print(
+            "memtree-mcp: to keep each repository's memory in a namespace of its own, run this with "
+            "MEMTREE_HOOK_PROJECT=1 (the hooks then take the namespace from the session's folder)",
+            file=sys.stderr,
+        )
     return 0
