@@ -146,6 +146,20 @@ def hook(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def secrets(d: dict[str, Any]) -> list[str]:
+    corpus, cost = d["corpus"], d["cost"]
+    return [
+        f"false alarms: LoCoMo dev **{d['locomo']['redactions']}** in {d['locomo']['turns']:,} turns "
+        f"({d['locomo']['per_1000']} per 1,000), engineering memories **{d['engineering']['redactions']}** "
+        f"of {d['engineering']['memories']}; fake secrets caught **{corpus['caught']}/{corpus['secrets']}** "
+        f"({corpus['kinds']} kinds), held out **{d['heldout']['caught']}/{d['heldout']['secrets']}** "
+        f"({d['heldout']['kinds']} kinds)",
+        f"{cost['memories']:,} memories: remember p50 {n(cost['remember_p50_ms']['redact'], 1)} ms with "
+        f"redaction, {n(cost['remember_p50_ms']['keep'], 1)} ms without (**{cost['more_p50_ms']:+} ms**); "
+        f"the detector {cost['detector_p50_ms']} ms a memory",
+    ]
+
+
 def sessions(d: dict[str, Any]) -> list[str]:
     rows = []
     for key, what in (("with_session_ids", "with session ids"), ("without_session_ids", "cut by silences")):
@@ -351,6 +365,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "sessions": sessions,
     "time-order": time_order,
     "hook": hook,
+    "secrets": secrets,
     "updates": updates,
     "candidates": candidates,
     "template-recall": template_recall,

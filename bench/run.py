@@ -96,6 +96,15 @@ BENCHES: dict[str, Bench] = {
         ("--workdir", "{scratch}/hook"),
         quick=("--memories", "600", "--turns", "5", "--workdir", "{scratch}/hook-quick"),
     ),
+    "secrets": Bench(
+        "secret_redaction.py",
+        "Secrets at the door: redactions on every LoCoMo dev turn and on 200 ordinary engineering "
+        "memories (each listed), fake secrets of 18+ kinds caught, and remember p50 with redaction "
+        "against without at 10,000 memories (~2 min).",
+        ("{data}", "--workdir", "{scratch}/secrets"),
+        quick=("{data}", "--memories", "600", "--rounds", "10", "--workdir", "{scratch}/secrets-quick"),
+        needs="the LoCoMo dev split (--data)",
+    ),
     "updates": Bench(
         "updates.py",
         "Quality of what the model reads: answers to questions about facts changed later (newest "

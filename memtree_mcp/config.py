@@ -210,6 +210,11 @@ class Settings(BaseSettings):
         description="The silence that ends a session when memories come without a session id: "
         "seconds or 30m, 12h, 7d, 2w (a change of day ends one too).",
     )
+    secrets: Literal["redact", "refuse", "keep"] = Field(
+        default="redact",
+        description="What a memory's secrets (API keys, passwords, tokens, private keys) become: "
+        "redact (a marker naming the kind), refuse (the call fails, nothing stored) or keep.",
+    )
     hook_memories: int = Field(
         default=3,
         ge=0,

@@ -39,7 +39,9 @@ from memtree_mcp.cli.hook_client import (
     queue_folder,
     queue_turn,
     read_event,
+    without_secrets,
     worker_paths,
+    write_queued,
 )
 from memtree_mcp.errors import InvalidInput, MemtreeError
 
@@ -160,18 +162,29 @@ def drain(settings: Settings, service: MemoryService) -> int:
 
     folder = queue_folder(settings.home)
     if not folder.is_dir():
+        if folder.exists():
+            log.warning("hook queue: %s is not a folder; no turn can be queued until it is moved", folder)
         return 0
     added = 0
     with FileLock(str(folder / ".drain.lock")):
         for path in sorted(folder.glob("*.json")):
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(record, dict):
+                    raise InvalidInput("not a JSON object")
                 namespace = record.pop("namespace", None)
                 added += service.import_memories([record], namespace=namespace)[0]
             except FileNotFoundError:
                 continue  # another drain stored it
-            except (OSError, ValueError, InvalidInput) as exc:
-                print(f"memtree-mcp: hook queue: {path.name} left out ({exc})", file=sys.stderr)
+            except (OSError, ValueError, RecursionError, InvalidInput) as exc:
+                # Moved aside, not lost and not in the way of every later turn.
+                aside = folder / "bad"
+                with contextlib.suppress(OSError):
+                    aside.mkdir(exist_ok=True)
+                    path.replace(aside / path.name)
+                log.warning("hook queue: %s moved to %s (%s)", path.name, aside, exc)
+                print(f"memtree-mcp: hook queue: {path.name} moved aside ({exc})", file=sys.stderr)
+                continue
             path.unlink(missing_ok=True)
     return added
 
@@ -200,6 +213,13 @@ class _Worker:
             return {"ok": True, "pid": os.getpid()}
         if op == "drain":
             self.drain_soon()
+            return {"ok": True}
+        if op == "turn" and isinstance(request.get("record"), dict):
+            home = home_of(self.settings.home)
+            record = without_secrets(request["record"], self.settings.secrets, home)
+            if record is not None:
+                write_queued(home, record)  # queued first: a worker killed now loses nothing
+                self.drain_soon()
             return {"ok": True}
         if op == "brief":
             context, why = brief(self.service, namespace)
@@ -326,7 +346,8 @@ def _in_process(
     or queue the turn and store it now."""
     name = str(event["hook_event_name"])
     if name == "Stop":
-        if queue_turn(event, home_of(settings.home), settings.namespace) and not args.queue_only:
+        queued = queue_turn(event, home_of(settings.home), settings.namespace, settings.secrets)
+        if queued and not args.queue_only:
             drain(settings, service)
         return 0
     found: list[str | None] = []

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -206,6 +207,10 @@ def read_event(stream: IO[str]) -> dict[str, Any]:
         event = json.loads(stream.read() or "null")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise HookInputError(f"hook input is not JSON ({exc}); run this from a Claude Code hook") from None
+    except RecursionError:
+        raise HookInputError(
+            "hook input is nested too deeply to read; run this from a Claude Code hook"
+        ) from None
     if not isinstance(event, dict):
         raise HookInputError("hook input is not a JSON object; run this from a Claude Code hook")
     name = event.get("hook_event_name")
@@ -225,11 +230,23 @@ def last_turn(event: Mapping[str, Any]) -> tuple[str, str] | None:
     None when the transcript holds no prompt. Raises HookInputError for an unreadable transcript."""
     path = Path(str(event["transcript_path"]))
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # /dev/zero, a FIFO: never read without end
+            raise HookInputError(f"the transcript {path} is not a regular file")
         with path.open("rb") as file:
-            file.seek(max(0, path.stat().st_size - TRANSCRIPT_TAIL))
-            lines = file.read().decode("utf-8", errors="replace").splitlines()
+            size = os.fstat(file.fileno()).st_size
+            # The last turn is near the end; a long last answer pushes its prompt further back.
+            for tail in (TRANSCRIPT_TAIL, 16 * TRANSCRIPT_TAIL):
+                file.seek(max(0, size - tail))
+                lines = file.read(tail).decode("utf-8", errors="replace").splitlines()
+                turn = _turn_in(lines, event)
+                if turn is not None or tail >= size:
+                    return turn
+            return turn
     except OSError as exc:
         raise HookInputError(f"cannot read the transcript {path} ({exc.strerror or exc})") from None
+
+
+def _turn_in(lines: list[str], event: Mapping[str, Any]) -> tuple[str, str] | None:
     prompt: str | None = None
     answers: list[str] = []
     for line in lines:
@@ -275,27 +292,57 @@ def gist(answer: str) -> str:
     return cut[: end + 1 if end > 0 else GIST_CHARS].rstrip() + " …"
 
 
-def queue_turn(event: Mapping[str, Any], home: str, namespace: str | None) -> bool:
-    """Append the session's last turn to the queue; False when there is no turn to remember."""
+def turn_record(event: Mapping[str, Any], namespace: str | None) -> dict[str, Any] | None:
+    """The record of the session's last turn, as import reads it; None when there is no turn."""
     turn = last_turn(event)
     if turn is None:
-        return False
+        return None
     prompt, answer = turn
-    content = f"User: {prompt}" + (f"\n\nAssistant: {gist(answer)}" if answer else "")
     record: dict[str, Any] = {
-        "content": content,
+        "content": f"User: {prompt}" + (f"\n\nAssistant: {gist(answer)}" if answer else ""),
         "tags": ["claude-code"],
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "namespace": namespace,
     }
     if isinstance(event.get("session_id"), str) and event["session_id"].strip():
         record["session"] = event["session_id"][:128]
+    return record
+
+
+def without_secrets(record: dict[str, Any], mode: str, home: str) -> dict[str, Any] | None:
+    """``record`` with its secrets redacted (MEMTREE_SECRETS ``mode``); None when ``refuse`` keeps
+    it out. No secret of a turn reaches the queue on disk."""
+    if mode == "keep":
+        return record
+    from memtree_mcp.core.secrets import find_secrets, redacted  # detect-secrets: a fifth of a second
+
+    found = find_secrets(str(record["content"]))
+    if not found:
+        return record
+    if mode == "refuse":
+        log(home, f"Stop: the turn holds a secret ({found[0].kind}) and MEMTREE_SECRETS=refuse: not stored")
+        return None
+    return record | {"content": redacted(str(record["content"]), found)}
+
+
+def write_queued(home: str, record: Mapping[str, Any]) -> None:
+    """Add ``record`` to the queue: one file a turn, written whole then renamed, so that a drain
+    never reads half a record."""
     folder = queue_folder(home)
     folder.mkdir(parents=True, exist_ok=True)
-    # One file a turn, written whole then renamed: a drain never reads half a record.
     partial = folder / f".{uuid.uuid4().hex}.tmp"
     partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
     partial.replace(folder / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json")
+
+
+def queue_turn(event: Mapping[str, Any], home: str, namespace: str | None, mode: str = "redact") -> bool:
+    """Add the session's last turn to the queue, its secrets redacted; False when there is none
+    (or MEMTREE_SECRETS=refuse kept it out)."""
+    record = turn_record(event, namespace)
+    record = without_secrets(record, mode, home) if record is not None else None
+    if record is None:
+        return False
+    write_queued(home, record)
     return True
 
 
@@ -370,9 +417,23 @@ def _answer(
     name = str(event["hook_event_name"])
     address, _ = worker_paths(home)
     if name == "Stop":
-        queued = queue_turn(event, home, namespace)
-        if queued and not options.get("queue_only"):
-            _tell(address, home, flags, {"op": "drain"}, _left(options, 0.3), name)
+        record = turn_record(event, namespace)
+        if record is None:
+            return 0
+        if not options.get("queue_only"):  # a worker that is up redacts, queues and stores it
+            try:
+                answer = ask(address, {"op": "turn", "record": record}, _left(options, 0.3))
+            except (TimeoutError, OSError, ValueError):
+                answer = None
+            if answer is not None and answer.get("ok"):
+                return 0
+        mode = os.environ.get("MEMTREE_SECRETS", "redact").strip().lower()
+        kept = without_secrets(record, mode, home)
+        if kept is not None:
+            write_queued(home, kept)
+            if not options.get("queue_only"):
+                state = "started one" if start_worker(home, flags) else "one is starting"
+                log(home, f"Stop: the turn is queued; no worker was up for {home}; {state}")
         return 0
     deadline = time.time() + _left(options, 0.0)
     request: dict[str, Any] = {

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.model import Branch, Leaf, makers_of
+from memtree_mcp.core.secrets import redacted
 from memtree_mcp.core.segmenting import CompatibilityPolicy
 from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
@@ -160,7 +161,8 @@ class Maintenance:
         For moving a store to a new embedder (the store refuses to be opened with another one
         until then), or for rebuilding the temporal tree with ``temporal_policy="llm"``: the
         configured LLM decides each segment boundary (SegTreeMem's batch-LLM compatibility), one
-        call per memory. Memories keep their ids, texts, times and order. Written as one new
+        call per memory. Memories keep their ids, texts (their secrets redacted, unless
+        MEMTREE_SECRETS=keep), times and order. Written as one new
         version, where the history starts again (earlier versions hold the other embedder's
         vectors). Stop servers using the namespace first.
         Returns (memories, the embedder the store was built with, the new version).
@@ -186,6 +188,9 @@ class Maintenance:
             snapshot, old_embedder, _old_dimension = found
             leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
             rebuilt = self._spaces.new_memory(temporal_policy=policy)
+            if self._spaces.settings.secrets != "keep":
+                for leaf in leaves:  # a store written before redaction, or with MEMTREE_SECRETS=keep
+                    leaf.text = redacted(leaf.text)
             for start in range(0, len(leaves), batch):
                 part = leaves[start : start + batch]
                 vectors = embedder.embed_batch([leaf.text for leaf in part])

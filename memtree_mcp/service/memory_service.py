@@ -36,6 +36,7 @@ from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace, 
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
 from memtree_mcp.service.reading import Reader, recall_request
+from memtree_mcp.service.redaction import redact_stored, secrets_held
 from memtree_mcp.service.refine import CLOSE_SECONDS, Refinement, SummaryQuestion
 from memtree_mcp.service.results import (
     Candidate,
@@ -134,6 +135,7 @@ class MemoryService:
             namespace=name,
             supersedes=list(stored.supersedes),
             unlinked=list(stored.unlinked),
+            redacted=[kind for chunk in chunks for kind in chunk.redacted],
             candidates=[
                 Candidate(
                     id=leaf.id,
@@ -400,6 +402,19 @@ class MemoryService:
         empty namespace and StoreError when the store refuses.
         """
         return self.maintenance.purge(self.resolve_namespace(namespace))
+
+    def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
+        """Each stored memory whose text holds a secret: its id and the kinds found (never the
+        values), oldest first. Raises NotFound for an empty namespace."""
+        name = self.resolve_namespace(namespace)
+        return secrets_held(self.memory(name), name)
+
+    def redact_stored(self, namespace: str | None = None) -> list[str]:
+        """Rewrite each stored memory that holds a secret with markers in its place (same id, time,
+        session, tags and links), then purge; returns the ids rewritten (``service/redaction.py``)."""
+        name = self.resolve_namespace(namespace)
+        held = self.secrets_held(name)
+        return redact_stored(name, held, self.export_memories(name), self.writer, lambda: self.purge(name))
 
     def doctor(self, namespace: str | None = None, *, repair: bool = False) -> list[Problem]:
         """Check every invariant of both trees and the indexes of one namespace, read afresh from disk.

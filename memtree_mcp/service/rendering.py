@@ -105,6 +105,9 @@ def remember_text(result: RememberResult) -> str:
         head += f" Unlinked: {', '.join(result.unlinked)}."
     if result.path:
         head += f" Filed under: {result.path[-1].label}."
+    if result.redacted:
+        kinds = ", ".join(sorted(set(result.redacted)))
+        head += f" {counted(len(result.redacted), 'secret', 'secrets')} redacted before storing ({kinds})."
     if not result.candidates:
         return head
     lines = [

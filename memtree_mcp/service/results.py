@@ -37,6 +37,10 @@ class RememberResult(BaseModel):
         default_factory=list,
         description="Older memories it may update, no link naming them: confirm with supersedes.",
     )
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="The kind of each secret replaced by a marker before anything was stored.",
+    )
 
 
 class RecallHit(BaseModel):
@@ -56,8 +60,8 @@ class RecallHit(BaseModel):
         description="How strongly it matches the query, from 0 (unrelated) to 1 (says what was asked, in "
         "its words); the same scale in every call."
     )
-    time_from: str = Field(description="When the earliest memory covered was (ISO 8601, MEMTREE_TIMEZONE).")
-    time_to: str = Field(description="When the latest memory covered was (ISO 8601, MEMTREE_TIMEZONE).")
+    time_from: str = Field(description="Earliest memory covered (ISO 8601).")
+    time_to: str = Field(description="Latest memory covered (ISO 8601).")
     breadcrumb: list[str] = Field(description="Labels of the branches above, from the top down.")
     covers: int = Field(default=1, description="How many memories it stands for (1 for a memory).")
     superseded_by: str | None = Field(

@@ -46,6 +46,7 @@ from memtree_mcp.service.inputs import (
     parse_timestamp,
 )
 from memtree_mcp.service.judging import MAX_JUDGED_CHUNKS, Judging
+from memtree_mcp.service.redaction import guard_secrets
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.results import PathStep
 from memtree_mcp.service.spaces import Spaces
@@ -73,6 +74,8 @@ class Chunk:
     session: str | None
     # The id the leaf is to have (an imported record's), when no other memory has it.
     wanted_id: str | None = None
+    # The kinds of the secrets replaced by a marker in the content (on its first chunk only).
+    redacted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,11 @@ class Writer:
         self._refinement = refinement
         self._judging = judging
         self._large_writes = threading.BoundedSemaphore(LARGE_WRITES)
+        if settings.secrets == "keep":
+            log.warning(
+                "MEMTREE_SECRETS=keep: API keys, passwords, tokens and private keys in memories are "
+                "stored, embedded, exported and synced as they are"
+            )
 
     def chunks(
         self,
@@ -125,19 +133,24 @@ class Writer:
         timestamp: object = None,
         session: object = None,
     ) -> list[Chunk]:
-        """``content`` checked and split into chunks with its checked attributes.
+        """``content`` checked, its secrets dealt with as MEMTREE_SECRETS says, and split into
+        chunks with its checked attributes; the first chunk names the kinds of secrets redacted.
 
-        Raises InvalidInput for any bad argument.
+        Raises InvalidInput for any bad argument, and for a secret when MEMTREE_SECRETS=refuse.
         """
         text = check_text(content, "content", self.settings.max_content_chars)
         checked_role = check_role(role)
         checked_tags = check_tags(tags)
         checked_session = check_session(session)
         moment = parse_timestamp(timestamp) if timestamp is not None else time.time()
-        return [
+        text, kinds = guard_secrets(text, self.settings.secrets)
+        chunks = [
             Chunk(chunk, checked_role, checked_tags, moment, checked_session)
             for chunk in split_into_chunks(text)
         ]
+        if kinds and chunks:
+            chunks[0] = dataclasses.replace(chunks[0], redacted=kinds)
+        return chunks
 
     def import_records(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
         """Store many records fast: embeddings in batches, one commit per ``batch`` memories.

@@ -90,6 +90,9 @@ def remember(args: argparse.Namespace, settings: Settings, service: MemoryServic
     where = " > ".join(step.label for step in stored.path) or "top level"
     links = f" (supersedes {', '.join(stored.supersedes)})" if stored.supersedes else ""
     print(f"{state}: {', '.join(stored.ids)}{links} (under: {where})")
+    if stored.redacted:
+        kinds = ", ".join(sorted(set(stored.redacted)))
+        print(f"redacted {counted(len(stored.redacted), 'secret', 'secrets')} before storing: {kinds}")
     if stored.candidates:
         print(
             f"it may update these; if it replaces one, run `memtree-mcp link {stored.ids[0]} "

@@ -25,6 +25,11 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
     )
+    parser.add_argument(
+        "--redact",
+        action="store_true",
+        help="rewrite the memories that hold secrets with markers in their place, and purge the old text",
+    )
     parser.set_defaults(run=doctor)
     parser = commands.add_parser(
         "reindex",
@@ -52,6 +57,8 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
     failed = False
     for name in names:
         report = service.doctor(name, repair=args.repair)
+        if settings.secrets != "keep" and _secrets(args, service, name):
+            failed = True
         if not report:
             print(f"{name}: ok")
             continue
@@ -69,6 +76,24 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
         else:
             failed = True
     return 1 if failed else 0
+
+
+def _secrets(args: argparse.Namespace, service: MemoryService, name: str) -> bool:
+    """Say which memories of ``name`` hold secrets (kinds, never values), and rewrite them with
+    ``--redact``; whether any is left holding one."""
+    held = service.secrets_held(name)
+    for memory_id, kinds in held[:50]:
+        print(f"  secrets [{memory_id}]: holds {', '.join(kinds)}")
+    if not held:
+        return False
+    if not args.redact:
+        holding = counted(len(held), "memory holds", "memories hold")
+        print(f"{name}: {holding} secrets; doctor --redact rewrites them")
+        return True
+    rewritten = service.redact_stored(name)
+    done = counted(len(rewritten), "memory", "memories")
+    print(f"{name}: {done} rewritten without secrets; old versions purged")
+    return bool(service.secrets_held(name))
 
 
 def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:

@@ -1,0 +1,244 @@
+"""Secrets never stored: every way a memory comes in redacts them before anything is written.
+
+The fake secrets (``fixtures/secrets_corpus.jsonl``, 25 kinds in sentences a developer pastes) and
+the ordinary engineering memories (``fixtures/engineering_memories.jsonl``: hashes, UUIDs, ids,
+versions, ports, plain URLs, the words password and token in their ordinary senses) were written
+apart from the detector. After remembering the secrets over MCP, through Claude Code's hook and
+through every import source, no file under the home and no export holds any of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from memtree_mcp.cli import main
+from memtree_mcp.config import Settings
+from memtree_mcp.core.secrets import find_secrets, redacted
+from memtree_mcp.server import build_server
+from memtree_mcp.service import MemoryService
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = [json.loads(line) for line in (FIXTURES / "secrets_corpus.jsonl").read_text().splitlines()]
+ENGINEERING = [
+    json.loads(line)["content"] for line in (FIXTURES / "engineering_memories.jsonl").read_text().splitlines()
+]
+ROOT = Path(__file__).parent.parent
+
+
+def leaks(folder: Path, secrets: list[str]) -> list[tuple[str, str]]:
+    """(file, secret) for every file under ``folder`` that holds one of ``secrets``, whole or a
+    12-character piece of it (the bytes, whatever the format)."""
+    pieces = {
+        secret: {secret[i : i + 12] for i in range(0, max(1, len(secret) - 11), 6)} for secret in secrets
+    }
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for secret, parts in pieces.items():
+                if any(part.encode() in data for part in parts):
+                    found.append((str(path.relative_to(folder)), secret[:16]))
+    return found
+
+
+def test_the_corpus_is_broad_enough() -> None:
+    assert len(CORPUS) >= 60 and len({entry["kind"] for entry in CORPUS}) >= 15
+    assert len(ENGINEERING) == 200
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda entry: entry["kind"])
+def test_each_secret_becomes_a_marker_and_the_sentence_stays(entry: dict[str, str]) -> None:
+    sentence, secret = entry["sentence"], entry["secret"]
+    out = redacted(sentence)
+    assert secret not in out and "[redacted: " in out
+    # The prose stays: every word without a digit, outside the secret, is still there (a marker
+    # may take a neighbouring identifier with it, such as Twilio's account SID).
+    before, _, after = sentence.partition(secret)
+    words = [w for w in (before + " " + after).split() if w.isalpha()]
+    assert [w for w in words if w not in out] == []
+
+
+def test_ordinary_engineering_text_is_left_as_it_is() -> None:
+    flagged = [(text, text[f.start : f.end]) for text in ENGINEERING for f in find_secrets(text)]
+    assert flagged == []
+
+
+def test_a_url_keeps_its_user_host_and_port_and_loses_only_its_password() -> None:
+    assert redacted("postgres://app:Zx9Qw8Er7Ty6@db.internal:5432/app") == (
+        "postgres://app:[redacted: password]@db.internal:5432/app"
+    )
+
+
+@pytest.mark.anyio
+async def test_remember_over_mcp_stores_no_secret_and_says_what_it_redacted(
+    tmp_path: Path, embedder: object
+) -> None:
+    home = tmp_path / "store"
+    service = MemoryService(Settings(home=str(home), namespace="mcp"), embedder=embedder)  # type: ignore[arg-type]
+    try:
+        async with Client(build_server(service)) as client:
+            for entry in CORPUS:
+                result = await client.call_tool("remember", {"content": entry["sentence"]})
+                assert not result.is_error
+                told = result.content[0].text  # type: ignore[union-attr]
+                assert "redacted before storing" in told and entry["secret"] not in told
+                assert " redacted before storing (" in told  # the kinds, in the text the model reads
+            recalled = await client.call_tool("recall", {"query": CORPUS[0]["sentence"][:80]})
+            assert "[redacted: " in recalled.content[0].text  # type: ignore[union-attr]
+        exported = tmp_path / "export.jsonl"
+        exported.write_text("".join(json.dumps(r) + "\n" for r in service.export_memories()))
+    finally:
+        service.close()
+    assert leaks(home, [entry["secret"] for entry in CORPUS]) == []
+    assert leaks(tmp_path, [entry["secret"] for entry in CORPUS]) == []
+
+
+def write_sources(folder: Path) -> dict[str, list[str]]:
+    """The corpus in every import source's format: the ``import`` arguments of each."""
+    sentences = [entry["sentence"] for entry in CORPUS]
+    folder.mkdir()
+    (folder / "plain.jsonl").write_text("".join(json.dumps({"content": s}) + "\n" for s in sentences))
+    graph = [
+        {"type": "entity", "name": f"Thing {i}", "entityType": "note", "observations": [s]}
+        for i, s in enumerate(sentences)
+    ]
+    (folder / "memory.jsonl").write_text("".join(json.dumps(g) + "\n" for g in graph))
+    notes = folder / "notes"
+    notes.mkdir()
+    for number, sentence in enumerate(sentences):
+        (notes / f"note-{number}.md").write_text(
+            f"---\ndate: 2026-03-{1 + number % 28:02d}\n---\n{sentence}\n"
+        )
+    (folder / "rows.json").write_text(json.dumps([{"text": s} for s in sentences]))
+    with (folder / "rows.csv").open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["text"])
+        writer.writerows([s] for s in sentences)
+    return {
+        "jsonl": [str(folder / "plain.jsonl")],
+        "mcp-memory": ["--from", "mcp-memory", str(folder / "memory.jsonl")],
+        "markdown": ["--from", "markdown", str(notes)],
+        "json": ["--from", "json", str(folder / "rows.json"), "--map", "content=text"],
+        "csv": ["--from", "csv", str(folder / "rows.csv"), "--map", "content=text"],
+    }
+
+
+def test_every_import_source_and_every_export_hold_no_secret(empty_home: Path, tmp_path: Path) -> None:
+    sources = write_sources(tmp_path / "sources")
+    for name, argv in sources.items():
+        assert main(["--namespace", name.replace("-", ""), "import", *argv]) == 0, name
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    for name in sources:
+        namespace = name.replace("-", "")
+        assert main(["--namespace", namespace, "export", str(exports / f"{namespace}.jsonl")]) == 0
+        assert (
+            main(["--namespace", namespace, "export", "--format", "markdown", str(exports / namespace)]) == 0
+        )
+        held = [json.loads(line) for line in (exports / f"{namespace}.jsonl").read_text().splitlines()]
+        assert len(held) >= len(CORPUS) - 2 and all("[redacted: " in r["content"] for r in held[:5])
+    secrets = [entry["secret"] for entry in CORPUS]
+    assert leaks(empty_home, secrets) == []
+    assert leaks(exports, secrets) == []
+
+
+def test_the_hook_redacts_a_turn_before_it_is_queued(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MEMTREE_")}
+    env |= {"MEMTREE_HOME": str(tmp_path / "store"), "PYTHONPATH": str(ROOT)}
+    for number in range(0, len(CORPUS), 15):
+        part = CORPUS[number : number + 15]
+        transcript = tmp_path / f"t{number}.jsonl"
+        lines = [
+            {"type": "user", "message": {"content": "\n".join(entry["sentence"] for entry in part)}},
+            {"type": "assistant", "message": {"content": [{"type": "text", "text": "Noted."}]}},
+        ]
+        transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        event = {
+            "session_id": "s",
+            "transcript_path": str(transcript),
+            "cwd": "/tmp",
+            "hook_event_name": "Stop",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "memtree_mcp", "hook", "--queue-only"],
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        transcript.unlink()
+    secrets = [entry["secret"] for entry in CORPUS]
+    assert leaks(tmp_path / "store", secrets) == []  # the queue holds the turns, redacted
+    drained = subprocess.run(
+        [sys.executable, "-m", "memtree_mcp", "hook", "--drain"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert drained.returncode == 0, drained.stderr
+    assert leaks(tmp_path / "store", secrets) == []
+
+
+def test_refuse_stores_nothing_and_names_the_kind_and_place(
+    empty_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMTREE_SECRETS", "refuse")
+    assert main(["remember", "Plain first memory."]) == 0
+    capsys.readouterr()
+    assert main(["remember", "Deploy key:\nuse sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + " for billing"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stripe-key at line 2, column 5" in err and "4eC39H" not in err
+    service = MemoryService(Settings(home=str(empty_home)))
+    try:
+        assert [leaf.text for leaf in service.memory().leaves.values()] == ["Plain first memory."]
+    finally:
+        service.close()
+
+
+def test_keep_stores_the_secret_and_says_so_in_the_log(
+    empty_home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("MEMTREE_SECRETS", "keep")
+    secret = "ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+    with caplog.at_level("WARNING"):
+        assert main(["remember", f"the CI token is {secret}"]) == 0
+    assert any("MEMTREE_SECRETS=keep" in record.getMessage() for record in caplog.records)
+    assert leaks(empty_home, [secret]) != []
+
+
+def test_doctor_finds_secrets_in_an_old_store_and_redact_leaves_none_on_disk(
+    empty_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMTREE_SECRETS", "keep")  # a store written before redaction
+    for entry in CORPUS[:12]:
+        assert main(["remember", entry["sentence"]]) == 0
+    assert main(["remember", "An ordinary memory about the billing deploy."]) == 0
+    monkeypatch.delenv("MEMTREE_SECRETS")
+    capsys.readouterr()
+    assert main(["doctor"]) == 1
+    told = capsys.readouterr().out
+    assert "12 memories hold secrets; doctor --redact rewrites them" in told
+    assert all(entry["secret"] not in told for entry in CORPUS)
+    ids = [line.split("[")[1].split("]")[0] for line in told.splitlines() if line.startswith("  secrets [")]
+    assert main(["doctor", "--redact"]) == 0
+    capsys.readouterr()
+    assert leaks(empty_home, [entry["secret"] for entry in CORPUS[:12]]) == []
+    assert main(["doctor"]) == 0
+    service = MemoryService(Settings(home=str(empty_home)))
+    try:
+        memory = service.memory()
+        assert len(memory.leaves) == 13 and set(ids) <= set(memory.leaves)
+        assert all("[redacted: " in memory.leaves[i].text for i in ids)
+    finally:
+        service.close()
