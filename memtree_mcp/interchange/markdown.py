@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memtree_mcp.errors import InvalidInput
-from memtree_mcp.service.inputs import format_timestamp, parse_timestamp
+from memtree_mcp.service.inputs import MAX_TAG_CHARS, MAX_TAGS, format_timestamp, parse_timestamp
 
 Record = dict[str, Any]
 
@@ -41,44 +41,101 @@ def note_records(folder: Path, skipped: Counter[str]) -> Iterator[Record]:
     left out), in path order. Raises InvalidInput when ``folder`` is not a folder."""
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder; --from markdown takes a folder of .md notes")
+    inside = folder.resolve()
     for path in sorted(folder.rglob("*.md")):
         relative = path.relative_to(folder)
         if any(part.startswith(".") for part in relative.parts):
+            continue
+        if not path.resolve().is_relative_to(inside) or not path.resolve().is_file():
+            skipped["note linking outside the folder"] += 1  # a cloned vault's link to ~/.aws/…
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             skipped["note not readable as UTF-8 text"] += 1
             continue
-        if MARKER.search(text):
+        if _is_export(text):
             yield from exported_records(text, skipped)
-        else:
+        else:  # a plain note, even one carrying a comment that looks like a marker
             yield from _sections(text, relative, path.stat().st_mtime, skipped)
 
 
 def exported_records(text: str, skipped: Counter[str]) -> Iterator[Record]:
     """The memories of one file ``export --format markdown`` wrote: each marker's record, with the
     text below its heading as the content."""
+    for record, heading, body in _markers(text):
+        if record is None:
+            skipped["memtree marker not a JSON object"] += 1
+            continue
+        if not _genuine((record, heading, body)):
+            # Not written by export (its heading does not name its id): its text is a memory of
+            # its own, and what it claims (id, time, links) is ignored.
+            skipped["memtree marker the export did not write"] += 1
+            record = {}
+            body = f"{heading}\n{body}"
+        record["content"] = _unescaped(body.strip())
+        yield record
+
+
+Marker = tuple[dict[str, Any] | None, str, str]
+
+
+def _markers(text: str) -> Iterator[Marker]:
+    """Each marker of ``text``: its record (None when not a JSON object), the heading below it and
+    the text below that."""
     blocks = MARKER.split(text.replace("\r\n", "\n"))
     # split: [before the first marker, record, block, record, block, ...]
     for at in range(1, len(blocks), 2):
         try:
             record = json.loads(blocks[at])
-        except json.JSONDecodeError:
-            skipped["memtree marker not JSON"] += 1
-            continue
-        if not isinstance(record, dict):
-            skipped["memtree marker not a JSON object"] += 1
-            continue
+        except (json.JSONDecodeError, RecursionError):
+            record = None
         below = blocks[at + 1].lstrip("\n").split("\n", 1)  # the heading, then the text
-        record["content"] = below[1].strip() if len(below) == 2 else ""
-        yield record
+        yield (
+            record if isinstance(record, dict) else None,
+            below[0],
+            below[1] if len(below) == 2 else "",
+        )
+
+
+def _is_export(text: str) -> bool:
+    """Whether ``text`` is a file ``export --format markdown`` wrote: its title, then markers only,
+    each naming the id of the heading below it (a note that quotes or forges a marker is a note)."""
+    head = MARKER.split(text.replace("\r\n", "\n"), maxsplit=1)[0].strip()
+    if not (head.startswith("# Session ") or head == "# Memories without a session") or "\n" in head:
+        return False
+    found = list(_markers(text))
+    return bool(found) and all(_genuine(marker) for marker in found)
+
+
+def _genuine(marker: Marker) -> bool:
+    """Whether export wrote this marker: a record whose id the heading below it names."""
+    record, heading, _ = marker
+    return (
+        record is not None
+        and isinstance(record.get("id"), str)
+        and heading.startswith(f"## {{{record['id']}}}")
+    )
+
+
+# A line of a memory's text that reads like a marker is written with a backslash before it.
+_MARKER_LIKE = re.compile(r"^(\\*)<!-- memtree ", re.MULTILINE)
+
+
+def _escaped(text: str) -> str:
+    return _MARKER_LIKE.sub(lambda m: "\\" + m.group(1) + "<!-- memtree ", text)
+
+
+def _unescaped(text: str) -> str:
+    return re.sub(r"^\\(\\*<!-- memtree )", r"\1", text, flags=re.MULTILINE)
 
 
 def _sections(text: str, relative: Path, mtime: float, skipped: Counter[str]) -> Iterator[Record]:
     front, body = front_matter(text)
     title = str(front.get("title") or relative.stem)
-    tags = [tag.lstrip("#") for tag in _as_list(front.get("tags"))] + [title]
+    # A tag too long is cut, one that is no text dropped: the note's sections come over either way.
+    tags = [_tag(tag.lstrip("#")) for tag in _as_list(front.get("tags"))] + [_tag(title)]
+    tags = list(dict.fromkeys(tag for tag in tags if tag))[:MAX_TAGS]
     when = front.get("date") or front.get("created")
     timestamp = str(when) if when else datetime.fromtimestamp(mtime, tz=UTC).isoformat()
     session = relative.with_suffix("").as_posix()
@@ -116,6 +173,10 @@ def front_matter(text: str) -> tuple[dict[str, object], str]:
             else:
                 found[key] = _scalar(value) if value else []
     return found, "\n".join(lines[end + 1 :])
+
+
+def _tag(text: str) -> str:
+    return "".join(c for c in " ".join(text.split()) if c.isprintable())[:MAX_TAG_CHARS].strip()
 
 
 def _scalar(value: str) -> str:
@@ -198,7 +259,7 @@ def note_text(records: list[Mapping[str, Any]]) -> str:
             f"<!-- memtree {marker} -->",
             "## " + " · ".join(heading),
             "",
-            str(record["content"]),
+            _escaped(str(record["content"])),
             "",
         ]
     return "\n".join(parts)

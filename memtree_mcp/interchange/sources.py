@@ -100,6 +100,8 @@ def _json_lines(path: Path, skipped: Skipped) -> Iterator[object]:
                         yield json.loads(line)
                     except json.JSONDecodeError:
                         skipped["line not JSON"] += 1
+                    except RecursionError:
+                        skipped["line nested too deeply"] += 1
     except UnicodeDecodeError:
         raise InvalidInput(f"{path} is not UTF-8 text; give a JSONL file (one JSON object a line)") from None
     except OSError as exc:
@@ -216,6 +218,9 @@ def _rows(kind: str, path: Path, skipped: Skipped) -> Iterator[object]:
     try:
         with path.open(encoding="utf-8-sig", newline="") as file:
             if kind == "csv":
+                # A field longer than csv's 131,072 characters is counted by the content check
+                # (remember's limit) instead of stopping the rest.
+                csv.field_size_limit(max(csv.field_size_limit(), 16 * 1024 * 1024))
                 yield from csv.DictReader(file)
                 return
             rows = json.load(file)
@@ -223,6 +228,10 @@ def _rows(kind: str, path: Path, skipped: Skipped) -> Iterator[object]:
         raise InvalidInput(f"{path} is not UTF-8 text; give a {kind.upper()} file") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{path} is not JSON ({exc.msg}, line {exc.lineno}); give a JSON array") from None
+    except RecursionError:
+        raise InvalidInput(
+            f"{path} is nested too deeply to read; give a JSON array of flat objects"
+        ) from None
     except csv.Error as exc:
         raise InvalidInput(f"{path} is not CSV ({exc}); give a CSV file with a header line") from None
     except OSError as exc:

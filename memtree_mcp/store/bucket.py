@@ -168,6 +168,7 @@ class BucketLease:
         self._users = 0
         self._last_used = 0.0
         self._released_at = -1e9  # when this server last released the lease for another
+        self._seen_generation = 0  # the highest generation of the lease this server has read or held
         self.wanted_key = key.removesuffix(".json") + ".wanted.json"
         self._wanted: str | None = None  # the ETag of the wanted object the holder saw last
         self._wanted_at = 0.0  # when it looked
@@ -256,9 +257,12 @@ class BucketLease:
             raise self._unreachable(exc) from exc
         try:
             state = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             state = {}
-        return (state if isinstance(state, dict) else {}), str(found["ETag"])
+        if not isinstance(state, dict) or not _generation_ok(state.get("generation", 0)):
+            state = {}  # garbage (bytes, or a generation that is no count): as if nobody held it
+        self._seen_generation = max(self._seen_generation, int(state.get("generation", 0)))
+        return state, str(found["ETag"])
 
     def _wanted_state(self) -> tuple[dict[str, Any], str | None]:
         """The wanted object's state and ETag ({}, None: there is none, or it cannot be read)."""
@@ -315,6 +319,8 @@ class BucketLease:
         except Exception as exc:
             if _code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
                 return None
+            if etag is not None and _code(exc) in ("NoSuchKey", "404"):
+                return None  # the object this server held vanished under it: a lost lease, not an outage
             raise self._unreachable(exc) from exc
         return str(written["ETag"])
 
@@ -342,11 +348,16 @@ class BucketLease:
             free = state is None or (
                 state.get("released") and not (handed and now - watched[1] < HANDOFF_SECONDS)
             )
+            if state is None and self._seen_generation:
+                # The lease vanished (deleted by an operator, a lifecycle rule, a sync), not
+                # released: its holder may still be writing, so it is taken as a takeover is.
+                taken_over = True
             if free or (state or {}).get("holder") == self.holder or taken_over:
-                generation = int((state or {}).get("generation", 0)) + 1
+                generation = max(int((state or {}).get("generation", 0)), self._seen_generation) + 1
                 sent = time.monotonic()
                 written = self._write(self._state_of(generation, 0, released=False), etag)
                 if written is not None:
+                    self._seen_generation = generation
                     self._held = Held(generation, written, sent + self.seconds * VALID_FRACTION)
                     self._wanted_at = sent
                     self._wanted = self._wanted_now()
@@ -456,6 +467,11 @@ class BucketLease:
     def _unreachable(self, exc: Exception) -> StoreError:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         return StoreError(f"cannot reach the lease of namespace '{self.namespace}' in the bucket ({reason})")
+
+
+def _generation_ok(value: object) -> bool:
+    """Whether a lease's ``generation`` is a count (not text, null, a fraction or 1e400)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
 def _code(exc: Exception) -> str:

@@ -60,6 +60,8 @@ def _jsonl(lines: Iterable[str], path: str) -> Iterator[object]:
                     yield json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InvalidInput(f"{path}, line {number}: not JSON ({exc.msg}).") from None
+                except RecursionError:
+                    raise InvalidInput(f"{path}, line {number}: nested too deeply to read.") from None
     except UnicodeDecodeError:
         raise InvalidInput(f"{path} is not UTF-8 text; give a JSONL file (one JSON object a line)") from None
 
