@@ -25,6 +25,7 @@ from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy,
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError, failure_reason
 from memtree_mcp.llm.sampling import ReplayChat, answer_text
+from memtree_mcp.server.confirmations import Confirmed, asked, said_yes
 from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
@@ -258,11 +259,19 @@ async def forget(
     confirm: Annotated[Flag, Field(description="Also delete what a summary in ids covers.")] = False,
     namespace: Namespace = None,
     roots: Roots = None,
+    decision: Confirmed = None,  # type: ignore[assignment]  # filled by the resolver; None when called directly
 ) -> Annotated[CallToolResult, ForgetOutput]:
     """Delete memories the user wants forgotten: list them with query, then pass the ids to delete.
     At most 50 a call, never a root."""
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
+    if asked(decision):  # the client asked the user (server/confirmations.py)
+        if not said_yes(decision):
+            name = service.resolve_namespace(namespace)
+            nothing = ForgetOutput(deleted=[], candidates=[], namespace=name)
+            return _answer("Nothing was deleted: the user did not confirm.", nothing)
+        shown = await _run(service.forget_preview, query, ids, confirm, namespace)
+        ids, query, confirm = [leaf_id for leaf_id, _ in shown], None, False
     done = await _run(functools.partial(service.forget, ids=ids), None, query, confirm, namespace)
     return _answer(rendering.forget_text(done), ForgetOutput.of(done))
 

@@ -32,6 +32,7 @@ from memtree_mcp.core.model import LinkMaker
 from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
+from memtree_mcp.service.forgetting import forget_preview
 from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace, format_timestamp
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
@@ -402,6 +403,18 @@ class MemoryService:
         empty namespace and StoreError when the store refuses.
         """
         return self.maintenance.purge(self.resolve_namespace(namespace))
+
+    def forget_preview(
+        self,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        namespace: str | None = None,
+    ) -> list[tuple[str, str]]:
+        """What a ``forget`` by query, or by summaries with ``confirm``, would delete, to show the
+        user first (``service/forgetting.py``); empty when there is nothing to ask about."""
+        name = self.resolve_namespace(namespace)
+        return forget_preview(self.reader, self.spaces, name, query, ids, confirm)
 
     def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
         """Each stored memory whose text holds a secret: its id and the kinds found (never the

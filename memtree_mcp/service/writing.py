@@ -422,7 +422,7 @@ class Writer:
                 raise NotFound(f"namespace '{name}' holds no memories: nothing to forget.")
             memory = space.memory
             if wanted is not None:
-                targets = _named(memory, name, wanted, confirm, limit)
+                targets = forget_targets(memory, name, wanted, confirm, limit)
             else:
                 assert node_id is not None
                 targets = _under(memory, name, node_id, confirm, limit)
@@ -524,7 +524,9 @@ def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
     return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
 
 
-def _named(memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None) -> list[str]:
+def forget_targets(
+    memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None
+) -> list[str]:
     """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
     memory under each summary named; at most ``limit`` of them, none under a root (see
     :func:`_under`). NotFound or InvalidInput before anything is deleted otherwise."""
