@@ -250,3 +250,13 @@ def test_a_long_last_answer_still_leaves_its_prompt_to_remember(env: dict[str, s
     assert hook(env, "--drain").returncode == 0
     (text,) = stored_texts(tmp_path / "store")
     assert text.startswith("User: Summarise the incident log.\n\nAssistant: Line of the log.")
+
+
+@pytest.mark.slow
+def test_the_bucket_credentials_come_from_botocore_s_public_api(bucket: dict[str, str]) -> None:  # noqa: F811
+    from memtree_mcp.store import bucket as bucket_module
+    from memtree_mcp.store.bucket import bucket_client, static_credentials
+
+    client = bucket_client(os.environ["AWS_ENDPOINT_URL"], "us-east-1")
+    assert static_credentials(client) == {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    assert "_request_signer" not in Path(bucket_module.__file__).read_text()

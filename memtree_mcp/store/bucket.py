@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,13 +124,18 @@ def bucket_client(endpoint: str | None, region: str | None, environ: Mapping[str
     config = botocore.config.Config(
         connect_timeout=5, read_timeout=10, retries={"max_attempts": 3, "mode": "standard"}
     )
-    return session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config)
+    client = session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config)
+    _sessions[client] = session  # its credentials, through botocore's public API
+    return client
+
+
+_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def static_credentials(client: Any) -> dict[str, str]:
     """The client's credentials as LanceDB storage options (for a home on an explicit endpoint,
-    where LanceDB must not look for them elsewhere)."""
-    found = client._request_signer._credentials.get_frozen_credentials()
+    where LanceDB must not look for them elsewhere), from the session that made the client."""
+    found = _sessions[client].get_credentials().get_frozen_credentials()
     options = {"aws_access_key_id": found.access_key, "aws_secret_access_key": found.secret_key}
     if found.token:
         options["aws_session_token"] = found.token
