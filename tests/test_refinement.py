@@ -188,8 +188,9 @@ def test_refine_pending_writes_what_a_cli_process_left(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])  # input-required rounds; requests mid-call
 async def test_sampling_lends_the_clients_model_to_summarize_and_to_the_agent(
-    tmp_path: Path, embedder: MiniLMEmbedder
+    tmp_path: Path, embedder: MiniLMEmbedder, mode: str
 ) -> None:
     asked: list[str] = []
 
@@ -207,7 +208,8 @@ async def test_sampling_lends_the_clients_model_to_summarize_and_to_the_agent(
 
     service = MemoryService(Settings(home=str(tmp_path / "store"), llm="sampling"), embedder=embedder)
     try:
-        async with Client(build_server(service), sampling_callback=client_model) as client:
+        async with Client(build_server(service), sampling_callback=client_model, mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else mode)
             for note in NOTES[:4]:
                 await client.call_tool("remember", {"content": note})
             await anyio.sleep(0.2)
