@@ -162,16 +162,12 @@ def _newer_first(memory: Memory, frontier: list[str]) -> list[str]:
 def _line(node: Leaf | Branch, text: str | None = None, newest: Mapping[str, Leaf] | None = None) -> str:
     if isinstance(node, Leaf):
         update = newest.get(node.id) if newest is not None else None
-        when = _day(node.timestamp)
+        when = shown_date(node.timestamp)
         if update is not None:
-            when += f"; changed later, {_day(update.timestamp)}: “{gist(update.text, NOTE_CHARS)}”"
+            when += f"; changed later, {shown_date(update.timestamp)}: “{gist(update.text, NOTE_CHARS)}”"
         return f"- {node.text} ({when}) [{node.id}]"
-    first, last = _day(node.first_ts), _day(node.last_ts)
+    first, last = shown_date(node.first_ts), shown_date(node.last_ts)
     span = first if first == last else f"{first} to {last}"
     shown = node.text if text is None else text
     memories = counted(node.leaf_count, "memory", "memories")
     return f"- {node.label}: {shown} ({memories}, {span}) [{node.id}]"
-
-
-def _day(seconds: float) -> str:
-    return shown_date(seconds)

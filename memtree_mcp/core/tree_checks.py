@@ -377,7 +377,8 @@ def temporal_problems(
                 Problem(
                     area,
                     b,
-                    f"memory {b} ({_when(kb[0])}) comes after memory {a} ({_when(ka[0])}), out of time order",
+                    f"memory {b} ({shown_time(kb[0])}) comes after memory {a} "
+                    f"({shown_time(ka[0])}), out of time order",
                 )
             )
     rank = {n: i for i, n in enumerate(leaves)}
@@ -452,10 +453,6 @@ def temporal_problems(
     if not problems:
         problems += [Problem("temporal", node, message) for node, message in period_faults(tree)]
     return problems
-
-
-def _when(seconds: float) -> str:
-    return shown_time(seconds)
 
 
 def _check_temporal_branch(

@@ -94,10 +94,6 @@ def _text_of(memory: Memory, node_id: str) -> tuple[str, float, int, int]:
     return node.text, node.last_ts, node.leaf_count, node.last_seq
 
 
-def _day(seconds: float) -> str:
-    return shown_date(seconds)
-
-
 def _clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
@@ -125,7 +121,7 @@ def summary_inputs(memory: Memory, branch: Branch) -> SummaryRequest:
     kind = "changed later" if branch.tree == "temporal" else "superseded"
     leaves = [memory.leaves[c] for c in branch.children if c in memory.leaves]
     newest = newest_updates(memory, leaves)
-    notes = {o: update_note(kind, _day(n.timestamp), gist(n.text)) for o, n in newest.items()}
+    notes = {o: update_note(kind, shown_date(n.timestamp), gist(n.text)) for o, n in newest.items()}
     texts = tuple(_clip(c[1]) + (f" {notes[c[0]]}" if c[0] in notes else "") for c in chosen)
     stamps = tuple(c[2] for c in chosen)
     if existing:
