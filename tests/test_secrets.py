@@ -242,3 +242,14 @@ def test_doctor_finds_secrets_in_an_old_store_and_redact_leaves_none_on_disk(
         assert all("[redacted: " in memory.leaves[i].text for i in ids)
     finally:
         service.close()
+
+
+def test_a_marker_is_no_subject_of_the_labels(service: MemoryService) -> None:
+    service.remember("The billing service listens on port 8443.")
+    service.remember("Deploy with postgres://billing:Zx9Qw8Er7Ty6@db.internal:5432/billing from CI.")
+    stored = service.remember("The staging database runs Postgres 16.")
+    assert "redacted" not in stored.path[-1].label
+    memory = service.memory()
+    assert memory is not None
+    labels = [b.label for tree in (memory.semantic, memory.temporal) for b in tree.branches.values()]
+    assert labels and not any("redacted" in (label or "") for label in labels)

@@ -32,6 +32,8 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from memtree_mcp.core.secrets import MARKER
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+(?:['\u2019.\-]\w+)*")
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]{1,5}")
@@ -147,7 +149,7 @@ def content_words(text: str) -> tuple[str, ...]:
     one of them changes, and most of those texts have not changed since the last time.
     """
     found: dict[str, None] = {}
-    for raw in _WORD.findall(text):
+    for raw in _WORD.findall(MARKER.sub(" ", text)):  # "[redacted: password]" is no subject
         word = raw.replace("\u2019", "'")
         if word.endswith("'s"):
             word = word[:-2]

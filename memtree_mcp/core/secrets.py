@@ -100,6 +100,10 @@ _NAMED_KINDS = (
 _PLACEHOLDER = re.compile(r"^(?:\$\{?|%|<|\{\{|x{4,}|\*{3,}|\.{3}|your|my|the|env|none|null|redacted)", re.I)
 
 
+MARKER = re.compile(r"\[redacted: [a-z0-9-]+\]")
+"""What :func:`redacted` puts in a secret's place (labels leave its words out)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """One secret in a text: its kind and where it is (``text[start:end]``)."""
