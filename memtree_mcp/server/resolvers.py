@@ -2,8 +2,9 @@
 
 The SDK fills a tool parameter annotated ``Annotated[T, Resolve(fn)]`` by running the resolver
 ``fn`` first; a resolver that returns a ``ListRoots`` or ``Sample`` marker gets the client's
-answer. That is the only way a tool can ask the client something (since the 2026-07-28 revision
-the questions travel inside the tool's result and the client calls again with the answers), so:
+answer. That is how the tools ask the client something (since the 2026-07-28 revision the
+questions travel inside the tool's result and the client calls again with the answers; ``forget``
+drives its rounds itself, ``server/confirmations.py`` says why), so:
 
 - with MEMTREE_NAMESPACE=auto, ``Roots`` asks for the client's workspace folder, which names the
   namespace of a call that names none;
@@ -56,13 +57,18 @@ JUDGE_ARGS = ("namespace",)
 MAX_SUMMARY_PLANS = 64
 
 
-def ask_roots(namespace: str | None, ctx: MemoryContext) -> ListRoots | None:
-    # With MEMTREE_NAMESPACE=auto, a call that names no namespace uses the client's workspace
-    # folder; clients without roots fall back to 'default'.
+def wants_roots(namespace: str | None, ctx: MemoryContext) -> bool:
+    """Whether a call naming ``namespace`` needs the client's workspace folder: with
+    MEMTREE_NAMESPACE=auto, a call that names no namespace uses it; clients without roots fall back
+    to 'default'."""
     if namespace or ctx.request_context.lifespan_context.settings.namespace != AUTO_NAMESPACE:
-        return None
+        return False
     capabilities = ctx.client_capabilities
-    return ListRoots() if capabilities is not None and capabilities.roots is not None else None
+    return capabilities is not None and capabilities.roots is not None
+
+
+def ask_roots(namespace: str | None, ctx: MemoryContext) -> ListRoots | None:
+    return ListRoots() if wants_roots(namespace, ctx) else None
 
 
 Roots = Annotated[ListRootsResult | None, Resolve(ask_roots)]

@@ -18,14 +18,14 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field
 
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy, TreeName
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError, failure_reason
 from memtree_mcp.llm.sampling import ReplayChat, answer_text
-from memtree_mcp.server.confirmations import Confirmed, asked, said_yes
+from memtree_mcp.server.confirmations import ANSWERED, answered_once, confirm_forget
 from memtree_mcp.server.fields import (
     AgentSteps,
     ChildIndex,
@@ -254,25 +254,32 @@ async def summarize(
 
 async def forget(
     ctx: MemoryContext,
-    query: Annotated[OptionalQuery, Field(description="List matching memories; deletes nothing.")] = None,
+    query: Annotated[
+        OptionalQuery, Field(description="Asks the user to delete matches, else lists them.")
+    ] = None,
     ids: Annotated[MemoryIds, Field(description="Delete these memories.")] = None,
     confirm: Annotated[Flag, Field(description="Also delete what a summary in ids covers.")] = False,
     namespace: Namespace = None,
-    roots: Roots = None,
-    decision: Confirmed = None,  # type: ignore[assignment]  # filled by the resolver; None when called directly
-) -> Annotated[CallToolResult, ForgetOutput]:
+) -> Annotated[CallToolResult, ForgetOutput] | InputRequiredResult:
     """Delete memories the user wants forgotten: list them with query, then pass the ids to delete.
     At most 50 a call, never a root."""
     service = ctx.request_context.lifespan_context
-    namespace = namespace or namespace_from_roots(roots)
-    if asked(decision):  # the client asked the user (server/confirmations.py)
-        if not said_yes(decision):
-            name = service.resolve_namespace(namespace)
-            nothing = ForgetOutput(deleted=[], candidates=[], namespace=name)
-            return _answer("Nothing was deleted: the user did not confirm.", nothing)
-        shown = await _run(service.forget_preview, query, ids, confirm, namespace)
-        ids, query, confirm = [leaf_id for leaf_id, _ in shown], None, False
-    done = await _run(functools.partial(service.forget, ids=ids), None, query, confirm, namespace)
+    asked = await confirm_forget(ctx, query, ids, bool(confirm), namespace)  # server/confirmations.py
+    if isinstance(asked, InputRequiredResult):
+        return asked  # a round of 2026-07-28: the client answers and calls again
+    shown = asked.shown
+    if shown is None:  # nobody was asked: a query lists, ids delete
+        done = await _run(functools.partial(service.forget, ids=ids), None, query, confirm, asked.namespace)
+        return _answer(rendering.forget_text(done), ForgetOutput.of(done))
+    with answered_once(ctx, shown) as first:  # an answer sent again deletes nothing more
+        said = asked.verdict if first else "spent"
+        if said != "yes":
+            nothing = ForgetOutput(deleted=[], candidates=[], namespace=shown.namespace)
+            return _answer(ANSWERED[said or "no"], nothing)
+        # Exactly the ids the user was shown: never what matches now (issue 47).
+        done = await _run(
+            service.forget_shown, shown.ids, shown.asked_at, query, ids, confirm, shown.namespace
+        )
     return _answer(rendering.forget_text(done), ForgetOutput.of(done))
 
 

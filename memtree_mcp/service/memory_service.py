@@ -32,7 +32,7 @@ from memtree_mcp.core.model import LinkMaker
 from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.service.forgetting import forget_preview
+from memtree_mcp.service.forgetting import forget_preview, stored_since
 from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace, format_timestamp
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
@@ -415,6 +415,30 @@ class MemoryService:
         user first (``service/forgetting.py``); empty when there is nothing to ask about."""
         name = self.resolve_namespace(namespace)
         return forget_preview(self.reader, self.spaces, name, query, ids, confirm)
+
+    def forget_shown(
+        self,
+        shown: Sequence[str],
+        asked_at: float,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        namespace: str | None = None,
+    ) -> ForgetResult:
+        """Delete the memories ``shown`` to the user by a question asked at ``asked_at``, on their
+        yes: those ids, whatever the forget (``query``, or ``ids`` with ``confirm``) would match
+        now. Those forgotten meanwhile are ``gone``; the memories stored since that match too are
+        ``kept`` (the user did not see them). Raises InvalidInput for a bad namespace."""
+        name = self.resolve_namespace(namespace)
+        deleted = self.writer.forget(name, ids=shown, held_only=True)
+        done = set(deleted)
+        return ForgetResult(
+            deleted=deleted,
+            candidates=[],
+            namespace=name,
+            gone=[leaf_id for leaf_id in shown if leaf_id not in done],
+            kept=stored_since(self.reader, self.spaces, name, query, ids, confirm, shown, asked_at),
+        )
 
     def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
         """Each stored memory whose text holds a secret: its id and the kinds found (never the

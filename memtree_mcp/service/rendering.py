@@ -164,12 +164,24 @@ def navigate_text(result: NavigateResult) -> str:
 
 def forget_text(result: ForgetResult, delete_with: str = "pass their ids as ids") -> str:
     """What was deleted, or what a query matches (with how to delete some, ``delete_with``: the
-    model passes ids back, a shell user runs a command; nothing deleted)."""
+    model passes ids back, a shell user runs a command; nothing deleted). After the user's yes, a
+    line each for the memories shown that were already gone and those stored since, kept."""
+    lines = []
     if result.deleted:
-        return (
-            f"Deleted {len(result.deleted)} memor{'y' if len(result.deleted) == 1 else 'ies'}: "
-            + ", ".join(result.deleted)
+        lines.append(
+            f"Deleted {counted(len(result.deleted), 'memory', 'memories')}: " + ", ".join(result.deleted)
         )
+    if result.gone:
+        were = "was" if len(result.gone) == 1 else "were"
+        gone = f"{counted(len(result.gone), 'memory', 'memories')} shown to the user {were} already gone: "
+        lines.append(("" if result.deleted else "Nothing was deleted: ") + gone + ", ".join(result.gone))
+    if result.kept:
+        kept = counted(len(result.kept), "matching memory", "matching memories")
+        lines.append(
+            f"Kept {kept} stored after the user was asked, so not shown to them: " + ", ".join(result.kept)
+        )
+    if lines:
+        return "\n".join(lines)
     if not result.candidates:
         return "Nothing was deleted: no memory matches."
     lines = [f"Nothing deleted. Matching memories (to delete some, {delete_with}):"]

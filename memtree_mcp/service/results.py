@@ -98,6 +98,14 @@ class ForgetResult(BaseModel):
         "shows, none below its cut-off); none is deleted. Delete some by passing their ids back."
     )
     namespace: str
+    gone: list[str] = Field(
+        default=[], description="After the user's yes: ids shown to the user that were already deleted."
+    )
+    kept: list[str] = Field(
+        default=[],
+        description="After the user's yes: ids of memories stored since the user was asked that match "
+        "the forget too; not shown to the user, so not deleted.",
+    )
 
 
 class NodePreview(BaseModel):

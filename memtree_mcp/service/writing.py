@@ -11,7 +11,8 @@ and recall, the explorer and other writers must not wait for it. Large writes em
 long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
 
 Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
-MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``).
+MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``); which
+memories those are is ``service/forgetting.py``'s to say.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.service.forgetting import forget_targets, forget_under
 from memtree_mcp.service.inputs import (
     MAX_FORGET,
     check_ids,
-    check_node,
     check_role,
     check_session,
     check_supersedes,
@@ -402,10 +403,12 @@ class Writer:
         ids: Sequence[str] | None = None,
         confirm: bool = False,
         limit: int | None = MAX_FORGET,
+        held_only: bool = False,
     ) -> list[str]:
         """Delete the memories ``ids`` (with ``confirm``, every memory under a summary among them), or
         memory ``node_id``, or with ``confirm`` every memory under summary ``node_id``; returns the
-        ids deleted.
+        ids deleted. With ``held_only``, the memories of ``ids`` no longer held are passed over
+        (the ids a user was shown, some of them forgotten since by another client).
 
         At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
         CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
@@ -419,13 +422,19 @@ class Writer:
         refine: list[tuple[int, str]] = []
         with self._spaces.writing(name, create=False) as space:
             if space is None:
+                if held_only:
+                    return []
                 raise NotFound(f"namespace '{name}' holds no memories: nothing to forget.")
             memory = space.memory
+            if wanted is not None and held_only:
+                wanted = [leaf_id for leaf_id in wanted if leaf_id in memory.leaves]
+                if not wanted:
+                    return []
             if wanted is not None:
                 targets = forget_targets(memory, name, wanted, confirm, limit)
             else:
                 assert node_id is not None
-                targets = _under(memory, name, node_id, confirm, limit)
+                targets = forget_under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
                 for done, leaf_id in enumerate(targets, start=1):
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
@@ -522,73 +531,6 @@ def _free_id(memory: Memory, wanted: str | None) -> str:
 def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
     """Positions of the hashes neither stored in ``memory`` nor repeated earlier in ``hashes``."""
     return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
-
-
-def forget_targets(
-    memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None
-) -> list[str]:
-    """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
-    memory under each summary named; at most ``limit`` of them, none under a root (see
-    :func:`_under`). NotFound or InvalidInput before anything is deleted otherwise."""
-    targets: dict[str, None] = {}
-    for node_id in ids:
-        check_node(memory, node_id)
-        if node_id in memory.leaves:
-            targets[node_id] = None
-            continue
-        branch = memory.branch(node_id)
-        assert branch is not None
-        covered = len(leaves_under(memory, node_id))
-        if limit is not None and (branch.kind == "root" or covered > limit):
-            _under(memory, name, node_id, True, limit)  # refused, confirm or not, without a retry
-        if not confirm:
-            raise InvalidInput(
-                f"{node_id} is a summary of {covered} memories, not a memory; nothing was deleted. Make "
-                "sure the user wants every memory under it gone, then pass confirm=true with it (from a "
-                f"shell: `memtree-mcp forget --all-under {node_id} --yes`)."
-            )
-        targets.update(dict.fromkeys(_under(memory, name, node_id, True, limit)))
-    if limit is not None and len(targets) > limit:
-        raise InvalidInput(
-            f"these ids cover {len(targets)} memories; one call deletes at most {limit}. This is not a "
-            "call to repeat or to split into smaller ones: tell the user, who can forget them from a "
-            "shell (`memtree-mcp forget --all-under NODE --yes`)."
-        )
-    return list(targets)
-
-
-def _under(memory: Memory, name: str, node_id: str, confirm: bool, limit: int | None) -> list[str]:
-    """The memories forgetting ``node_id`` deletes: itself, or every memory under a summary."""
-    check_node(memory, node_id)
-    if node_id in memory.leaves:
-        return [node_id]
-    branch = memory.branch(node_id)
-    assert branch is not None
-    targets = leaves_under(memory, node_id)
-    shell = f"`memtree-mcp forget --all-under {node_id} --namespace {name}`"
-    if limit is not None and branch.kind == "root":
-        raise InvalidInput(
-            f"{node_id} is the root: it holds the whole memory ({len(targets)} memories). An agent "
-            f"cannot delete it, and this is not a call to repeat; the user can, from a shell: {shell}."
-        )
-    if limit is not None and len(targets) > limit:
-        raise InvalidInput(
-            f"{node_id} covers {len(targets)} memories; one call deletes at most {limit}. This is not a "
-            f"call to repeat or to split into smaller ones: tell the user, who can run {shell}."
-        )
-    if not confirm and len(targets) > 1:
-        raise InvalidInput(
-            f"{node_id} is a summary of {len(targets)} memories. Make sure the user wants them all gone, "
-            "then call again with confirm=true; nothing was deleted."
-        )
-    return targets
-
-
-def leaves_under(memory: Memory, node_id: str) -> list[str]:
-    """The leaves under branch ``node_id``, in its tree's order."""
-    branch = memory.branch(node_id)
-    assert branch is not None
-    return memory.tree(branch.tree).leaves_under(node_id)
 
 
 def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[Link, ...]]]:
