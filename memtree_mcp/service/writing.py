@@ -11,7 +11,8 @@ and recall, the explorer and other writers must not wait for it. Large writes em
 long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
 
 Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
-MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``).
+MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``); which
+memories those are is ``service/forgetting.py``.
 """
 
 from __future__ import annotations
@@ -25,19 +26,19 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import cast
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker
+from memtree_mcp.core.model import Leaf, LinkMaker, link_maker, may_undo
+from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.service.forgetting import forget_targets, forget_under
 from memtree_mcp.service.inputs import (
     MAX_FORGET,
     check_ids,
-    check_node,
     check_role,
     check_session,
     check_supersedes,
@@ -160,7 +161,10 @@ class Writer:
         as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
         of that id already (then it gets a new one), and a record's links to the ids of other
         records (or of memories the namespace holds) are given to the memories at the end, in one
-        more commit; a link to neither is dropped (logged). Every record is checked before
+        more commit, as made by ``import``: an import vouches only for itself, so a record's
+        ``supersedes_by`` (the user's, in an export or a file forged as one) is not taken at its
+        word. A link to neither is dropped, and so is one that would close a circle (the newer
+        memories' links are given first), both logged. Every record is checked before
         anything is stored: one that fails stops the import with InvalidInput naming the record,
         and the namespace is left as it was. The records are stored in the order of their
         timestamps, oldest first; records without one keep their order after the dated ones (they
@@ -173,9 +177,9 @@ class Writer:
         added = skipped = 0
         pending: list[Chunk] = []
         # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
-        named: list[tuple[int, str | None, tuple[Link, ...]]] = []
+        named: list[tuple[int, str | None, tuple[str, ...]]] = []
         new_id: dict[str, str] = {}  # a record's id -> the id of its memory here
-        links: dict[str, tuple[Link, ...]] = {}  # a memory here -> the record ids it supersedes, by whom
+        links: dict[str, tuple[str, ...]] = {}  # a memory here -> the record ids it supersedes
 
         def flush() -> None:
             nonlocal added, skipped, pending, named
@@ -219,35 +223,42 @@ class Writer:
                 old = record.get("id")
                 if old is not None:
                     old = check_supersedes([old])[0]
-                olders = _with_makers(check_supersedes(record.get("supersedes")), record.get("supersedes_by"))
+                olders = check_supersedes(record.get("supersedes"))
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
             read.append((chunks, old, olders, record.get("timestamp") is not None))
         return read
 
     def _link_imported(
-        self, name: str, links: Mapping[str, Sequence[Link]], new_id: Mapping[str, str]
+        self, name: str, links: Mapping[str, Sequence[str]], new_id: Mapping[str, str]
     ) -> None:
-        """Give imported memories their links (``links``: the record ids each supersedes, each with
-        who made it), each record id read as its memory's id here (``new_id``) or, failing that, as
-        a memory the namespace already held; one commit."""
+        """Give imported memories their links (``links``: the record ids each supersedes), each
+        record id read as its memory's id here (``new_id``) or, failing that, as a memory the
+        namespace already held; made by ``import``, one commit. The newest memories are linked
+        first, so that of two records that say they update each other the newer's link is kept
+        and the older's, which would close a circle, dropped."""
         with self._spaces.writing(name) as space:
             assert space is not None
             memory = space.memory
-            dropped = 0
+            dropped = circles = 0
             with self._spaces.change(space) as change:
-                for leaf_id, olders in links.items():
-                    mapped = [(new_id.get(older, older), by) for older, by in olders]
-                    found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
+                held = [memory.leaves[leaf_id] for leaf_id in links if leaf_id in memory.leaves]
+                for leaf_id in (leaf.id for leaf in sorted(held, key=time_key, reverse=True)):
+                    mapped = [new_id.get(older, older) for older in links[leaf_id]]
+                    found = [older for older in mapped if older in memory.leaves and older != leaf_id]
                     dropped += len(mapped) - len(found)
-                    if leaf_id not in memory.leaves:
-                        continue
-                    for maker in LINK_MAKERS:
-                        if memory.link(leaf_id, [o for o, by in found if by == maker], maker):
-                            change.changed.add(leaf_id)
-                            change.rewritten.add(leaf_id)
+                    fitting = [older for older in found if not memory.reaches(older, leaf_id)]
+                    circles += len(found) - len(fitting)
+                    if memory.link(leaf_id, fitting, "import"):
+                        change.changed.add(leaf_id)
+                        change.rewritten.add(leaf_id)
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
+        if circles:
+            log.warning(
+                "import: %d update links left out: each would close a circle with a newer memory's link",
+                circles,
+            )
 
     def store(
         self,
@@ -291,7 +302,7 @@ class Writer:
             fresh = _fresh(memory, hashes)
             self._check_quota(name, memory, len(fresh))
             check_links(memory, name, olders, hashes)
-            check_unlinks(memory, undone, hashes[0])
+            check_unlinks(memory, undone, hashes[0], by)
             ids: list[str] = []
             offered: tuple[Leaf, ...] = ()
             with self._spaces.change(space) as change:
@@ -300,7 +311,7 @@ class Writer:
                     if existing is not None:
                         if not ids:
                             linked = memory.link(existing, olders, by)
-                            if memory.unlink(existing, undone) or linked:
+                            if memory.unlink(existing, undone, by) or linked:
                                 change.changed.add(existing)
                                 change.rewritten.add(existing)
                             offered = _still_offered(memory, memory.leaves[existing])
@@ -355,10 +366,10 @@ class Writer:
             memory = space.memory
             leaf = memory.leaves[newer]
             check_links(memory, name, olders, [leaf.content_hash])
-            check_unlinks(memory, undone, leaf.content_hash)
+            check_unlinks(memory, undone, leaf.content_hash, by)
             with self._spaces.change(space) as change:
                 linked = memory.link(newer, olders, by)
-                if memory.unlink(newer, undone) or linked:
+                if memory.unlink(newer, undone, by) or linked:
                     change.changed.add(newer)
                     change.rewritten.add(newer)
             return leaf.supersedes, undone
@@ -409,9 +420,10 @@ class Writer:
 
         At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
         CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
-        leave both trees, every summary above them is recomputed without them, and all of it is
-        one commit. Raises InvalidInput for a bad or refused request and NotFound for an unknown
-        node; nothing is deleted then.
+        leave both trees, every summary above them is recomputed without them, a memory that
+        updated one of them updates what it updated (``Memory.carry_over``: the newest of a chain
+        stays current), and all of it is one commit. Raises InvalidInput for a bad or refused
+        request and NotFound for an unknown node; nothing is deleted then.
         """
         if (node_id is None) == (ids is None):
             raise InvalidInput("give either node_id or ids, not both or neither.")
@@ -425,9 +437,12 @@ class Writer:
                 targets = forget_targets(memory, name, wanted, confirm, limit)
             else:
                 assert node_id is not None
-                targets = _under(memory, name, node_id, confirm, limit)
+                targets = forget_under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
                 for done, leaf_id in enumerate(targets, start=1):
+                    relinked = memory.carry_over(leaf_id)
+                    change.changed |= relinked
+                    change.rewritten |= relinked
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
                     change.changed = (change.changed | leaf_changed) - leaf_removed
                     change.removed |= leaf_removed
@@ -466,25 +481,14 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
             )
 
 
-Link = tuple[str, LinkMaker]
-# One checked import record: its chunks, its id, its links, whether it named its time.
-Read = tuple[list[Chunk], str | None, tuple[Link, ...], bool]
-"""An older memory's id and who said the newer updates it."""
+# One checked import record: its chunks, its id, the record ids it supersedes, whether it named its time.
+Read = tuple[list[Chunk], str | None, tuple[str, ...], bool]
 
 
-def _with_makers(olders: Sequence[str], makers: object) -> tuple[Link, ...]:
-    """``olders`` each with its maker from ``makers`` (an export's ``supersedes_by``): the agent's
-    when it says none or one this version does not know."""
-    given = list(makers) if isinstance(makers, list) else []
-    return tuple(
-        (older, cast(LinkMaker, given[at]) if at < len(given) and given[at] in LINK_MAKERS else "agent")
-        for at, older in enumerate(olders)
-    )
-
-
-def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str) -> None:
+def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str, by: LinkMaker) -> None:
     """InvalidInput unless every id of ``unlink`` names a link of the stored memory whose text
-    has ``first_hash`` (the content given must be the memory that made the links)."""
+    has ``first_hash`` (the content given must be the memory that made the links) that ``by``
+    may undo: a link the user made is undone only by the user, from the CLI."""
     if not unlink:
         return
     stored = memory.duplicate_of(first_hash)
@@ -500,6 +504,13 @@ def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str) -> Non
             f"{stored} (it supersedes {', '.join(memory.leaves[stored].supersedes) or 'nothing'}); "
             "nothing was changed."
         )
+    for older in unlink:
+        maker = link_maker(memory.leaves[stored], older)
+        if not may_undo(by, maker):
+            raise InvalidInput(
+                f"unlink: the user linked {stored} to {older}, and only the user can undo it "
+                f"(`memtree-mcp link {stored} --unlink {older}`); nothing was changed."
+            )
 
 
 def _still_offered(memory: Memory, leaf: Leaf) -> tuple[Leaf, ...]:
@@ -524,74 +535,7 @@ def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
     return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
 
 
-def forget_targets(
-    memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None
-) -> list[str]:
-    """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
-    memory under each summary named; at most ``limit`` of them, none under a root (see
-    :func:`_under`). NotFound or InvalidInput before anything is deleted otherwise."""
-    targets: dict[str, None] = {}
-    for node_id in ids:
-        check_node(memory, node_id)
-        if node_id in memory.leaves:
-            targets[node_id] = None
-            continue
-        branch = memory.branch(node_id)
-        assert branch is not None
-        covered = len(leaves_under(memory, node_id))
-        if limit is not None and (branch.kind == "root" or covered > limit):
-            _under(memory, name, node_id, True, limit)  # refused, confirm or not, without a retry
-        if not confirm:
-            raise InvalidInput(
-                f"{node_id} is a summary of {covered} memories, not a memory; nothing was deleted. Make "
-                "sure the user wants every memory under it gone, then pass confirm=true with it (from a "
-                f"shell: `memtree-mcp forget --all-under {node_id} --yes`)."
-            )
-        targets.update(dict.fromkeys(_under(memory, name, node_id, True, limit)))
-    if limit is not None and len(targets) > limit:
-        raise InvalidInput(
-            f"these ids cover {len(targets)} memories; one call deletes at most {limit}. This is not a "
-            "call to repeat or to split into smaller ones: tell the user, who can forget them from a "
-            "shell (`memtree-mcp forget --all-under NODE --yes`)."
-        )
-    return list(targets)
-
-
-def _under(memory: Memory, name: str, node_id: str, confirm: bool, limit: int | None) -> list[str]:
-    """The memories forgetting ``node_id`` deletes: itself, or every memory under a summary."""
-    check_node(memory, node_id)
-    if node_id in memory.leaves:
-        return [node_id]
-    branch = memory.branch(node_id)
-    assert branch is not None
-    targets = leaves_under(memory, node_id)
-    shell = f"`memtree-mcp forget --all-under {node_id} --namespace {name}`"
-    if limit is not None and branch.kind == "root":
-        raise InvalidInput(
-            f"{node_id} is the root: it holds the whole memory ({len(targets)} memories). An agent "
-            f"cannot delete it, and this is not a call to repeat; the user can, from a shell: {shell}."
-        )
-    if limit is not None and len(targets) > limit:
-        raise InvalidInput(
-            f"{node_id} covers {len(targets)} memories; one call deletes at most {limit}. This is not a "
-            f"call to repeat or to split into smaller ones: tell the user, who can run {shell}."
-        )
-    if not confirm and len(targets) > 1:
-        raise InvalidInput(
-            f"{node_id} is a summary of {len(targets)} memories. Make sure the user wants them all gone, "
-            "then call again with confirm=true; nothing was deleted."
-        )
-    return targets
-
-
-def leaves_under(memory: Memory, node_id: str) -> list[str]:
-    """The leaves under branch ``node_id``, in its tree's order."""
-    branch = memory.branch(node_id)
-    assert branch is not None
-    return memory.tree(branch.tree).leaves_under(node_id)
-
-
-def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[Link, ...]]]:
+def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[str, ...]]]:
     """The records oldest first by their timestamps; the undated after them, in their own order."""
     read.sort(key=lambda entry: (not entry[3], entry[0][0].timestamp if entry[3] else 0.0))
     for chunks, old, olders, _dated in read:
