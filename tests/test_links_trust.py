@@ -350,8 +350,9 @@ def day_of(leaf: Leaf) -> str:
         "tags: " + "[" * 5000 + "]" * 5000 + "\n",
         "title: " + "x" * 100_000 + "\n",
         "title: a: b: [unclosed\n",
+        "date: !!timestamp someday\ntags: !!python/object:os.system [echo]\n",
     ],
-    ids=["aliases", "deep", "huge", "not YAML"],
+    ids=["aliases", "deep", "huge", "not YAML", "tags YAML builds objects from"],
 )
 def test_a_front_matter_that_cannot_be_read_safely_leaves_the_notes_sections_without_it(
     front: str, empty_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
