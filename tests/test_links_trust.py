@@ -176,6 +176,27 @@ def test_an_export_imported_again_marks_the_users_links_as_the_imports(service: 
     assert link_maker(held(service).leaves[newer], older) == "user"
 
 
+def test_doctor_redact_storing_memories_again_keeps_the_users_links_the_users(
+    settings: Settings, embedder: object
+) -> None:
+    keeping = MemoryService(settings.model_copy(update={"secrets": "keep"}), embedder=embedder)  # type: ignore[arg-type]
+    try:
+        older, _ = ports(keeping)
+        leaked = "The ingest service reads postgres://ingest:Zx9Qw8Er7Ty6@db.internal:5432/ingest now."
+        newer = keeping.remember(leaked, timestamp="2026-03-01T09:00:00Z").ids[0]
+        keeping.link(newer, [older], by="user")
+    finally:
+        keeping.close()
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert service.redact_stored() == [newer]
+        rewritten = held(service).leaves[newer]
+        assert "[redacted: " in rewritten.text and rewritten.supersedes == (older,)
+        assert link_maker(rewritten, older) == "user"
+    finally:
+        service.close()
+
+
 # -- forgetting the middle of a chain ----------------------------------------------------------------
 
 

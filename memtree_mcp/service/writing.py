@@ -26,13 +26,14 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import cast
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf, LinkMaker, link_maker, may_undo
+from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker, link_maker, may_undo
 from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.forgetting import forget_targets, forget_under
@@ -153,7 +154,9 @@ class Writer:
             chunks[0] = dataclasses.replace(chunks[0], redacted=kinds)
         return chunks
 
-    def import_records(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
+    def import_records(
+        self, name: str, records: Iterable[object], *, batch: int = 256, keep_makers: bool = False
+    ) -> tuple[int, int]:
         """Store many records fast: embeddings in batches, one commit per ``batch`` memories.
 
         Each record is a mapping with ``content`` and optionally ``role``, ``timestamp``,
@@ -163,23 +166,25 @@ class Writer:
         records (or of memories the namespace holds) are given to the memories at the end, in one
         more commit, as made by ``import``: an import vouches only for itself, so a record's
         ``supersedes_by`` (the user's, in an export or a file forged as one) is not taken at its
-        word. A link to neither is dropped, and so is one that would close a circle (the newer
-        memories' links are given first), both logged. Every record is checked before
+        word, unless ``keep_makers``: the records are the namespace's own, read back by this process
+        (``doctor --redact`` storing memories again without their secrets). A link to neither is
+        dropped, and so is one that would close a circle (the newer memories' links are given
+        first), both logged. Every record is checked before
         anything is stored: one that fails stops the import with InvalidInput naming the record,
         and the namespace is left as it was. The records are stored in the order of their
         timestamps, oldest first; records without one keep their order after the dated ones (they
         are stamped with the time of the import). Returns (memories added, duplicates skipped).
         """
         with self._spaces.maintenance_deferred(name):
-            return self._import(name, records, batch)
+            return self._import(name, records, batch, keep_makers)
 
-    def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
+    def _import(self, name: str, records: Iterable[object], batch: int, keep_makers: bool) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
         # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
-        named: list[tuple[int, str | None, tuple[str, ...]]] = []
+        named: list[tuple[int, str | None, tuple[Link, ...]]] = []
         new_id: dict[str, str] = {}  # a record's id -> the id of its memory here
-        links: dict[str, tuple[str, ...]] = {}  # a memory here -> the record ids it supersedes
+        links: dict[str, tuple[Link, ...]] = {}  # a memory here -> the record ids it supersedes, by whom
 
         def flush() -> None:
             nonlocal added, skipped, pending, named
@@ -192,7 +197,7 @@ class Writer:
                     links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
             pending, named = [], []
 
-        for chunks, old, olders in _in_time_order(self._read(records)):
+        for chunks, old, olders in _in_time_order(self._read(records, keep_makers)):
             if old is not None or olders:
                 named.append((len(pending), old, olders))
             if old is not None:
@@ -206,8 +211,9 @@ class Writer:
             self._link_imported(name, links, new_id)
         return added, skipped
 
-    def _read(self, records: Iterable[object]) -> list[Read]:
-        """Each record checked, as its chunks, its id, its links and whether it named its time."""
+    def _read(self, records: Iterable[object], keep_makers: bool = False) -> list[Read]:
+        """Each record checked, as its chunks, its id, its links (made by ``import``, or by whom
+        the record says with ``keep_makers``) and whether it named its time."""
         read = []
         for number, record in enumerate(records, start=1):
             try:
@@ -223,20 +229,20 @@ class Writer:
                 old = record.get("id")
                 if old is not None:
                     old = check_supersedes([old])[0]
-                olders = check_supersedes(record.get("supersedes"))
+                olders = _made_by(check_supersedes(record.get("supersedes")), record, keep_makers)
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
             read.append((chunks, old, olders, record.get("timestamp") is not None))
         return read
 
     def _link_imported(
-        self, name: str, links: Mapping[str, Sequence[str]], new_id: Mapping[str, str]
+        self, name: str, links: Mapping[str, Sequence[Link]], new_id: Mapping[str, str]
     ) -> None:
-        """Give imported memories their links (``links``: the record ids each supersedes), each
-        record id read as its memory's id here (``new_id``) or, failing that, as a memory the
-        namespace already held; made by ``import``, one commit. The newest memories are linked
-        first, so that of two records that say they update each other the newer's link is kept
-        and the older's, which would close a circle, dropped."""
+        """Give imported memories their links (``links``: the record ids each supersedes, each with
+        who made it), each record id read as its memory's id here (``new_id``) or, failing that, as
+        a memory the namespace already held; one commit. The newest memories are linked first, so
+        that of two records that say they update each other the newer's link is kept and the
+        older's, which would close a circle, dropped."""
         with self._spaces.writing(name) as space:
             assert space is not None
             memory = space.memory
@@ -244,14 +250,15 @@ class Writer:
             with self._spaces.change(space) as change:
                 held = [memory.leaves[leaf_id] for leaf_id in links if leaf_id in memory.leaves]
                 for leaf_id in (leaf.id for leaf in sorted(held, key=time_key, reverse=True)):
-                    mapped = [new_id.get(older, older) for older in links[leaf_id]]
-                    found = [older for older in mapped if older in memory.leaves and older != leaf_id]
+                    mapped = [(new_id.get(older, older), by) for older, by in links[leaf_id]]
+                    found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
                     dropped += len(mapped) - len(found)
-                    fitting = [older for older in found if not memory.reaches(older, leaf_id)]
+                    fitting = [(o, by) for o, by in found if not memory.reaches(o, leaf_id)]
                     circles += len(found) - len(fitting)
-                    if memory.link(leaf_id, fitting, "import"):
-                        change.changed.add(leaf_id)
-                        change.rewritten.add(leaf_id)
+                    for maker in LINK_MAKERS:
+                        if memory.link(leaf_id, [o for o, by in fitting if by == maker], maker):
+                            change.changed.add(leaf_id)
+                            change.rewritten.add(leaf_id)
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
         if circles:
@@ -481,8 +488,21 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
             )
 
 
-# One checked import record: its chunks, its id, the record ids it supersedes, whether it named its time.
-Read = tuple[list[Chunk], str | None, tuple[str, ...], bool]
+Link = tuple[str, LinkMaker]
+"""An older memory's id and who said the newer updates it."""
+# One checked import record: its chunks, its id, its links, whether it named its time.
+Read = tuple[list[Chunk], str | None, tuple[Link, ...], bool]
+
+
+def _made_by(olders: Sequence[str], record: Mapping[str, object], keep_makers: bool) -> tuple[Link, ...]:
+    """``olders`` each made by ``import``, or with ``keep_makers`` by the maker the record names
+    for it (``supersedes_by``, as export writes it; ``import`` for one it does not name)."""
+    given = record.get("supersedes_by") if keep_makers else None
+    makers = list(given) if isinstance(given, list) else []
+    return tuple(
+        (older, cast(LinkMaker, makers[at]) if at < len(makers) and makers[at] in LINK_MAKERS else "import")
+        for at, older in enumerate(olders)
+    )
 
 
 def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str, by: LinkMaker) -> None:
@@ -535,7 +555,7 @@ def _fresh(memory: Memory, hashes: Sequence[str]) -> list[int]:
     return [i for i, h in enumerate(hashes) if memory.duplicate_of(h) is None and h not in hashes[:i]]
 
 
-def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[str, ...]]]:
+def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, tuple[Link, ...]]]:
     """The records oldest first by their timestamps; the undated after them, in their own order."""
     read.sort(key=lambda entry: (not entry[3], entry[0][0].timestamp if entry[3] else 0.0))
     for chunks, old, olders, _dated in read:
