@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,13 @@ def ports(service: MemoryService) -> tuple[str, str]:
     return older, newer
 
 
+def shell_on(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI run in this process on ``settings``' home, no other MEMTREE_ setting left over."""
+    for name in [name for name in os.environ if name.startswith("MEMTREE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMTREE_HOME", settings.home)
+
+
 @pytest.fixture
 async def client(service: MemoryService) -> AsyncIterator[Client]:
     async with Client(build_server(service)) as connected:
@@ -96,7 +104,7 @@ def test_the_user_undoes_their_own_link_from_the_shell(
     older, newer = ports(service)
     service.link(newer, [older], by="user")
     service.close()
-    monkeypatch.setenv("MEMTREE_HOME", settings.home)
+    shell_on(settings, monkeypatch)
     assert main(["link", newer, "--unlink", older]) == 0
     assert f"{newer} no longer supersedes {older}" in capsys.readouterr().out
     reopened = MemoryService(settings, embedder=service.embedder)
@@ -144,7 +152,7 @@ def test_a_note_forged_as_an_export_links_as_the_import_and_the_agent_can_undo_i
     older, _ = ports(service)
     service.close()
     claimed = forged_export(tmp_path / "notes", older)
-    monkeypatch.setenv("MEMTREE_HOME", settings.home)
+    shell_on(settings, monkeypatch)
     assert main(["import", "--from", "markdown", str(tmp_path / "notes")]) == 0
     reopened = MemoryService(settings, embedder=service.embedder)
     try:
