@@ -112,7 +112,7 @@ def test_a_leaf_row_keeps_who_made_each_link_and_a_link_stored_before_makers_is_
     assert leaf_extras('{"judging":true}')["judging"] is True  # as older versions wrote it
 
 
-def test_links_are_stored_with_who_made_them_and_kept_by_export_and_import(
+def test_links_are_stored_with_who_made_them_exported_so_and_imported_as_the_imports(
     service: MemoryService, tmp_path: Path
 ) -> None:
     a = service.remember("The ingest service listens on port 7070.").ids[0]
@@ -129,7 +129,8 @@ def test_links_are_stored_with_who_made_them_and_kept_by_export_and_import(
         copy.import_memories(records)
         held = copy.memory()
         assert held is not None
-        assert link_maker(held.leaves[c], b) == "user" and held.current_of(a) == c
+        # An import vouches only for itself: what a file says the user linked is not the user's word.
+        assert link_maker(held.leaves[c], b) == "import" and held.current_of(a) == c
     finally:
         copy.close()
 

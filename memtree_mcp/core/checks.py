@@ -3,7 +3,8 @@ never a raise.
 
 :func:`memory_problems` checks both trees (:mod:`memtree_mcp.core.tree_checks`), then the leaves
 and the indexes: leaf vectors (dimension, finite, unit norm), the leaf, branch and lexical indexes
-hold exactly what they should, content hashes and sequence numbers are unique.
+hold exactly what they should, content hashes and sequence numbers are unique, and no update links
+close a circle (:func:`~memtree_mcp.core.links.circles`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from memtree_mcp.core.arrays import summary_hit
+from memtree_mcp.core.links import circles
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.semantic import SemanticTree
@@ -44,6 +46,7 @@ def memory_problems(memory: Memory, dimension: int | None = None) -> list[Proble
     problems += semantic_problems(semantic)
     problems += temporal_problems(temporal)
     problems += _leaf_problems(memory, leaves, dim)
+    problems += _link_problems(leaves)
     problems += _index_problems(memory, leaves, semantic, temporal, dim)
     return problems
 
@@ -85,6 +88,20 @@ def _leaf_problems(memory: Memory, leaves: Mapping[str, Leaf], dim: int) -> list
             Problem("leaves", None, f"next_seq is {memory.next_seq}, not after the last seq {max(by_seq)}")
         )
     return problems
+
+
+def _link_problems(leaves: Mapping[str, Leaf]) -> list[Problem]:
+    """A circle of update links marks every memory in it superseded and none current (the hook's
+    brief then shows none of them)."""
+    return [
+        Problem(
+            "leaves",
+            circle[0],
+            f"update links in a circle ({' updates '.join([*circle, circle[0]])}): none of them is "
+            f"current; --repair undoes the link from the oldest, {circle[0]}, to {circle[1]}",
+        )
+        for circle in circles(leaves)
+    ]
 
 
 def _index_problems(

@@ -9,8 +9,11 @@ from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.names import TreeName
 
 BranchKind = Literal["root", "internal"]
-LinkMaker = Literal["agent", "llm", "user"]
-LINK_MAKERS: tuple[LinkMaker, ...] = ("agent", "llm", "user")
+LinkMaker = Literal["agent", "llm", "user", "import"]
+# Who may make an update link, the weakest word first: an import vouches only for itself (never for
+# who made a link in the file it read), an LLM judge decides in the background on a quote, the agent
+# in the conversation, and the user's word is final: a link the user made is undone only by the user.
+LINK_MAKERS: tuple[LinkMaker, ...] = ("import", "llm", "agent", "user")
 
 
 @dataclass(slots=True)
@@ -28,8 +31,8 @@ class Leaf:
     content_hash: str = ""
     created: float = 0.0
     # The ids of earlier memories this one updates, as someone who understands said: the agent
-    # (``remember``'s ``supersedes``), the user (the CLI) or an LLM judge. The only way a memory
-    # is marked superseded.
+    # (``remember``'s ``supersedes``), the user (the CLI), an LLM judge or an import. The only way
+    # a memory is marked superseded.
     supersedes: tuple[str, ...] = ()
     # Who made each link of ``supersedes``, in the same order: LINK_MAKERS. Links stored before
     # this was recorded have none, and count as the agent's.
@@ -44,14 +47,31 @@ class Leaf:
 
 def makers_of(leaf: Leaf) -> tuple[LinkMaker, ...]:
     """Who made each link of ``leaf``, one for each of its ``supersedes`` (a link stored before
-    makers were recorded is the agent's)."""
-    known = cast("tuple[LinkMaker, ...]", leaf.supersedes_by)
-    return known + cast("tuple[LinkMaker, ...]", ("agent",) * (len(leaf.supersedes) - len(known)))
+    makers were recorded, or with a maker this version does not know, is the agent's)."""
+    known: tuple[str, ...] = tuple(maker if maker in LINK_MAKERS else "agent" for maker in leaf.supersedes_by)
+    known = known[: len(leaf.supersedes)] + ("agent",) * (len(leaf.supersedes) - len(known))
+    return cast("tuple[LinkMaker, ...]", known)
 
 
 def link_maker(leaf: Leaf, older_id: str) -> LinkMaker:
-    """Who said that ``leaf`` updates ``older_id``: ``agent``, ``llm`` or ``user``."""
+    """Who said that ``leaf`` updates ``older_id``: ``agent``, ``llm``, ``user`` or ``import``.
+    Raises ValueError when ``leaf`` does not name ``older_id``."""
     return makers_of(leaf)[leaf.supersedes.index(older_id)]
+
+
+def weaker(first: LinkMaker, second: LinkMaker) -> LinkMaker:
+    """The weaker word of two makers (:data:`LINK_MAKERS`): who a link resting on both is made by."""
+    return min(first, second, key=LINK_MAKERS.index)
+
+
+def stronger(first: LinkMaker, second: LinkMaker) -> LinkMaker:
+    """The stronger word of two makers: who a link two of them made is kept as made by."""
+    return max(first, second, key=LINK_MAKERS.index)
+
+
+def may_undo(by: LinkMaker, maker: LinkMaker) -> bool:
+    """Whether ``by`` may undo a link ``maker`` made: only the user undoes the user's links."""
+    return maker != "user" or by == "user"
 
 
 @dataclass(slots=True)

@@ -3,7 +3,10 @@
 Notes (basic-memory, Obsidian): optional YAML front matter (``tags``, ``date`` or ``created``,
 ``title``), then sections under headings; each section with text is one memory, tagged with the
 front matter's tags and the note's title, dated by the front matter (else by the file's time), in
-the note's session (its path in the folder). ``[[links]]`` stay in the text as written.
+the note's session (its path in the folder). ``[[links]]`` stay in the text as written. The front
+matter is read by PyYAML's safe loader without aliases, within :data:`FRONT_MATTER_CHARS` and
+:data:`FRONT_MATTER_DEPTH`, so that a hostile note costs no more than its size; one that cannot be
+read so is left out, counted, and the note's sections still come over.
 
 An export is one file per session, readable and diff-able: a heading per memory with its id, time,
 tags and the ids it supersedes as ``[[links]]``, then its text. Above each heading, an HTML comment
@@ -20,7 +23,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import yaml
 
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.service.inputs import MAX_TAG_CHARS, MAX_TAGS, format_timestamp, parse_timestamp
@@ -31,6 +36,10 @@ MARKER = re.compile(r"^<!-- memtree (\{.*\}) -->$", re.MULTILINE)
 _HEADING = re.compile(r"#{1,6}\s+\S")
 _FENCE = re.compile(r"(```|~~~)")
 NO_SESSION = "no-session.md"
+# A note's front matter is read only within these bounds (a few lines of metadata in any real note):
+# PyYAML's composer recurses once a level, and its parser holds the whole text.
+FRONT_MATTER_CHARS = 64 * 1024
+FRONT_MATTER_DEPTH = 16
 
 
 # -- reading
@@ -132,12 +141,15 @@ def _unescaped(text: str) -> str:
 
 def _sections(text: str, relative: Path, mtime: float, skipped: Counter[str]) -> Iterator[Record]:
     front, body = front_matter(text)
-    title = str(front.get("title") or relative.stem)
+    if front is None:
+        skipped["front matter not read (not YAML, or too big or deep; the note came without it)"] += 1
+        front = {}
+    title = _plain(front.get("title")) or relative.stem
     # A tag too long is cut, one that is no text dropped: the note's sections come over either way.
     tags = [_tag(tag.lstrip("#")) for tag in _as_list(front.get("tags"))] + [_tag(title)]
     tags = list(dict.fromkeys(tag for tag in tags if tag))[:MAX_TAGS]
-    when = front.get("date") or front.get("created")
-    timestamp = str(when) if when else datetime.fromtimestamp(mtime, tz=UTC).isoformat()
+    when = _plain(front.get("date") or front.get("created"))
+    timestamp = when or datetime.fromtimestamp(mtime, tz=UTC).isoformat()
     session = relative.with_suffix("").as_posix()
     for section in split_sections(body):
         lines = section.strip().split("\n")
@@ -147,9 +159,12 @@ def _sections(text: str, relative: Path, mtime: float, skipped: Counter[str]) ->
         yield {"content": section.strip(), "tags": tags, "timestamp": timestamp, "session": session}
 
 
-def front_matter(text: str) -> tuple[dict[str, object], str]:
-    """The YAML front matter of a note (the simple forms notes use: ``key: value``, ``key: [a, b]``
-    and ``key:`` followed by ``- item`` lines) and the text after it."""
+def front_matter(text: str) -> tuple[dict[str, object] | None, str]:
+    """The YAML front matter of a note (a mapping between ``---`` lines at its top, its keys in
+    lower case) and the text after it; ({}, the text) for a note without one. The front matter is
+    None when it cannot be read safely: not YAML, not a mapping, longer than
+    :data:`FRONT_MATTER_CHARS`, nested deeper than :data:`FRONT_MATTER_DEPTH`, or with an alias
+    (``*name``: a few lines of them expand into billions of items)."""
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         return {}, text
@@ -157,41 +172,69 @@ def front_matter(text: str) -> tuple[dict[str, object], str]:
         end = next(n for n in range(1, len(lines)) if lines[n].strip() in ("---", "..."))
     except StopIteration:
         return {}, text
-    found: dict[str, object] = {}
-    key = None
-    for line in lines[1:end]:
-        item = re.match(r"\s*-\s+(.*)", line)
-        if item and key is not None:
-            listed = found.get(key)
-            found[key] = (listed if isinstance(listed, list) else []) + [_scalar(item.group(1))]
-            continue
-        pair = re.match(r"([A-Za-z_][\w-]*)\s*:\s*(.*)", line)
-        if pair:
-            key, value = pair.group(1).lower(), pair.group(2).strip()
-            if value.startswith("[") and value.endswith("]"):
-                found[key] = [_scalar(part) for part in value[1:-1].split(",") if part.strip()]
-            else:
-                found[key] = _scalar(value) if value else []
-    return found, "\n".join(lines[end + 1 :])
+    body = "\n".join(lines[end + 1 :])
+    source = "\n".join(lines[1:end])
+    if len(source) > FRONT_MATTER_CHARS:
+        return None, body
+    try:
+        found = yaml.load(source, Loader=_FrontMatterLoader)  # safe_load's loader, bounded
+    except Exception:  # YAMLError, and what its constructors raise on a hostile tag (ValueError…)
+        return None, body
+    if found is None:
+        return {}, body
+    if not isinstance(found, dict):
+        return None, body
+    return {str(key).lower(): value for key, value in found.items()}, body
+
+
+class _Unsafe(Exception):
+    """A front matter that :class:`_FrontMatterLoader` will not build."""
+
+
+class _FrontMatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (plain data only: no Python objects) that refuses aliases and nesting
+    deeper than :data:`FRONT_MATTER_DEPTH`, both before anything is built, and keeps a date as the
+    text the note wrote (the import reads it as remember does: ``parse_timestamp``)."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise _Unsafe("an alias")
+        self._depth += 1
+        try:
+            if self._depth > FRONT_MATTER_DEPTH:
+                raise _Unsafe("nested too deeply")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _tag(text: str) -> str:
     return "".join(c for c in " ".join(text.split()) if c.isprintable())[:MAX_TAG_CHARS].strip()
 
 
-def _scalar(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
 def _as_list(value: object) -> list[str]:
+    """Tags as a note gives them: a YAML list, or one text of tags between commas or spaces."""
     if isinstance(value, list):
-        return [str(item) for item in value if str(item).strip()]
+        return [text for item in value if (text := _plain(item)) and text.strip()]
     if isinstance(value, str):
         return [part for part in re.split(r"[,\s]+", value) if part]
-    return []
+    return [text] if (text := _plain(value)) else []
+
+
+def _plain(value: object) -> str | None:
+    """A YAML scalar as text (``2024`` is a tag too); None for a list, a mapping, a null or a bool."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return str(value)
 
 
 def split_sections(body: str) -> list[str]:

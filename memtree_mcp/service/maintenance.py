@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.links import break_circles
 from memtree_mcp.core.model import Branch, Leaf, makers_of
 from memtree_mcp.core.secrets import redacted
 from memtree_mcp.core.segmenting import CompatibilityPolicy
@@ -110,8 +111,10 @@ class Maintenance:
         """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
 
         With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
-        ids, same texts, same vectors, same order), written as one commit; the problems found
-        before the repair are returned either way. Raises NotFound for an empty namespace.
+        ids, same texts, same vectors, same order; of each circle of update links, the link from
+        its oldest memory undone: :func:`~memtree_mcp.core.links.break_circles`), written as one
+        commit; the problems found before the repair are returned either way. Raises NotFound for
+        an empty namespace.
         """
         from memtree_mcp.store.damage import forgotten_texts  # pyarrow: never before the handshake
 
@@ -140,6 +143,7 @@ class Maintenance:
             if problems and repair:
                 rebuilt = self._spaces.new_memory()
                 leaves, renumbered = in_sequence(leaf for leaf in snapshot.leaves if leaf.id not in twice)
+                relinked = break_circles({leaf.id: leaf for leaf in leaves})
                 for leaf in leaves:
                     rebuilt.add_leaf(leaf)
                 nodes = set(rebuilt.leaves) | set(rebuilt.semantic.branches) | set(rebuilt.temporal.branches)
@@ -147,7 +151,7 @@ class Maintenance:
                 self._refinement.mark(rebuilt, nodes, forgotten=True)
                 space.memory = rebuilt
                 with self._spaces.change(space) as change:
-                    change.changed, change.removed, change.rewritten = nodes, stale, renumbered
+                    change.changed, change.removed, change.rewritten = nodes, stale, renumbered | relinked
                 self._spaces.reload(space)
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems

@@ -32,7 +32,7 @@ class Rewriter(Protocol):
     ) -> list[str]: ...
 
     def import_records(
-        self, name: str, records: Iterable[object], *, batch: int = ...
+        self, name: str, records: Iterable[object], *, batch: int = ..., keep_makers: bool = ...
     ) -> tuple[int, int]: ...
 
 
@@ -66,7 +66,7 @@ def redact_stored(
         record["content"] = redacted(str(record["content"]))
     # Forgotten, then stored again under their own ids; the purge takes the old text off disk.
     writer.forget(name, ids=sorted(ids), limit=None)
-    writer.import_records(name, records)
+    writer.import_records(name, records, keep_makers=True)  # the user's links stay the user's
     purge()
     log.info("rewrote %d memories of namespace %s without their secrets", len(ids), name)
     return sorted(ids)

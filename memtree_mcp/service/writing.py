@@ -33,7 +33,8 @@ from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker
+from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker, link_maker, may_undo
+from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.forgetting import forget_targets, forget_under
 from memtree_mcp.service.inputs import (
@@ -153,7 +154,9 @@ class Writer:
             chunks[0] = dataclasses.replace(chunks[0], redacted=kinds)
         return chunks
 
-    def import_records(self, name: str, records: Iterable[object], *, batch: int = 256) -> tuple[int, int]:
+    def import_records(
+        self, name: str, records: Iterable[object], *, batch: int = 256, keep_makers: bool = False
+    ) -> tuple[int, int]:
         """Store many records fast: embeddings in batches, one commit per ``batch`` memories.
 
         Each record is a mapping with ``content`` and optionally ``role``, ``timestamp``,
@@ -161,16 +164,21 @@ class Writer:
         as ``export`` writes them: a memory keeps its record's id unless the namespace has a memory
         of that id already (then it gets a new one), and a record's links to the ids of other
         records (or of memories the namespace holds) are given to the memories at the end, in one
-        more commit; a link to neither is dropped (logged). Every record is checked before
+        more commit, as made by ``import``: an import vouches only for itself, so a record's
+        ``supersedes_by`` (the user's, in an export or a file forged as one) is not taken at its
+        word, unless ``keep_makers``: the records are the namespace's own, read back by this process
+        (``doctor --redact`` storing memories again without their secrets). A link to neither is
+        dropped, and so is one that would close a circle (the newer memories' links are given
+        first), both logged. Every record is checked before
         anything is stored: one that fails stops the import with InvalidInput naming the record,
         and the namespace is left as it was. The records are stored in the order of their
         timestamps, oldest first; records without one keep their order after the dated ones (they
         are stamped with the time of the import). Returns (memories added, duplicates skipped).
         """
         with self._spaces.maintenance_deferred(name):
-            return self._import(name, records, batch)
+            return self._import(name, records, batch, keep_makers)
 
-    def _import(self, name: str, records: Iterable[object], batch: int) -> tuple[int, int]:
+    def _import(self, name: str, records: Iterable[object], batch: int, keep_makers: bool) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
         # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
@@ -189,7 +197,7 @@ class Writer:
                     links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
             pending, named = [], []
 
-        for chunks, old, olders in _in_time_order(self._read(records)):
+        for chunks, old, olders in _in_time_order(self._read(records, keep_makers)):
             if old is not None or olders:
                 named.append((len(pending), old, olders))
             if old is not None:
@@ -203,8 +211,9 @@ class Writer:
             self._link_imported(name, links, new_id)
         return added, skipped
 
-    def _read(self, records: Iterable[object]) -> list[Read]:
-        """Each record checked, as its chunks, its id, its links and whether it named its time."""
+    def _read(self, records: Iterable[object], keep_makers: bool = False) -> list[Read]:
+        """Each record checked, as its chunks, its id, its links (made by ``import``, or by whom
+        the record says with ``keep_makers``) and whether it named its time."""
         read = []
         for number, record in enumerate(records, start=1):
             try:
@@ -220,7 +229,7 @@ class Writer:
                 old = record.get("id")
                 if old is not None:
                     old = check_supersedes([old])[0]
-                olders = _with_makers(check_supersedes(record.get("supersedes")), record.get("supersedes_by"))
+                olders = _made_by(check_supersedes(record.get("supersedes")), record, keep_makers)
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
             read.append((chunks, old, olders, record.get("timestamp") is not None))
@@ -231,24 +240,32 @@ class Writer:
     ) -> None:
         """Give imported memories their links (``links``: the record ids each supersedes, each with
         who made it), each record id read as its memory's id here (``new_id``) or, failing that, as
-        a memory the namespace already held; one commit."""
+        a memory the namespace already held; one commit. The newest memories are linked first, so
+        that of two records that say they update each other the newer's link is kept and the
+        older's, which would close a circle, dropped."""
         with self._spaces.writing(name) as space:
             assert space is not None
             memory = space.memory
-            dropped = 0
+            dropped = circles = 0
             with self._spaces.change(space) as change:
-                for leaf_id, olders in links.items():
-                    mapped = [(new_id.get(older, older), by) for older, by in olders]
+                held = [memory.leaves[leaf_id] for leaf_id in links if leaf_id in memory.leaves]
+                for leaf_id in (leaf.id for leaf in sorted(held, key=time_key, reverse=True)):
+                    mapped = [(new_id.get(older, older), by) for older, by in links[leaf_id]]
                     found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
                     dropped += len(mapped) - len(found)
-                    if leaf_id not in memory.leaves:
-                        continue
+                    fitting = [(o, by) for o, by in found if not memory.reaches(o, leaf_id)]
+                    circles += len(found) - len(fitting)
                     for maker in LINK_MAKERS:
-                        if memory.link(leaf_id, [o for o, by in found if by == maker], maker):
+                        if memory.link(leaf_id, [o for o, by in fitting if by == maker], maker):
                             change.changed.add(leaf_id)
                             change.rewritten.add(leaf_id)
         if dropped:
             log.warning("import: %d update links named no memory of the import or of '%s'", dropped, name)
+        if circles:
+            log.warning(
+                "import: %d update links left out: each would close a circle with a newer memory's link",
+                circles,
+            )
 
     def store(
         self,
@@ -292,7 +309,7 @@ class Writer:
             fresh = _fresh(memory, hashes)
             self._check_quota(name, memory, len(fresh))
             check_links(memory, name, olders, hashes)
-            check_unlinks(memory, undone, hashes[0])
+            check_unlinks(memory, undone, hashes[0], by)
             ids: list[str] = []
             offered: tuple[Leaf, ...] = ()
             with self._spaces.change(space) as change:
@@ -301,7 +318,7 @@ class Writer:
                     if existing is not None:
                         if not ids:
                             linked = memory.link(existing, olders, by)
-                            if memory.unlink(existing, undone) or linked:
+                            if memory.unlink(existing, undone, by) or linked:
                                 change.changed.add(existing)
                                 change.rewritten.add(existing)
                             offered = _still_offered(memory, memory.leaves[existing])
@@ -356,10 +373,10 @@ class Writer:
             memory = space.memory
             leaf = memory.leaves[newer]
             check_links(memory, name, olders, [leaf.content_hash])
-            check_unlinks(memory, undone, leaf.content_hash)
+            check_unlinks(memory, undone, leaf.content_hash, by)
             with self._spaces.change(space) as change:
                 linked = memory.link(newer, olders, by)
-                if memory.unlink(newer, undone) or linked:
+                if memory.unlink(newer, undone, by) or linked:
                     change.changed.add(newer)
                     change.rewritten.add(newer)
             return leaf.supersedes, undone
@@ -412,9 +429,10 @@ class Writer:
 
         At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
         CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
-        leave both trees, every summary above them is recomputed without them, and all of it is
-        one commit. Raises InvalidInput for a bad or refused request and NotFound for an unknown
-        node; nothing is deleted then.
+        leave both trees, every summary above them is recomputed without them, a memory that
+        updated one of them updates what it updated (``Memory.carry_over``: the newest of a chain
+        stays current), and all of it is one commit. Raises InvalidInput for a bad or refused
+        request and NotFound for an unknown node; nothing is deleted then.
         """
         if (node_id is None) == (ids is None):
             raise InvalidInput("give either node_id or ids, not both or neither.")
@@ -437,6 +455,9 @@ class Writer:
                 targets = forget_under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
                 for done, leaf_id in enumerate(targets, start=1):
+                    relinked = memory.carry_over(leaf_id)
+                    change.changed |= relinked
+                    change.rewritten |= relinked
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
                     change.changed = (change.changed | leaf_changed) - leaf_removed
                     change.removed |= leaf_removed
@@ -476,24 +497,26 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
 
 
 Link = tuple[str, LinkMaker]
+"""An older memory's id and who said the newer updates it."""
 # One checked import record: its chunks, its id, its links, whether it named its time.
 Read = tuple[list[Chunk], str | None, tuple[Link, ...], bool]
-"""An older memory's id and who said the newer updates it."""
 
 
-def _with_makers(olders: Sequence[str], makers: object) -> tuple[Link, ...]:
-    """``olders`` each with its maker from ``makers`` (an export's ``supersedes_by``): the agent's
-    when it says none or one this version does not know."""
-    given = list(makers) if isinstance(makers, list) else []
+def _made_by(olders: Sequence[str], record: Mapping[str, object], keep_makers: bool) -> tuple[Link, ...]:
+    """``olders`` each made by ``import``, or with ``keep_makers`` by the maker the record names
+    for it (``supersedes_by``, as export writes it; ``import`` for one it does not name)."""
+    given = record.get("supersedes_by") if keep_makers else None
+    makers = list(given) if isinstance(given, list) else []
     return tuple(
-        (older, cast(LinkMaker, given[at]) if at < len(given) and given[at] in LINK_MAKERS else "agent")
+        (older, cast(LinkMaker, makers[at]) if at < len(makers) and makers[at] in LINK_MAKERS else "import")
         for at, older in enumerate(olders)
     )
 
 
-def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str) -> None:
+def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str, by: LinkMaker) -> None:
     """InvalidInput unless every id of ``unlink`` names a link of the stored memory whose text
-    has ``first_hash`` (the content given must be the memory that made the links)."""
+    has ``first_hash`` (the content given must be the memory that made the links) that ``by``
+    may undo: a link the user made is undone only by the user, from the CLI."""
     if not unlink:
         return
     stored = memory.duplicate_of(first_hash)
@@ -509,6 +532,13 @@ def check_unlinks(memory: Memory, unlink: Sequence[str], first_hash: str) -> Non
             f"{stored} (it supersedes {', '.join(memory.leaves[stored].supersedes) or 'nothing'}); "
             "nothing was changed."
         )
+    for older in unlink:
+        maker = link_maker(memory.leaves[stored], older)
+        if not may_undo(by, maker):
+            raise InvalidInput(
+                f"unlink: the user linked {stored} to {older}, and only the user can undo it "
+                f"(`memtree-mcp link {stored} --unlink {older}`); nothing was changed."
+            )
 
 
 def _still_offered(memory: Memory, leaf: Leaf) -> tuple[Leaf, ...]:
