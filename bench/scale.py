@@ -743,6 +743,7 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     so it uses only what both have.
     """
     import memtree_mcp.core.memory as memory_module
+    from memtree_mcp.core.calendar import UTC_CALENDAR
     from memtree_mcp.core.model import Leaf
     from memtree_mcp.providers.local import IDENTITY
     from memtree_mcp.service.inputs import parse_timestamp
@@ -795,7 +796,7 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
             text=record["content"],
             vector=vector,
             seq=memory.next_seq + i,
-            timestamp=parse_timestamp(record["timestamp"]),
+            timestamp=parse_timestamp(record["timestamp"], UTC_CALENDAR),
             role=record["role"],
             session=record["session"],
             content_hash=content_hash(record["content"]),

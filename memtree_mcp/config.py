@@ -240,8 +240,9 @@ class Settings(BaseSettings):
     )
     timezone: str = Field(
         default="UTC",
-        description="The time zone whose days the temporal tree's days, weeks, months and years "
-        "follow and whose dates the server shows (an IANA name such as Europe/Berlin).",
+        description="The time zone a new namespace takes at its first write and keeps (stored with "
+        "it): its temporal tree's days, weeks, months and years and the dates shown of it (an IANA "
+        "name such as Europe/Berlin).",
     )
     lease_seconds: float = Field(
         default=5.0,

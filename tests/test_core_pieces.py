@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memtree_mcp.core.arrays import Timeline
-from memtree_mcp.core.calendar import session_break
+from memtree_mcp.core.calendar import UTC_CALENDAR
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.extractive import gist, label_for, summarize_children
 from memtree_mcp.core.index import VectorIndex
@@ -179,10 +179,10 @@ def test_the_timeline_s_segments_break_exactly_where_session_break_says(
         index.extend(
             [leaf.id for leaf in reversed(leaves)], np.stack([leaf.vector for leaf in reversed(leaves)])
         )
-    timeline = Timeline.of(leaves, GAP, index)
+    timeline = Timeline.of(leaves, GAP, index, UTC_CALENDAR)
     expected, segment = [], 0
     for previous, leaf in zip([None, *leaves], leaves, strict=False):
-        segment += int(session_break(previous, leaf, GAP))
+        segment += int(UTC_CALENDAR.session_break(previous, leaf, GAP))
         expected.append(segment)
     assert timeline.segment.tolist() == expected
     assert timeline.rows.tolist() == [index.row(leaf.id) for leaf in leaves]

@@ -333,7 +333,7 @@ def test_the_timeline_grown_leaf_by_leaf_equals_one_built_at_once(seed: int) -> 
     for i in range(90):
         memory.add_leaf(random_leaf(rng, i, centres))
     grown = memory.timeline()
-    built = Timeline.build(memory.leaves, memory.temporal.gap_seconds, memory.leaf_index)
+    built = Timeline.build(memory.leaves, memory.temporal.gap_seconds, memory.leaf_index, memory.calendar)
     np.testing.assert_array_equal(grown.rows, built.rows)
     np.testing.assert_array_equal(grown.segment, built.segment)
     assert built.segment[-1] > 0  # sessions and silences did cut it

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.calendar import session_break
+from memtree_mcp.core.calendar import UTC_CALENDAR
 from memtree_mcp.core.gathering import STAND_IN, dated_spans, named_authors, standardised, without_names
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
@@ -64,7 +64,7 @@ def segments_by_loop(leaves: list[Leaf], gap: float) -> list[int]:
     out: list[int] = []
     for i, leaf in enumerate(leaves):
         previous = leaves[i - 1] if i else None
-        out.append((out[-1] + int(session_break(previous, leaf, gap))) if out else 0)
+        out.append((out[-1] + int(UTC_CALENDAR.session_break(previous, leaf, gap))) if out else 0)
     return out
 
 
@@ -92,7 +92,7 @@ def gather_by_brute_force(
     if bm25:
         lexical = z([bm25.get(leaf.id, 0.0) for leaf in leaves])
         fused = [f + WEIGHTS.lexical_weight * b for f, b in zip(fused, lexical, strict=True)]
-    spans = dated_spans(text)
+    spans = dated_spans(text, UTC_CALENDAR)
     dated = [any(start <= leaf.timestamp < end for start, end in spans) for leaf in leaves]
     if any(dated) and not all(dated):
         fused = [f + WEIGHTS.date_weight * d for f, d in zip(fused, dated, strict=True)]
@@ -234,17 +234,19 @@ def day(year: int, month: int, number: int) -> float:
 
 
 def test_dates_with_a_year_name_a_day_or_a_month_and_a_bare_year_names_nothing() -> None:
-    assert dated_spans("on 16 November, 2023?") == [(day(2023, 11, 16), day(2023, 11, 17))]
-    assert dated_spans("on 8th December, 2023") == [(day(2023, 12, 8), day(2023, 12, 9))]
-    assert dated_spans("on December 1,2023 taken") == [(day(2023, 12, 1), day(2023, 12, 2))]
-    assert dated_spans("Nov. 3, 2024") == [(day(2024, 11, 3), day(2024, 11, 4))]
-    assert dated_spans("in December 2023") == [(day(2023, 12, 1), day(2024, 1, 1))]
-    assert dated_spans("2023-11-21 and 2023-12") == [
+    assert dated_spans("on 16 November, 2023?", UTC_CALENDAR) == [(day(2023, 11, 16), day(2023, 11, 17))]
+    assert dated_spans("on 8th December, 2023", UTC_CALENDAR) == [(day(2023, 12, 8), day(2023, 12, 9))]
+    assert dated_spans("on December 1,2023 taken", UTC_CALENDAR) == [(day(2023, 12, 1), day(2023, 12, 2))]
+    assert dated_spans("Nov. 3, 2024", UTC_CALENDAR) == [(day(2024, 11, 3), day(2024, 11, 4))]
+    assert dated_spans("in December 2023", UTC_CALENDAR) == [(day(2023, 12, 1), day(2024, 1, 1))]
+    assert dated_spans("2023-11-21 and 2023-12", UTC_CALENDAR) == [
         (day(2023, 11, 21), day(2023, 11, 22)),
         (day(2023, 12, 1), day(2024, 1, 1)),
     ]
-    assert dated_spans("the 2024 budget, due in May") == []
-    assert dated_spans("on 30 February, 2023") == [(day(2023, 2, 1), day(2023, 3, 1))]  # its month
+    assert dated_spans("the 2024 budget, due in May", UTC_CALENDAR) == []
+    assert dated_spans("on 30 February, 2023", UTC_CALENDAR) == [
+        (day(2023, 2, 1), day(2023, 3, 1))
+    ]  # its month
 
 
 def test_a_query_naming_a_day_ranks_what_was_said_that_day_first() -> None:

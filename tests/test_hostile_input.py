@@ -359,7 +359,7 @@ async def assert_refused_as_out_of_range(
         found = await call_once(service, "recall", {"query": query})
     assert not crashes.records
     assert stored.is_error
-    assert "falls outside the years 1 to 9999 in UTC" in stored.content[0].text  # type: ignore[union-attr]
+    assert "outside the years 1900 to 2199" in stored.content[0].text  # type: ignore[union-attr]
     assert not found.is_error and found.structured_content is not None
     assert found.structured_content["hits"] == []
     assert service.memory() is None

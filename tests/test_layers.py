@@ -230,9 +230,15 @@ LONG_MODULES = {
     "together (docs/findings/recall-quality.md) and read together",
     "llm/prompts.py": "every prompt sent to a model and the parsing of every answer in one place, so "
     "that the fencing of memory text against prompt injection is reviewed in one file",
-    "service/memory_service.py": "MemoryService, the one facade the tools, the CLI, the explorer and "
-    "the hook worker call: each public operation a short method (its namespace resolved, the work "
-    "handed to its module) with the docstring callers read; split, they would look in two places",
+    "core/temporal.py": "one tree, TemporalTree, whose ways in (a memory at the end, a memory placed "
+    "inside its time, a removal, a new level) share its levels, frontier, calendar and time-order "
+    "index; split, each would reach into the others' state",
+    "service/spaces.py": "one object, Spaces, that owns every open namespace with its locks, table, "
+    "followers, zone and snapshot; whatever reads or writes a namespace goes through it",
+    "service/memory_service.py": "the facade: one short method per operation the server, the CLI and "
+    "the explorer call, each handing to its part; split, the API would be in two places",
+    "service/writing.py": "the one door every stored field enters through (checks, secrets, chunks, "
+    "times in the namespace's zone, embedding, the commit, import); split, the door would be two",
 }
 FUNCTION_LINES = 150
 CLI_FUNCTION_LINES = 60  # a command reads as a few steps; the work is in the service

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, period_key, session_break
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
 from memtree_mcp.core.temporal import MAX_SESSION, MIN_SEGMENT, TEMPORAL_ROOT_ID, TemporalTree
@@ -87,7 +87,7 @@ def sessions_of(leaves: Sequence[Leaf], gap_seconds: float = SESSION_GAP_SECONDS
     runs: list[list[str]] = []
     previous: Leaf | None = None
     for leaf in leaves:
-        if previous is None or session_break(previous, leaf, gap_seconds):
+        if previous is None or UTC_CALENDAR.session_break(previous, leaf, gap_seconds):
             runs.append([])
         runs[-1].append(leaf.id)
         previous = leaf
@@ -122,7 +122,7 @@ def assert_sessions_honoured(built: Built, leaves: Sequence[Leaf]) -> None:
         level = {"day": 2, "week": 3, "month": 4, "year": 5}[period]
         for node in built.nodes_of(period):
             starts = {
-                period_key(level, tree.branches[s].first_ts)
+                UTC_CALENDAR.period_key(level, tree.branches[s].first_ts)
                 for s in tree.walk(node.id)
                 if tree.period_of(s) == "session"
             }

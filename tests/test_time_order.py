@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import SESSION, period_key, period_name, set_zone
+from memtree_mcp.core.calendar import SESSION, UTC_CALENDAR, period_name
 from memtree_mcp.core.checks import memory_problems
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
@@ -74,7 +74,9 @@ def assert_in_time_order(memory: Memory) -> None:
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(ends)), f"{branch.label}: {ends}"
         level = tree.level_of(branch.id)
         if level - 1 > SESSION:
-            named = [period_key(level - 1, spans(memory, child)[0]) for child in branch.children]
+            named = [
+                memory.calendar.period_key(level - 1, spans(memory, child)[0]) for child in branch.children
+            ]
             assert len(set(named)) == len(named), (
                 f"two children of {branch.label} name one {period_name(level - 1)}"
             )
@@ -235,7 +237,7 @@ def shape_of(memory: Memory) -> set[tuple[str, tuple[int, ...] | float, frozense
         level = tree.level_of(branch.id)
         if level >= SESSION and branch.parent is not None:
             members = frozenset(i for i in tree.walk(branch.id) if i in memory.leaves)
-            key = branch.first_ts if level == SESSION else period_key(level, branch.first_ts)
+            key = branch.first_ts if level == SESSION else UTC_CALENDAR.period_key(level, branch.first_ts)
             shape.add((period_name(level), key, members))
     return shape
 
@@ -328,26 +330,30 @@ def test_the_time_zone_decides_where_a_day_starts_and_the_dates_shown(
     capsys.readouterr()
     assert main(["recall", "note written"]) == 0
     assert "2026-03-15" not in capsys.readouterr().out
+    # The namespace keeps the zone it was made in; another setting says so, and moves it on purpose.
     monkeypatch.setenv("MEMTREE_TIMEZONE", "Asia/Tokyo")
+    assert main(["recall", "note written"]) == 0
+    assert "2026-03-15" not in capsys.readouterr().out
+    assert main(["doctor"]) == 0
+    assert "days in UTC" in capsys.readouterr().out
+    assert main(["doctor", "--repair", "--timezone", "Asia/Tokyo"]) == 0
+    assert "days in Asia/Tokyo" in capsys.readouterr().out
+    assert main(["recall", "note written"]) == 0
+    shown = capsys.readouterr().out
+    assert "2026-03-14" in shown and "2026-03-15" in shown
+    assert main(["tree", "--tree", "temporal", "--depth", "3"]) == 0
+    tree = capsys.readouterr().out
+    assert "2026-03-14 (Saturday)" in tree and "2026-03-15 (Sunday)" in tree
+    assert main(["remember", "A time without a zone is Tokyo time.", "--timestamp", "2026-03-16T08:00"]) == 0
+    assert main(["doctor"]) == 0
+    monkeypatch.delenv("MEMTREE_TIMEZONE")
+    service = MemoryService(Settings(home=str(empty_home)))
     try:
-        assert main(["recall", "note written"]) == 0
-        shown = capsys.readouterr().out
-        assert "2026-03-14" in shown and "2026-03-15" in shown
-        assert main(["tree", "--tree", "temporal", "--depth", "3"]) == 0
-        tree = capsys.readouterr().out
-        assert "2026-03-14 (Saturday)" in tree and "2026-03-15 (Sunday)" in tree
-        assert (
-            main(["remember", "A time without a zone is Tokyo time.", "--timestamp", "2026-03-16T08:00"]) == 0
-        )
-        assert main(["doctor"]) == 0
-        service = MemoryService(Settings(home=str(empty_home), timezone="Asia/Tokyo"))
-        try:
-            (leaf,) = [leaf for leaf in service.memory().leaves.values() if "Tokyo" in leaf.text]
-            assert leaf.timestamp == datetime(2026, 3, 15, 23, 0, tzinfo=UTC).timestamp()
-        finally:
-            service.close()
+        (leaf,) = [leaf for leaf in service.memory().leaves.values() if "Tokyo" in leaf.text]
+        assert leaf.timestamp == datetime(2026, 3, 15, 23, 0, tzinfo=UTC).timestamp()
+        assert service.memory().calendar.name == "Asia/Tokyo"
     finally:
-        set_zone("UTC")
+        service.close()
 
 
 def test_an_unknown_time_zone_is_one_line_naming_it(

@@ -119,7 +119,7 @@ def brief_lines(
     """A short brief of what the namespace holds: its latest sessions (their subjects and days)
     and its latest memories that no later one updates (but those whose ids are in ``leave_out``);
     no lines for an empty namespace, with why."""
-    from memtree_mcp.core.calendar import SESSION, shown_date
+    from memtree_mcp.core.calendar import SESSION
     from memtree_mcp.core.representative import PERIOD_SEPARATOR
     from memtree_mcp.core.wording import counted
 
@@ -139,13 +139,14 @@ def brief_lines(
     for session in sessions:
         subject = (session.label or "").split(PERIOD_SEPARATOR, 1)[-1]
         held = counted(session.leaf_count, "memory", "memories")
-        lines.append(f"- {shown_date(session.first_ts)}: {subject} ({held})")
+        lines.append(f"- {memory.calendar.shown_date(session.first_ts)}: {subject} ({held})")
     latest = sorted(memory.leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq), reverse=True)
     current = [leaf for leaf in latest if memory.superseded_by(leaf.id) is None and leaf.id not in leave_out]
     if current:
         lines.append("Latest memories:")
     for leaf in current[:BRIEF_MEMORIES]:
-        lines.append(f"- [{leaf.id} · {shown_date(leaf.timestamp)}] {' '.join(leaf.text.split())[:300]}")
+        day = memory.calendar.shown_date(leaf.timestamp)
+        lines.append(f"- [{leaf.id} · {day}] {' '.join(leaf.text.split())[:300]}")
     return lines, ""
 
 

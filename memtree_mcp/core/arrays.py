@@ -15,11 +15,10 @@ import itertools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC
 
 import numpy as np
 
-from memtree_mcp.core.calendar import DAY_SECONDS, day_of, zone
+from memtree_mcp.core.calendar import DAY_SECONDS, Calendar
 from memtree_mcp.core.hierarchy import Shape
 from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.model import Branch, Leaf
@@ -346,16 +345,24 @@ class Timeline:
         return self._segment[: self.size]
 
     @classmethod
-    def build(cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex) -> Timeline:
+    def build(
+        cls, leaves: dict[str, Leaf], gap_seconds: float, index: VectorIndex, calendar: Calendar
+    ) -> Timeline:
         return cls.of(
-            sorted(leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq)), gap_seconds, index
+            sorted(leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq)), gap_seconds, index, calendar
         )
 
     @classmethod
     def of(
-        cls, ordered: Sequence[Leaf], gap_seconds: float, index: VectorIndex, rows: np.ndarray | None = None
+        cls,
+        ordered: Sequence[Leaf],
+        gap_seconds: float,
+        index: VectorIndex,
+        calendar: Calendar,
+        rows: np.ndarray | None = None,
     ) -> Timeline:
-        """The timeline of ``ordered``, every leaf held, in time order (timestamp, then seq);
+        """The timeline of ``ordered``, every leaf held, in time order (timestamp, then seq), its
+        days those of ``calendar``;
         ``rows``: their rows in ``index`` when the caller knows them (after a load), instead of
         looking each up."""
         n = len(ordered)
@@ -363,12 +370,12 @@ class Timeline:
         sessions = np.empty(n, dtype=object)
         sessions[:] = [leaf.session for leaf in ordered]
         known = np.fromiter((session is not None for session in sessions), dtype=bool, count=n)
-        # As calendar.session_break between each leaf and the previous one, column-wise (object
+        # As Calendar.session_break between each leaf and the previous one, column-wise (object
         # arrays compare element by element with ``!=``): a Python loop over the pairs was 40 ms of
         # the first recall after loading 10k memories.
         other = (sessions[1:] != sessions[:-1]).astype(bool)
         silence = np.diff(stamps) > gap_seconds
-        new_day = np.diff(day_numbers(stamps)) != 0
+        new_day = np.diff(day_numbers(stamps, calendar)) != 0
         boundary = other | np.where(known[1:], silence & new_day, silence | new_day)
         segment = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), np.cumsum(boundary, dtype=np.int64)])
         if rows is None:
@@ -534,10 +541,10 @@ def headroom(size: int) -> int:
     return size + size // 8 + 16
 
 
-def day_numbers(stamps: np.ndarray) -> np.ndarray:
-    """The day of each Unix time in ``stamps`` as a number (equal numbers, same calendar day)."""
-    if zone() is UTC:
+def day_numbers(stamps: np.ndarray, calendar: Calendar) -> np.ndarray:
+    """The day of each Unix time in ``stamps`` as a number (equal numbers, same day of ``calendar``)."""
+    if calendar.name == "UTC":
         return np.floor(stamps / DAY_SECONDS)
     return np.fromiter(
-        (day_of(float(stamp)).toordinal() for stamp in stamps), dtype=np.float64, count=len(stamps)
+        (calendar.day_of(float(stamp)).toordinal() for stamp in stamps), dtype=np.float64, count=len(stamps)
     )

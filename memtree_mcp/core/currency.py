@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memtree_mcp.core.calendar import shown_date
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.model import Leaf
 
@@ -88,10 +88,10 @@ def restate(memory: Memory) -> set[str]:
     return memory.semantic.refresh_above(moved) if moved else set()
 
 
-def stale_note(update: Leaf) -> str:
+def stale_note(update: Leaf, calendar: Calendar) -> str:
     """What a memory that ``update`` updates is marked with where it is shown: which memory updates
-    it, when, and what it says now."""
-    day = shown_date(update.timestamp)
+    it, when (a day of the namespace's ``calendar``), and what it says now."""
+    day = calendar.shown_date(update.timestamp)
     return f"superseded by {update.id} ({day}): “{gist(update.text, NOTE_CHARS)}”"
 
 

@@ -38,7 +38,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memtree_mcp.core.calendar import zone
+from memtree_mcp.core.calendar import Calendar
 
 # Stand-in for a name in the query embedded without it, so the sentence stays a question about
 # someone; deleting the name instead scores the same (R@10 79.9 against 79.8 before the date lift,
@@ -90,9 +90,9 @@ _DATES = [
 ]
 
 
-def dated_spans(text: str) -> list[tuple[float, float]]:
+def dated_spans(text: str, calendar: Calendar) -> list[tuple[float, float]]:
     """The periods ``text`` names by an explicit date with its year, as [start, end) in seconds
-    since the epoch (days in the calendar's zone): a day ("21 November, 2023", "November 6, 2023",
+    since the epoch (days of the namespace's ``calendar``): a day ("21 November, 2023", "November 6, 2023",
     "2023-11-21") or a month ("December 2023", "2023-12"). A date inside a longer one counts once."""
     spans: list[tuple[float, float]] = []
     taken: list[tuple[int, int]] = []
@@ -105,12 +105,12 @@ def dated_spans(text: str) -> list[tuple[float, float]]:
             year = int(found["year"])
             try:
                 if found.get("day"):
-                    start = datetime(year, month, int(found["day"]), tzinfo=zone())
+                    start = datetime(year, month, int(found["day"]), tzinfo=calendar.zone)
                     end = start.timestamp() + 86400.0
                 else:
-                    start = datetime(year, month, 1, tzinfo=zone())
-                    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=zone()).timestamp()
-            except ValueError:  # "31 February", month 13: not a date
+                    start = datetime(year, month, 1, tzinfo=calendar.zone)
+                    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=calendar.zone).timestamp()
+            except (ValueError, OverflowError):  # "31 February", month 13, year 1 east of UTC
                 continue
             taken.append((match.start(), match.end()))
             spans.append((start.timestamp(), end))

@@ -23,7 +23,7 @@ from memtree_mcp.core.arrays import (
     headroom,
     summary_hit,
 )
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, session_break
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.core.embedding import Matrix, Vector
 from memtree_mcp.core.gathering import named_authors, without_names
 from memtree_mcp.core.hierarchy import Linkage, Shape
@@ -32,7 +32,7 @@ from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.links import Linked
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES
-from memtree_mcp.core.period_checks import period_faults
+from memtree_mcp.core.period_checks import agreeing, zones_to_try
 from memtree_mcp.core.representative import derive_vector, derive_vectors
 from memtree_mcp.core.segmenting import CompatibilityPolicy, CosinePolicy
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
@@ -60,9 +60,12 @@ class Memory(Linked):
         temporal_policy: CompatibilityPolicy | None = None,
         session_gap: float = SESSION_GAP_SECONDS,
         aggregate: bool | None = None,
+        calendar: Calendar = UTC_CALENDAR,
     ) -> None:
         """``aggregate``: score branches by averaging leaf scores (None: whenever that is exact).
         ``session_gap``: the silence (seconds) that ends a session whose memories carry no id.
+        ``calendar``: the days of the zone set for this process (MEMTREE_TIMEZONE), which a
+        namespace takes when it has none stored yet; one that has keeps its own (:meth:`load`).
 
         Raises ValueError for ``aggregate=True`` with a semantic tree whose branches are not
         compared by the mean of their leaves (summary vectors or centroid linkage).
@@ -73,12 +76,21 @@ class Memory(Linked):
             self.leaves, dimension, vector_mode=vector_mode, linkage=linkage, embed=embed
         )
         self.temporal = TemporalTree(
-            self.leaves, dimension, policy=temporal_policy or CosinePolicy(), gap_seconds=session_gap
+            self.leaves,
+            dimension,
+            policy=temporal_policy or CosinePolicy(),
+            gap_seconds=session_gap,
+            calendar=calendar,
         )
+        self.zone_setting = calendar
         # Whether load built the temporal tree from the leaves, the store having kept none of it or
         # one out of time order (whose branches, in ``temporal_replaced``, the next write deletes).
         self.temporal_rebuilt = False
         self.temporal_replaced: set[str] = set()
+        # Whether the store records the zone used (else the next write does), and whether an older
+        # memtree-mcp wrote a root without one since: read again and checked (``Spaces.follow``).
+        self.zone_recorded = True
+        self.zone_unknown = False
         averaged = all(
             tree.linkage == "average" and getattr(tree, "vector_mode", "centroid") == "centroid"
             for tree in (self.semantic, self.temporal)
@@ -119,6 +131,7 @@ class Memory(Linked):
         shapes: Mapping[str, Shape] | None = None,
         *,
         as_stored: bool = False,
+        calendar: Calendar | None = None,
     ) -> None:
         """Replace the whole state with stored nodes.
 
@@ -131,6 +144,10 @@ class Memory(Linked):
         the order given, instead of working it out node by node. A temporal tree out of time
         order (as an earlier memtree-mcp built it from memories that came out of order) is built
         again in time order, unless ``as_stored`` (what ``doctor`` checks).
+
+        Days are counted in the zone the temporal root recorded, trusted; a tree that recorded none
+        keeps the zone it agrees with (``period_checks.zones_to_try``), or is built again.
+        ``calendar``: count in this zone whatever was recorded (``doctor --repair --timezone``).
 
         Raises ValueError when ``lexical`` or ``vectors`` does not fit the leaves.
         """
@@ -193,18 +210,26 @@ class Memory(Linked):
             tree.adopt(mine, fitting[tree.tree_name])
         self.temporal_rebuilt = bool(ordered) and self.temporal.last_leaf is None
         self.temporal_replaced = set()
+        self.zone_unknown = False
+        recorded = self.temporal.root.zone
+        trusted, candidates = zones_to_try(recorded, self.zone_setting, calendar)
+        self.temporal.use(trusted or candidates[0])
         if self.temporal_rebuilt:
             # A store written before sessions and periods (schema 4) keeps no temporal branches
             # once read (store/migrations.py): the tree is built again from the leaves, in time
             # order, and the next write stores it (Spaces.writing).
             self.temporal.rebuild(ordered)
-        elif ordered and not as_stored and not self._temporal_sound():
-            # A tree an older memtree-mcp built in arrival order, with memories that came out of
-            # time order, or one whose days were another time zone's (MEMTREE_TIMEZONE changed):
-            # built again; the next write replaces its branches.
-            self.temporal_replaced = set(self.temporal.branches) - {self.temporal.root.id}
-            self.temporal.rebuild(ordered)
-            self.temporal_rebuilt = True
+        elif ordered and trusted is None:
+            # A tree an older memtree-mcp built: in the zone of whoever wrote last, and perhaps in
+            # arrival order, with memories that came out of time order. Kept in the first zone it
+            # agrees with; otherwise built again, and the next write replaces its branches.
+            sound = agreeing(self.temporal, candidates)
+            self.temporal.use(sound or candidates[0])
+            if sound is None and not as_stored:
+                self.temporal_replaced = set(self.temporal.branches) - {self.temporal.root.id}
+                self.temporal.rebuild(ordered)
+                self.temporal_rebuilt = True
+        self.zone_recorded = not ordered or recorded == self.calendar.name
         self._branch_index = None if self.aggregate else self._build_branch_index()
         self.arrays = {
             tree.tree_name: TreeArrays.build(tree, self.leaf_index, fitting[tree.tree_name])
@@ -218,6 +243,7 @@ class Memory(Linked):
             [ordered[i] for i in in_time.tolist()],
             self.temporal.gap_seconds,
             self.leaf_index,
+            self.calendar,
             in_time.astype(np.int64),
         )
         self._structure = None
@@ -265,7 +291,9 @@ class Memory(Linked):
             row = self.leaf_index.row(leaf.id)
             if latest:
                 # Most leaves are the latest: the timeline grows at its end.
-                self._timeline.append(row, session_break(previous, leaf, self.temporal.gap_seconds))
+                self._timeline.append(
+                    row, self.calendar.session_break(previous, leaf, self.temporal.gap_seconds)
+                )
             else:
                 self._timeline.insert(self.temporal.position_of(leaf.id), row, self._boundary_between_rows)
         self._structure = None
@@ -335,6 +363,7 @@ class Memory(Linked):
             self.lexical.add(leaf.id, leaf.text)
             self._map_slot(leaf.id)
         self._drop_branches(removed)
+        root = self.temporal.root
         for tree in (self.semantic, self.temporal):
             mine = [branch for branch in branches if branch.tree == tree.tree_name]
             _derive_missing_vectors(mine, self.leaves, tree.branches)
@@ -346,6 +375,15 @@ class Memory(Linked):
                     if child in self.leaves:
                         arrays.set_leaf(self.leaf_index.row(child), branch.id)
                 self._index_branch(branch)
+        if self.temporal.root is not root:
+            # Each write stores the root with its zone: another one was moved to (its tree with it);
+            # a root without one was written by an older memtree-mcp, in its own zone.
+            zone = self.temporal.root.zone
+            if zone and zone != self.calendar.name:
+                self.temporal.use(Calendar.named(zone))
+                in_order = False  # the timeline's days were the other zone's
+            self.zone_unknown, self.zone_recorded = not zone, bool(zone)
+            self.temporal.root.zone = self.calendar.name
         if gone:
             self.next_seq = max((leaf.seq for leaf in self.leaves.values()), default=-1) + 1
         else:
@@ -353,7 +391,8 @@ class Memory(Linked):
         if timeline is not None and in_order:
             for leaf in fresh:
                 timeline.append(
-                    self.leaf_index.row(leaf.id), session_break(previous, leaf, self.temporal.gap_seconds)
+                    self.leaf_index.row(leaf.id),
+                    self.calendar.session_break(previous, leaf, self.temporal.gap_seconds),
                 )
                 previous = leaf
         else:
@@ -396,7 +435,7 @@ class Memory(Linked):
         different segments of the conversation (see :func:`~memtree_mcp.core.calendar.session_break`)."""
         earlier = self.leaves[self.leaf_index.id_at(before)]
         later = self.leaves[self.leaf_index.id_at(after)]
-        return session_break(earlier, later, self.temporal.gap_seconds)
+        return self.calendar.session_break(earlier, later, self.temporal.gap_seconds)
 
     def _drop_branches(self, removed: Iterable[str]) -> None:
         """Forget deleted branches in the branch index and the tree arrays; other ids are ignored."""
@@ -509,13 +548,15 @@ class Memory(Linked):
     def timeline(self) -> Timeline:
         """The leaves in time order with their segments; rebuilt after a removal, on first use."""
         if self._timeline is None:
-            self._timeline = Timeline.build(self.leaves, self.temporal.gap_seconds, self.leaf_index)
+            self._timeline = Timeline.build(
+                self.leaves, self.temporal.gap_seconds, self.leaf_index, self.calendar
+            )
         return self._timeline
 
-    def _temporal_sound(self) -> bool:
-        """Whether the temporal tree as read holds its leaves in time order, each under the
-        periods its time names in the calendar's zone."""
-        return self.temporal.in_time_order() and not period_faults(self.temporal)
+    @property
+    def calendar(self) -> Calendar:
+        """The days this namespace's memories are counted and shown in: its stored zone's."""
+        return self.temporal.calendar
 
     def best_between(self, first: str, last: str, query: Vector) -> float | None:
         """The highest cosine to ``query`` among the memories from leaf ``first`` to leaf ``last``

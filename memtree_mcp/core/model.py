@@ -101,3 +101,7 @@ class Branch:
     summary: str = ""
     summary_seq: int = -1
     pending: bool = False
+    # The temporal root's alone: the time zone of the calendar its tree was built by
+    # (``core/calendar.py``), stored with the namespace; empty elsewhere, and in a root written
+    # before zones were stored.
+    zone: str = ""

@@ -293,7 +293,7 @@ def view(memory: Memory, node_id: str, tree: str, query_vector: Vector | None = 
         assert leaf is not None
         kind, text, label, count = "leaf", leaf.text, gist(leaf.text, LEAF_LABEL_CHARS), 1
         if leaf.id in newest:
-            text = f"{text} ({stale_note(newest[leaf.id])})"
+            text = f"{text} ({stale_note(newest[leaf.id], memory.calendar)})"
         first_seq = last_seq = leaf.seq
         first_ts = last_ts = leaf.timestamp
     return CursorView(

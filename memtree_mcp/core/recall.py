@@ -345,7 +345,7 @@ class Ranker:
             fused = fused + weights.lexical_weight * standardised(bm25)
         if names:
             fused = fused + weights.author_weight * self._by_authors(names)
-        spans = dated_spans(query_text) if query_text else []
+        spans = dated_spans(query_text, memory.calendar) if query_text else []
         if spans:
             fused = fused + weights.date_weight * self._dated_within(spans)
         timeline = memory.timeline()

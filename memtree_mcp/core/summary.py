@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memtree_mcp.core.calendar import shown_date
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.candidates import newer_first
 from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
 from memtree_mcp.core.extractive import gist
@@ -74,12 +74,14 @@ def summarize_nodes(memory: Memory, tree: Hierarchy, start: Sequence[str], max_t
     newest = newest_updates(memory, olders)
     if tree is memory.temporal:
         lines = {
-            n: _line(memory.node(n), period_text(memory, n, quoted[n], newest), newest) for n in frontier
+            n: _line(memory.node(n), memory.calendar, period_text(memory, n, quoted[n], newest), newest)
+            for n in frontier
         }
     else:
         frontier = _newer_first(memory, _current(frontier, newest))
         lines = {
-            n: _line(memory.node(n), current_text(memory, n, quoted.get(n, []), newest)) for n in frontier
+            n: _line(memory.node(n), memory.calendar, current_text(memory, n, quoted.get(n, []), newest))
+            for n in frontier
         }
     # Notes of later changes make lines longer: past the budget, the least covering go first.
     while len(frontier) > 1 and sum(estimate_tokens(line) + 1 for line in lines.values()) > max_tokens:
@@ -134,7 +136,7 @@ def _leaf_count(memory: Memory, node_id: str) -> int:
 
 
 def _cost(memory: Memory, node_ids: Sequence[str]) -> int:
-    return sum(estimate_tokens(_line(memory.node(n))) + 1 for n in node_ids)
+    return sum(estimate_tokens(_line(memory.node(n), memory.calendar)) + 1 for n in node_ids)
 
 
 def _current(frontier: list[str], newest: Mapping[str, Leaf]) -> list[str]:
@@ -159,14 +161,21 @@ def _newer_first(memory: Memory, frontier: list[str]) -> list[str]:
     return out
 
 
-def _line(node: Leaf | Branch, text: str | None = None, newest: Mapping[str, Leaf] | None = None) -> str:
+def _line(
+    node: Leaf | Branch,
+    calendar: Calendar,
+    text: str | None = None,
+    newest: Mapping[str, Leaf] | None = None,
+) -> str:
     if isinstance(node, Leaf):
         update = newest.get(node.id) if newest is not None else None
-        when = shown_date(node.timestamp)
+        when = calendar.shown_date(node.timestamp)
         if update is not None:
-            when += f"; changed later, {shown_date(update.timestamp)}: “{gist(update.text, NOTE_CHARS)}”"
+            when += (
+                f"; changed later, {calendar.shown_date(update.timestamp)}: “{gist(update.text, NOTE_CHARS)}”"
+            )
         return f"- {node.text} ({when}) [{node.id}]"
-    first, last = shown_date(node.first_ts), shown_date(node.last_ts)
+    first, last = calendar.shown_date(node.first_ts), calendar.shown_date(node.last_ts)
     span = first if first == last else f"{first} to {last}"
     shown = node.text if text is None else text
     memories = counted(node.leaf_count, "memory", "memories")

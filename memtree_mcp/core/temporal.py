@@ -10,7 +10,7 @@ left/right`` at a session walks the sessions in order, at a day the days, and so
 Where a new leaf goes. A leaf later than every other (the usual case) joins a node of the *rightmost
 frontier*, the path from the root down to the last leaf (seed 001 eq. 2):
 
-- It continues the current session (:func:`~memtree_mcp.core.calendar.session_break` says no break,
+- It continues the current session (:meth:`~memtree_mcp.core.calendar.Calendar.session_break` says no break,
   and the session node holds fewer than ``MAX_SESSION`` memories; past that the session goes on in
   a new node, as if it were a new session of the same day):
   it joins the current segment while that segment holds fewer than ``min_segment`` memories (a
@@ -26,8 +26,10 @@ A leaf that comes earlier in time than the last (a backdated memory, an import o
 client whose clock is behind) goes where its time puts it (:meth:`TemporalTree.insert`): the
 sessions it falls between (at most two) are grouped again with it by the same rule (it may join
 one, join two into one, or cut one where its session id differs), keep their segments (the leaf
-joins the segment of the memory before it), and are hung under the periods their start names, made
-where missing and placed among their siblings in time order. It costs the memories of those
+joins the segment of the memory before it) and their nodes by membership (each group the node of
+the old session it holds most memories of, a new node when it holds none; a node that lost
+memories loses its LLM summary, which may speak of them), and are hung under the periods their
+start names, made where missing and placed among their siblings in time order. It costs the memories of those
 sessions and one path of periods, never a rebuild; and any arrival order of the same memories gives
 the same periods and sessions with the same members (segments inside a session may differ, as they
 were decided while its memories came; and a session past ``MAX_SESSION`` is cut where its memories
@@ -58,11 +60,9 @@ from memtree_mcp.core.calendar import (
     SEGMENT,
     SESSION,
     SESSION_GAP_SECONDS,
-    coarsest_change,
-    period_key,
+    UTC_CALENDAR,
+    Calendar,
     period_name,
-    period_title,
-    session_break,
 )
 from memtree_mcp.core.hierarchy import Hierarchy, Shape
 from memtree_mcp.core.model import Branch, Leaf
@@ -99,7 +99,8 @@ class TemporalTree(Hierarchy):
     branches an insertion deleted (two sessions a memory joined become one), for the caller to
     delete. ``gap_seconds``: the silence that
     ends a session without an id; ``min_segment``: the memories a segment holds before the policy
-    may end it (raises ``ValueError`` below 1).
+    may end it (raises ``ValueError`` below 1); ``calendar``: the days its sessions and periods are
+    counted in (the namespace's zone, recorded on the root: :meth:`use`).
     """
 
     tree_name = "temporal"
@@ -113,6 +114,7 @@ class TemporalTree(Hierarchy):
         gap_seconds: float = SESSION_GAP_SECONDS,
         min_segment: int = MIN_SEGMENT,
         new_id: Callable[[], str] = new_branch_id,
+        calendar: Calendar = UTC_CALENDAR,
     ) -> None:
         if min_segment < 1:
             raise ValueError(f"a segment holds at least one memory, got min_segment={min_segment}")
@@ -122,7 +124,8 @@ class TemporalTree(Hierarchy):
         self.gap_seconds = gap_seconds
         self.min_segment = min_segment
         self.new_id = new_id
-        self.root = _new_root()
+        self.calendar = calendar
+        self.root = _new_root(calendar)
         self.branches: dict[str, Branch] = {TEMPORAL_ROOT_ID: self.root}
         self.parent_of: dict[str, str] = {}
         self.height = 0
@@ -182,7 +185,9 @@ class TemporalTree(Hierarchy):
     def candidates(self, leaf: Leaf) -> list[Candidate]:
         """The segments ``leaf`` may continue, as its policy will see them: the current segment when
         the leaf continues its session, else none."""
-        if self.last_leaf is None or session_break(self.leaves[self.last_leaf], leaf, self.gap_seconds):
+        if self.last_leaf is None or self.calendar.session_break(
+            self.leaves[self.last_leaf], leaf, self.gap_seconds
+        ):
             return []
         return [self._candidate(self.frontier()[SEGMENT])]
 
@@ -242,7 +247,7 @@ class TemporalTree(Hierarchy):
         """The frontier node the new leaf's chain hangs from, levels grown first when it needs them."""
         frontier = self.frontier()
         segment, session = frontier[SEGMENT], frontier[SESSION]
-        if session.leaf_count < MAX_SESSION and not session_break(
+        if session.leaf_count < MAX_SESSION and not self.calendar.session_break(
             self.leaves[self.last_leaf or ""], leaf, self.gap_seconds
         ):
             if len(segment.children) < self.min_segment:
@@ -254,7 +259,7 @@ class TemporalTree(Hierarchy):
             if chosen not in {c.node_id for c in candidates}:
                 raise ValueError(f"the policy chose {chosen!r}, which is not an admissible frontier node")
             return self.branches[chosen]
-        change = coarsest_change(session.first_ts, leaf.timestamp)
+        change = self.calendar.coarsest_change(session.first_ts, leaf.timestamp)
         if change is None:
             return frontier[min(DAY, len(frontier) - 1)]  # the same day: its day node, or the root
         while self.height - 1 <= change:  # the root's children must be periods of that level at least
@@ -333,13 +338,20 @@ class TemporalTree(Hierarchy):
         foreign = [b.id for b in branches if b.tree != "temporal"]
         if foreign:
             raise ValueError(f"not temporal branches: {', '.join(foreign[:5])}")
-        self._adopt({b.id: b for b in branches}, _new_root(), shape)
+        self._adopt({b.id: b for b in branches}, _new_root(self.calendar), shape)
         self._applied()
+
+    def use(self, calendar: Calendar) -> None:
+        """Count days by ``calendar`` from now on, and record its zone on the root (stored with the
+        root's row at the next write). The branches are left as they are: a caller that changes
+        the zone of a tree built in another builds it again (:meth:`rebuild`)."""
+        self.calendar = calendar
+        self.root.zone = calendar.name
 
     def rebuild(self, ordered: Sequence[Leaf]) -> None:
         """Build the tree anew from ``ordered`` (every leaf of ``leaves``, in ``seq`` order), as
         inserting them one by one does: for a store whose temporal tree was not kept."""
-        self.root = _new_root()
+        self.root = _new_root(self.calendar)
         self.branches = {TEMPORAL_ROOT_ID: self.root}
         self.parent_of = {}
         self.height = 0
@@ -366,7 +378,9 @@ class TemporalTree(Hierarchy):
             parent = self.branches.get(branch.parent or "")
             if level == SESSION and parent is not None and parent.parent is not None:
                 above = self.level_of(parent.id)
-                if period_key(above, branch.first_ts) != period_key(above, parent.first_ts):
+                if self.calendar.period_key(above, branch.first_ts) != self.calendar.period_key(
+                    above, parent.first_ts
+                ):
                     return False
         return True
 
@@ -386,23 +400,35 @@ class TemporalTree(Hierarchy):
         while first_session.children and self.level_of(first_session.id) > SESSION:
             first_session = self.branches[first_session.children[0]]
         starts = (first_session.first_ts, self.frontier()[SESSION].first_ts)
-        changes = [c for c in (coarsest_change(start, leaf.timestamp) for start in starts) if c is not None]
+        changes = [
+            c
+            for c in (self.calendar.coarsest_change(start, leaf.timestamp) for start in starts)
+            if c is not None
+        ]
         changed = {leaf.id}
         while changes and self.height - 1 <= max(changes):
             changed |= self._grow()
         olds = [self.branches[s] for s in dict.fromkeys(self._session_of(n) for n in around)]
-        segment_of = {i: self.parent_of[i] for s in olds for i in self.leaves_under(s.id)}
+        held = {s.id: set(self.leaves_under(s.id)) for s in olds}  # each old session's memories
+        segment_of = {i: self.parent_of[i] for s in olds for i in held[s.id]}
+        held |= {segment_id: set() for segment_id in segment_of.values()}
+        for member_id, old_segment in segment_of.items():
+            held[old_segment].add(member_id)
         run = sorted([leaf, *(self.leaves[i] for i in segment_of)], key=time_key)
         vacated = {s.parent for s in olds if s.parent is not None}
         spare = {c: self.branches[c] for s in olds for c in s.children}
         for session in olds:
             self.branches[session.parent or ""].children.remove(session.id)
-        sessions_left = list(olds)
-        for group in self._sessions_in(run):
-            session = sessions_left.pop(0) if sessions_left else self._new_branch(None, 0)
+        groups = self._sessions_in(run)
+        reused = _by_membership(groups, olds, held)
+        sessions_left = [s for s in olds if s not in reused]
+        for group, kept in zip(groups, reused, strict=True):
+            session = kept or self._new_branch(None, 0)
+            _forget_summary_if_cut(session, held, group)
             session.children = []
             for segment_id, members in self._segments_in(group, segment_of, leaf.id):
                 segment = (spare.pop(segment_id, None) if segment_id else None) or self._new_branch(None, 0)
+                _forget_summary_if_cut(segment, held, members)
                 segment.parent, segment.children = session.id, [member.id for member in members]
                 for member in members:
                     if self.parent_of.get(member.id) != segment.id:
@@ -436,7 +462,10 @@ class TemporalTree(Hierarchy):
         """``run`` (in time order) cut into sessions as arriving one by one would cut it."""
         groups = [[run[0]]]
         for previous, leaf in itertools.pairwise(run):
-            if session_break(previous, leaf, self.gap_seconds) or len(groups[-1]) >= MAX_SESSION:
+            if (
+                self.calendar.session_break(previous, leaf, self.gap_seconds)
+                or len(groups[-1]) >= MAX_SESSION
+            ):
                 groups.append([leaf])
             else:
                 groups[-1].append(leaf)
@@ -473,9 +502,14 @@ class TemporalTree(Hierarchy):
         changed: set[str] = set()
         node = self.root
         for level in range(self.height - 2, SESSION, -1):
-            key = period_key(level, start)
+            key = self.calendar.period_key(level, start)
             found = next(
-                (c for c in node.children if period_key(level, self.branches[c].first_ts) == key), None
+                (
+                    c
+                    for c in node.children
+                    if self.calendar.period_key(level, self.branches[c].first_ts) == key
+                ),
+                None,
             )
             if found is None:
                 period = self._new_branch(node, start)
@@ -536,7 +570,7 @@ class TemporalTree(Hierarchy):
         if branch.parent is not None and branch.leaf_count:
             level = self.height - 1 - branch.depth
             session = self.leaves[self.ends(branch.id)[0]].session if level == SESSION else None
-            title = period_title(level, branch.first_ts, session)
+            title = self.calendar.period_title(level, branch.first_ts, session)
             branch.label = f"{title}{PERIOD_SEPARATOR}{branch.label}" if branch.label else title
 
     def _deepest_leaf_depth(self) -> int:
@@ -590,9 +624,40 @@ class TemporalTree(Hierarchy):
         return changed
 
 
+def _by_membership(
+    groups: Sequence[Sequence[Leaf]], olds: Sequence[Branch], held: Mapping[str, set[str]]
+) -> list[Branch | None]:
+    """For each session ``groups`` holds (in time order), the old session node it keeps, None for
+    a new node: each old node goes to the group holding most of its memories (the earlier group on
+    a tie), and a group holding none of an old node's gets a new one. By membership, not
+    position: a memory backdated before a session is a session of its own, and must not take that
+    session's node, its id and its summary."""
+    ids = [{leaf.id for leaf in group} for group in groups]
+    pairs = sorted(
+        ((len(held[old.id] & ids[g]), g, k) for g in range(len(groups)) for k, old in enumerate(olds)),
+        key=lambda pair: (-pair[0], pair[1], pair[2]),
+    )
+    kept: list[Branch | None] = [None] * len(groups)
+    taken: set[int] = set()
+    for shared, g, k in pairs:
+        if shared and kept[g] is None and k not in taken:
+            kept[g] = olds[k]
+            taken.add(k)
+    return kept
+
+
+def _forget_summary_if_cut(branch: Branch, held: Mapping[str, set[str]], members: Sequence[Leaf]) -> None:
+    """Clear the LLM summary of a node that keeps its id but lost some of the memories it held
+    (a session or segment cut by a backdated memory): it may speak of them. A node that only
+    gained memories keeps showing its summary until the next is written, as after any insert."""
+    before = held.get(branch.id)
+    if before and not before <= {leaf.id for leaf in members}:
+        branch.summary, branch.summary_seq = "", -1
+
+
 def _deepest_first(branch: Branch) -> int:
     return -branch.depth
 
 
-def _new_root() -> Branch:
-    return Branch(id=TEMPORAL_ROOT_ID, tree="temporal", kind="root", parent=None, depth=0)
+def _new_root(calendar: Calendar) -> Branch:
+    return Branch(id=TEMPORAL_ROOT_ID, tree="temporal", kind="root", parent=None, depth=0, zone=calendar.name)

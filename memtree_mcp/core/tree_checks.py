@@ -28,7 +28,6 @@ from typing import Literal
 
 import numpy as np
 
-from memtree_mcp.core.calendar import shown_time
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.period_checks import period_faults
@@ -377,8 +376,8 @@ def temporal_problems(
                 Problem(
                     area,
                     b,
-                    f"memory {b} ({shown_time(kb[0])}) comes after memory {a} "
-                    f"({shown_time(ka[0])}), out of time order",
+                    f"memory {b} ({tree.calendar.shown_time(kb[0])}) comes after memory {a} "
+                    f"({tree.calendar.shown_time(ka[0])}), out of time order",
                 )
             )
     rank = {n: i for i, n in enumerate(leaves)}

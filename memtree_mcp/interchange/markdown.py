@@ -27,8 +27,9 @@ from typing import Any, ClassVar
 
 import yaml
 
+from memtree_mcp.core.calendar import UTC_CALENDAR
 from memtree_mcp.errors import InvalidInput
-from memtree_mcp.service.inputs import MAX_TAG_CHARS, MAX_TAGS, format_timestamp, parse_timestamp
+from memtree_mcp.service.inputs import MAX_TAG_CHARS, MAX_TAGS
 
 Record = dict[str, Any]
 
@@ -292,7 +293,7 @@ def note_text(records: list[Mapping[str, Any]]) -> str:
         meta = {key: value for key, value in record.items() if key != "content"}
         # '>' appears only inside JSON strings: escaped, no text can close the comment early.
         marker = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
-        moment = format_timestamp(parse_timestamp(record["timestamp"]))
+        moment = UTC_CALENDAR.iso(datetime.fromisoformat(record["timestamp"]).timestamp())
         heading = [f"{{{record['id']}}}", moment] + ([record["role"]] if record.get("role") != "user" else [])
         if record.get("tags"):
             heading.append("tags: " + ", ".join(record["tags"]))

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memtree_mcp.core.calendar import UTC_CALENDAR
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.interchange.markdown import note_records
 from memtree_mcp.service.inputs import (
@@ -28,7 +29,7 @@ from memtree_mcp.service.inputs import (
     check_supersedes,
     check_tags,
     check_text,
-    parse_timestamp,
+    memory_timestamp,
 )
 
 SOURCES = ("jsonl", "mcp-memory", "markdown", "json", "csv")
@@ -76,7 +77,7 @@ def checked(record: Record, skipped: Skipped, limit: int) -> Record | None:
         check_tags(record.get("tags", ()))
         check_session(record.get("session"))
         if record.get("timestamp") is not None:
-            parse_timestamp(record["timestamp"])
+            memory_timestamp(record["timestamp"], UTC_CALENDAR)  # whether it is one: any zone will do
         if record.get("id") is not None:
             check_supersedes([record["id"]])
         check_supersedes(record.get("supersedes"))

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from memtree_mcp.core.calendar import local
+from memtree_mcp.core.calendar import UTC_CALENDAR, Calendar
 from memtree_mcp.core.wording import counted
 
 __all__ = [
@@ -109,13 +109,13 @@ def _clip(text: str, limit: int) -> str:
     return text[: max(limit - len(CLIP_MARK), 0)].rstrip() + CLIP_MARK
 
 
-def format_timestamp(timestamp: float | None) -> str | None:
-    """A Unix time as ``2024-05-01 14:30 UTC`` in the calendar's zone (MEMTREE_TIMEZONE); None (or a
-    value out of range) gives None."""
+def format_timestamp(timestamp: float | None, calendar: Calendar = UTC_CALENDAR) -> str | None:
+    """A Unix time as ``2024-05-01 14:30 UTC`` in ``calendar``'s zone, named, so a model reads the
+    moment whichever zone it is told in; None (or a value out of range) gives None."""
     if timestamp is None:
         return None
     try:
-        moment = local(float(timestamp))
+        moment = calendar.local(float(timestamp))
     except (OverflowError, OSError, ValueError):
         return None
     return f"{moment.strftime('%Y-%m-%d %H:%M')} {moment.tzname() or ''}".rstrip()

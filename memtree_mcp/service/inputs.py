@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
-from memtree_mcp.core.calendar import local, zone
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.names import TREES, TreeName
 from memtree_mcp.errors import InvalidInput, NotFound
 
@@ -38,6 +38,11 @@ MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_ROLE_CHARS = 32
 MAX_SESSION_CHARS = 128
+# The years a memory's time may fall in (as written). A memory's time is when it was said or
+# happened: a year outside is a sentinel ("0001-01-01", "9999-12-31") or a typo, and one far ahead
+# would sort after every real memory for good. Inside Python's years 1 to 9999 with room to spare,
+# so a date stays a date in every zone (year 1 was year 0, an OverflowError, west of UTC).
+EARLIEST_YEAR, LATEST_YEAR = 1900, 2199
 MAX_NODE_ID_CHARS = 64
 MAX_NAMESPACE_CHARS = 64
 # Timestamps and versions (``as_of``): ISO 8601 needs far fewer characters than this.
@@ -251,9 +256,35 @@ def check_session(session: object) -> str | None:
     return session.strip()
 
 
-def parse_timestamp(value: object) -> float:
-    """Seconds since the epoch from an ISO 8601 date or date-time; a time without zone is taken in
-    the calendar's zone (MEMTREE_TIMEZONE, UTC by default)."""
+def parse_timestamp(value: object, calendar: Calendar) -> float:
+    """Seconds since the epoch from an ISO 8601 date or date-time (a bound of a search, the time of
+    a version); a time without zone is taken in ``calendar``'s (the namespace's). Raises
+    InvalidInput for anything else, and for a time outside the years 1 to 9999 in UTC."""
+    moment = _moment(value, calendar)
+    try:
+        seconds = moment.timestamp()
+        datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInput(
+            f"timestamp {str(value)[:40]!r} falls outside the years 1 to 9999 in UTC; give a real date."
+        ) from None
+    return seconds
+
+
+def memory_timestamp(value: object, calendar: Calendar) -> float:
+    """When a memory was made, as :func:`parse_timestamp` reads it, of the years
+    :data:`EARLIEST_YEAR` to :data:`LATEST_YEAR` as written. Raises InvalidInput otherwise."""
+    moment = _moment(value, calendar)
+    if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
+        raise InvalidInput(
+            f"timestamp {str(value)[:40]!r} is outside the years {EARLIEST_YEAR} to {LATEST_YEAR}; "
+            "give the date the memory was made."
+        )
+    return parse_timestamp(value, calendar)
+
+
+def _moment(value: object, calendar: Calendar) -> datetime:
+    """``value`` as an ISO 8601 date-time, in ``calendar``'s zone when it names none."""
     if not isinstance(value, str):
         raise InvalidInput("timestamp must be an ISO 8601 string such as '2024-05-08T13:56:00Z'.")
     try:
@@ -265,18 +296,9 @@ def parse_timestamp(value: object) -> float:
             f"timestamp {value[:40]!r} is not ISO 8601; use a form such as '2024-05-08' or "
             "'2024-05-08T13:56:00+02:00'."
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone())
-    seconds = moment.timestamp()
-    try:
-        datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
-    except (ValueError, OverflowError, OSError):
-        raise InvalidInput(
-            f"timestamp {value[:40]!r} falls outside the years 1 to 9999 in UTC; give a real date."
-        ) from None
-    return seconds
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=calendar.zone)
 
 
-def format_timestamp(seconds: float) -> str:
-    """ISO 8601 to the second, in the calendar's zone (MEMTREE_TIMEZONE; UTC, written Z, by default)."""
-    return local(seconds).isoformat(timespec="seconds").replace("+00:00", "Z")
+def format_timestamp(seconds: float, calendar: Calendar) -> str:
+    """ISO 8601 to the second, in ``calendar``'s zone (the namespace's; UTC written Z)."""
+    return calendar.iso(seconds)

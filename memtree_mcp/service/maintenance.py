@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.links import break_circles
 from memtree_mcp.core.model import Branch, Leaf, makers_of
 from memtree_mcp.core.secrets import redacted
 from memtree_mcp.core.segmenting import CompatibilityPolicy
-from memtree_mcp.core.temporal import time_key
+from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.refine import Refinement
@@ -61,7 +62,8 @@ class Maintenance:
         space = self._spaces.get(name, create=False)
         if space is None:
             return []
-        return [(version, format_timestamp(at)) for version, at in space.table.versions()]
+        calendar = self._spaces.calendar_of(name)
+        return [(version, format_timestamp(at, calendar)) for version, at in space.table.versions()]
 
     def commits(self, name: str) -> list[Commit]:
         """:meth:`history` with what each version did (``store/commits.py``), oldest first."""
@@ -75,7 +77,7 @@ class Maintenance:
         with self._spaces.reading(name) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
-            version = resolve_version(space.table, to, RESTORE_TO)
+            version = resolve_version(space.table, to, space.memory.calendar, RESTORE_TO)
             then = {leaf.id for leaf in space.table.read(version).leaves}
             now = set(space.memory.leaves)
         return version, len(then - now), len(now - then), len(now)
@@ -90,7 +92,7 @@ class Maintenance:
         with self._spaces.writing(name, create=False) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
-            version = resolve_version(space.table, to, RESTORE_TO)
+            version = resolve_version(space.table, to, space.memory.calendar, RESTORE_TO)
             latest = self._spaces.restore(space, version)
         log.info("restored namespace %s to version %d", name, version)
         return version, latest
@@ -122,7 +124,7 @@ class Maintenance:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to check.")
             snapshot = space.table.read()
-            checked = self._spaces.new_memory()
+            checked = self._spaces.new_memory(calendar=self._spaces.zones.of(name))
             try:
                 checked.load(
                     snapshot.leaves,
@@ -141,7 +143,7 @@ class Maintenance:
             ]
             problems += quoting_forgotten(snapshot.leaves, snapshot.branches, forgotten_texts(space.table))
             if problems and repair:
-                rebuilt = self._spaces.new_memory()
+                rebuilt = self._spaces.new_memory(calendar=checked.calendar)  # the namespace's zone
                 leaves, renumbered = in_sequence(leaf for leaf in snapshot.leaves if leaf.id not in twice)
                 relinked = break_circles({leaf.id: leaf for leaf in leaves})
                 for leaf in leaves:
@@ -155,6 +157,48 @@ class Maintenance:
                 self._spaces.reload(space)
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems
+
+    def zones(self, name: str) -> tuple[str, str]:
+        """The zone namespace ``name`` counts its days in (stored with it) and the one set for it
+        (MEMTREE_TIMEZONE): what ``doctor`` tells when they differ."""
+        return self._spaces.calendar_of(name).name, self._spaces.zones.of(name).name
+
+    def move_zone(self, name: str, zone: str) -> bool:
+        """Count namespace ``name``'s days in ``zone`` from now on: its temporal tree built again
+        in that zone (new branches, summarised again) unless it agrees with it already, and the
+        zone recorded, in one commit. The only way a namespace's zone changes: a process whose
+        MEMTREE_TIMEZONE differs uses the stored zone. Returns whether the tree was built again.
+
+        Raises InvalidInput for an unknown zone, NotFound for an empty namespace.
+        """
+        try:
+            calendar = Calendar.named(zone)
+        except ValueError as exc:
+            raise InvalidInput(f"{exc}.") from None
+        with self._spaces.writing(name, create=False) as space:
+            if space is None or not space.memory.leaves:
+                raise NotFound(f"namespace '{name}' holds nothing to move to another time zone.")
+            if space.memory.calendar.name == calendar.name:
+                return False
+            stored = space.table.read()
+            moved = self._spaces.new_memory(calendar=calendar)
+            moved.load(
+                stored.leaves,
+                stored.branches,
+                vectors=stored.vectors,
+                shapes=stored.shapes,
+                calendar=calendar,
+            )
+            rebuilt = moved.temporal_rebuilt
+            nodes = set(moved.temporal.branches) if rebuilt else {moved.temporal.root.id}
+            refine = self._refinement.mark(moved, nodes, forgotten=True) if rebuilt else []
+            space.memory = moved
+            with self._spaces.change(space) as change:
+                change.changed, change.removed = nodes, moved.temporal_replaced - nodes
+            self._spaces.reload(space)
+        self._refinement.submit(name, refine)
+        log.warning("namespace %s now counts its days in %s", name, calendar.name)
+        return rebuilt
 
     def reindex(
         self, name: str, *, temporal_policy: str = "cosine", batch: int = 256
@@ -191,7 +235,9 @@ class Maintenance:
                 raise NotFound(f"namespace '{name}' holds nothing to re-index.")
             snapshot, old_embedder, _old_dimension = found
             leaves = sorted(snapshot.leaves, key=lambda leaf: leaf.seq)
-            rebuilt = self._spaces.new_memory(temporal_policy=policy)
+            recorded = next((b.zone for b in snapshot.branches if b.id == TEMPORAL_ROOT_ID), "")
+            calendar = Calendar.named(recorded) if recorded else self._spaces.zones.of(name)
+            rebuilt = self._spaces.new_memory(temporal_policy=policy, calendar=calendar)
             if self._spaces.settings.secrets != "keep":
                 for leaf in leaves:  # a store written before redaction, or with MEMTREE_SECRETS=keep
                     leaf.text = redacted(leaf.text)

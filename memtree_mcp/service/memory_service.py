@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import set_zone
 from memtree_mcp.core.checks import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.extractive import gist
@@ -85,7 +84,6 @@ class MemoryService:
         """
         self.settings = settings or Settings()
         self.unusable = unusable
-        set_zone(self.settings.timezone)  # the calendar's days, and every date shown
         self._embedder = embedder
         self._lock = threading.Lock()
         self._warming: threading.Thread | None = None
@@ -126,7 +124,8 @@ class MemoryService:
         store built by another model.
         """
         name = self.resolve_namespace(namespace)
-        chunks = self.writer.chunks(content, role, tags, timestamp, session)
+        calendar = self.spaces.calendar_of(name)
+        chunks = self.writer.chunks(content, role, tags, timestamp, session, calendar=calendar)
         stored = self.writer.store(name, chunks, supersedes, unlink=unlink, by=by, judge=True)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
         return RememberResult(
@@ -141,7 +140,7 @@ class MemoryService:
                 Candidate(
                     id=leaf.id,
                     text=gist(leaf.text, CANDIDATE_CHARS),
-                    timestamp=format_timestamp(leaf.timestamp),
+                    timestamp=format_timestamp(leaf.timestamp, calendar),
                 )
                 for leaf in stored.candidates
             ],
@@ -209,6 +208,7 @@ class MemoryService:
             session=session,
             expand=expand,
             min_relevance=min_relevance,
+            calendar=self.spaces.calendar_of(name),
         )
         return self.reader.recall(name, request, as_of)
 
@@ -461,6 +461,26 @@ class MemoryService:
         before the repair are returned either way. Raises NotFound for an empty namespace.
         """
         return self.maintenance.doctor(self.resolve_namespace(namespace), repair=repair)
+
+    def zones(self, namespace: str | None = None) -> tuple[str, str]:
+        """The zone a namespace counts its days in (stored with it) and the one set for it here
+        (MEMTREE_TIMEZONE, or its caller's: :meth:`set_zone_for`); the first is used."""
+        return self.maintenance.zones(self.resolve_namespace(namespace))
+
+    def set_zone_for(self, namespace: str | None, zone: str) -> str:
+        """Make ``zone`` (a caller's MEMTREE_TIMEZONE, as a hook worker serving several projects
+        hears it) the zone set for a namespace in this process: one with no zone stored yet takes it
+        at its first write; one with a zone keeps its own (logged once). Returns the zone the
+        namespace counts its days in. Raises InvalidInput for an unknown zone."""
+        try:
+            return self.spaces.set_zone_for(self.resolve_namespace(namespace), zone).name
+        except ValueError as exc:
+            raise InvalidInput(f"{exc}.") from None
+
+    def move_zone(self, zone: str, namespace: str | None = None) -> bool:
+        """Count a namespace's days in ``zone`` from now on, its temporal tree built again in it
+        once (see :meth:`~memtree_mcp.service.maintenance.Maintenance.move_zone`); whether it was."""
+        return self.maintenance.move_zone(self.resolve_namespace(namespace), zone)
 
     def reindex(
         self, namespace: str | None = None, *, temporal_policy: str = "cosine", batch: int = 256

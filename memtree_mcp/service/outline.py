@@ -15,7 +15,7 @@ from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TreeName
 from memtree_mcp.core.representative import PERIOD_SEPARATOR
 from memtree_mcp.core.wording import counted
-from memtree_mcp.service.inputs import MAX_OUTLINE_DEPTH, check_range, check_tree, format_timestamp
+from memtree_mcp.service.inputs import MAX_OUTLINE_DEPTH, check_range, check_tree
 
 __all__ = ["NO_MEMORIES", "OutlineRow", "checked_outline", "outline_rows", "plain_outline", "superseded_note"]
 
@@ -118,7 +118,8 @@ def plain_outline(memory: Memory | None, tree: str, depth: int) -> str:
         if isinstance(node, Leaf):
             lines.append(f"{pad}- {node.text[:80]} [{node.id}]{superseded_note(row)}")
         elif isinstance(node, Branch):
-            span = f"{format_timestamp(node.first_ts)[:10]} to {format_timestamp(node.last_ts)[:10]}"
+            shown = memory.calendar.shown_date
+            span = f"{shown(node.first_ts)} to {shown(node.last_ts)}"
             count = counted(node.leaf_count, "memory", "memories")
             lines.append(f"{pad}+ {row.label()}: {count}, {span} [{node.id}]")
     return "\n".join(lines)

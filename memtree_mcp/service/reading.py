@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from memtree_mcp.core import recall as ranking
 from memtree_mcp.core.agent import EmbeddingPolicy, Policy, run_agent
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.embedding import Embedder, embed_queries, recall_weights
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
@@ -84,10 +85,12 @@ def recall_request(
     session: str | None,
     expand: bool,
     min_relevance: float,
+    calendar: Calendar,
 ) -> RecallRequest:
     """A recall as the tools ask it (see :meth:`~memtree_mcp.service.MemoryService.recall`), every
     argument checked, not yet embedded: the service builds it once and hands it to
-    :meth:`Reader.recall`. Raises InvalidInput for a bad argument."""
+    :meth:`Reader.recall`. Times without a zone are ``calendar``'s (the namespace's). Raises
+    InvalidInput for a bad argument."""
     text = check_text(query, "query", MAX_QUERY_CHARS)
     check_range(k, "k", 1, MAX_K)
     check_share(min_relevance, "min_relevance")
@@ -98,7 +101,7 @@ def recall_request(
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
     check_flag(expand, "expand")
-    low, high = _period(time_from, time_to)
+    low, high = _period(time_from, time_to, calendar)
     where = RecallFilter(
         kind=kind,
         time_from=low,
@@ -180,13 +183,14 @@ class Reader:
                     space.memory.dimension,
                     frozenset(space.memory.leaves),
                 )
+            calendar = space.memory.calendar
         if as_of is not None:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
-            past = memory_as_of(table, as_of, dimension, present, self._spaces.settings.session_gap)
+            past = memory_as_of(table, as_of, dimension, present, calendar, self._spaces.settings.session_gap)
             hits = ranking.recall(past, embedded)
             if not hits and request.max_tokens is not None:
                 unfit = ranking.recall(past, dataclasses.replace(embedded, max_tokens=None))
-        result = RecallResult(hits=[_recall_hit(hit) for hit in hits], namespace=name)
+        result = RecallResult(hits=[_recall_hit(hit, calendar) for hit in hits], namespace=name)
         if unfit:
             # Matches that did not fit the budget are not "nothing": say so, and what would fit.
             result.unfit, result.max_tokens = len(unfit), request.max_tokens
@@ -215,9 +219,10 @@ class Reader:
                     weights=self._weights(),
                 ),
             )
+            calendar = space.memory.calendar
         found = [hit for hit in hits if hit.relevance >= DEFAULT_MIN_RELEVANCE]
         found.sort(key=lambda hit: -hit.relevance)
-        return [_recall_hit(hit) for hit in found]
+        return [_recall_hit(hit, calendar) for hit in found]
 
     def _content_text(self, space: Space, text: str) -> str | None:
         """``text`` without the authors it names (``Memory.content_text``), from the memory as
@@ -244,7 +249,7 @@ class Reader:
         period = time_from is not None or time_to is not None
         if sum([node_id is not None, period, query is not None]) > 1:
             raise InvalidInput("give one of node_id, a period (time_from/time_to) or query, not several.")
-        low, high = _period(time_from, time_to)
+        low, high = _period(time_from, time_to, self._spaces.calendar_of(name)) if period else (None, None)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
         vector = self._embed(text) if text is not None else None
         with self._spaces.reading(name) as space:
@@ -321,7 +326,11 @@ class Reader:
             raise InvalidInput("agent=true needs a query: what the agent should look for.")
         vector = self._embed(text) if text is not None else None
         with self._spaces.reading(name) as space:
-            memory = space.memory if space is not None else self._spaces.new_memory()
+            memory = (
+                space.memory
+                if space is not None
+                else self._spaces.new_memory(calendar=self._spaces.zones.of(name))
+            )
             # Nobody else can change an empty memory made up for the walk: no lock to let go of.
             lock = space.lock if space is not None else None
             if node_id is not None:
@@ -333,7 +342,7 @@ class Reader:
                     policy = EmbeddingPolicy() if model is None else _agent_policy(model, text, lock)
                     run = run_agent(memory, vector, tree, policy, max_steps)
                     return NavigateResult(
-                        node=node_view(run.node),
+                        node=node_view(run.node, memory.calendar),
                         moves=run.moves,
                         sufficient=run.sufficient,
                         context=[
@@ -344,7 +353,9 @@ class Reader:
                 shown = move_cursor(memory, node_id, move, tree, index=index, query_vector=vector)
             except NavigationError as exc:
                 raise InvalidInput(str(exc)) from None
-        return NavigateResult(node=node_view(shown), moves=[], sufficient=None, context=[], namespace=name)
+        return NavigateResult(
+            node=node_view(shown, memory.calendar), moves=[], sufficient=None, context=[], namespace=name
+        )
 
     def outline(self, name: str, tree: str, depth: int) -> str:
         """A tree as indented lines down to ``depth``: each branch's label, memories and time span."""
@@ -359,7 +370,7 @@ class Reader:
         check_node(memory, node_id)
         branch = memory.branch(node_id)
         tree = branch.tree if branch is not None else "semantic"
-        return node_view(view_node(memory, node_id, tree))
+        return node_view(view_node(memory, node_id, tree), memory.calendar)
 
 
 def _agent_policy(model: TextGenerator, query: str, lock: threading.RLock | None) -> Policy:
@@ -385,17 +396,17 @@ class _Unlocked:
             self._lock.acquire()
 
 
-def node_view(shown: CursorView) -> NodeView:
-    """The tool result for what the cursor shows."""
+def node_view(shown: CursorView, calendar: Calendar) -> NodeView:
+    """The tool result for what the cursor shows, its times in ``calendar``'s zone."""
     data = shown.as_dict()
     empty = shown.leaf_count == 0
-    data["time_from"] = None if empty else format_timestamp(shown.first_ts)
-    data["time_to"] = None if empty else format_timestamp(shown.last_ts)
+    data["time_from"] = None if empty else format_timestamp(shown.first_ts, calendar)
+    data["time_to"] = None if empty else format_timestamp(shown.last_ts, calendar)
     data["score"] = None if shown.score is None else round(shown.score, 4)
     return NodeView.model_validate(data)
 
 
-def _recall_hit(hit: Hit) -> RecallHit:
+def _recall_hit(hit: Hit, calendar: Calendar) -> RecallHit:
     return RecallHit(
         id=hit.id,
         text=hit.text,
@@ -404,19 +415,22 @@ def _recall_hit(hit: Hit) -> RecallHit:
         depth=hit.depth,
         score=round(hit.score, 4),
         relevance=round(hit.relevance, 2),
-        time_from=format_timestamp(hit.first_ts),
-        time_to=format_timestamp(hit.last_ts),
+        time_from=format_timestamp(hit.first_ts, calendar),
+        time_to=format_timestamp(hit.last_ts, calendar),
         breadcrumb=hit.breadcrumb,
         covers=hit.covers,
         superseded_by=hit.superseded_by,
     )
 
 
-def _period(time_from: str | None, time_to: str | None) -> tuple[float | None, float | None]:
-    """``time_from`` and ``time_to`` parsed. Raises InvalidInput for a bad time, or for a range that
-    ends before it starts (it would hold nothing, and "nothing matches" would hide why)."""
-    low = parse_timestamp(time_from) if time_from is not None else None
-    high = parse_timestamp(time_to) if time_to is not None else None
+def _period(
+    time_from: str | None, time_to: str | None, calendar: Calendar
+) -> tuple[float | None, float | None]:
+    """``time_from`` and ``time_to`` parsed (in ``calendar``'s zone when they name none). Raises
+    InvalidInput for a bad time, or for a range that ends before it starts (it would hold nothing,
+    and "nothing matches" would hide why)."""
+    low = parse_timestamp(time_from, calendar) if time_from is not None else None
+    high = parse_timestamp(time_to, calendar) if time_to is not None else None
     if low is not None and high is not None and low > high:
         raise InvalidInput(
             f"time_from {time_from} is after time_to {time_to}: the range is empty; swap them."

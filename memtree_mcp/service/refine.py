@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import shown_date
 from memtree_mcp.core.currency import newest_updates, restate
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.model import Branch, Leaf
@@ -121,7 +120,9 @@ def summary_inputs(memory: Memory, branch: Branch) -> SummaryRequest:
     kind = "changed later" if branch.tree == "temporal" else "superseded"
     leaves = [memory.leaves[c] for c in branch.children if c in memory.leaves]
     newest = newest_updates(memory, leaves)
-    notes = {o: update_note(kind, shown_date(n.timestamp), gist(n.text)) for o, n in newest.items()}
+    notes = {
+        o: update_note(kind, memory.calendar.shown_date(n.timestamp), gist(n.text)) for o, n in newest.items()
+    }
     texts = tuple(_clip(c[1]) + (f" {notes[c[0]]}" if c[0] in notes else "") for c in chosen)
     stamps = tuple(c[2] for c in chosen)
     if existing:

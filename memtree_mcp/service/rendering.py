@@ -53,9 +53,10 @@ def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | None = 
     """One recalled memory or summary: ``rank. [relevance · (count) · date(s)] text {id}``, with
     ``superseded by N`` among the facts when the memory ranked ``N`` in the result updates it."""
     if isinstance(hit, Hit):
-        from memtree_mcp.service.inputs import format_timestamp
+        from memtree_mcp.core.calendar import UTC_CALENDAR
 
-        first, last = format_timestamp(hit.first_ts), format_timestamp(hit.last_ts)
+        # A ranked hit's line is written to measure it: only its length counts, the same in any zone.
+        first, last = UTC_CALENDAR.iso(hit.first_ts), UTC_CALENDAR.iso(hit.last_ts)
     else:
         first, last = hit.time_from, hit.time_to
     facts = [f"{hit.relevance:.2f}"]

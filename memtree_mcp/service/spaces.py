@@ -42,11 +42,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.heap import collector_paused, give_back_freed_memory
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.segmenting import CompatibilityPolicy
 from memtree_mcp.errors import LockTimeout, StoreError
+from memtree_mcp.service.zones import Zones
 from memtree_mcp.store.locks import FileWriteLock, NamespaceLock, lock_folder
 
 if TYPE_CHECKING:
@@ -113,12 +115,41 @@ class Spaces:
         self._stop_watching = threading.Event()
         self._bucket: Any = None  # the S3 client of a bucket home's leases (store/bucket.py)
         self._leases: dict[str, BucketLease] = {}
+        self.zones = Zones(settings.timezone)
 
-    def new_memory(self, temporal_policy: CompatibilityPolicy | None = None) -> Memory:
-        """An empty memory for the configured embedder and sessions (MEMTREE_SESSION_GAP)."""
+    def new_memory(
+        self, temporal_policy: CompatibilityPolicy | None = None, *, calendar: Calendar | None = None
+    ) -> Memory:
+        """An empty memory for the configured embedder and sessions (MEMTREE_SESSION_GAP), its days
+        those of ``calendar`` (by default the zone set for this process)."""
         return Memory(
-            self._embedder().dimension, temporal_policy=temporal_policy, session_gap=self.settings.session_gap
+            self._embedder().dimension,
+            temporal_policy=temporal_policy,
+            session_gap=self.settings.session_gap,
+            calendar=calendar or self.zones.default,
         )
+
+    def set_zone_for(self, name: str, zone: str) -> Calendar:
+        """Make ``zone`` the zone set for namespace ``name`` here (:class:`Zones`); a namespace open
+        and empty takes it. Returns the zone the namespace counts in. Raises ValueError for an
+        unknown zone."""
+        calendar = self.zones.set(name, zone)
+        with self._lock:
+            space = self._spaces.get(name)
+        if space is None:
+            return calendar
+        with space.lock:
+            if not space.memory.leaves:  # its first write records the zone set now
+                space.memory.temporal.use(calendar)
+                space.memory.zone_setting = calendar
+            self.zones.tell(name, space.memory)
+            return space.memory.calendar
+
+    def calendar_of(self, name: str) -> Calendar:
+        """The calendar namespace ``name`` counts its days in and shows its dates by: its stored
+        zone's (read up to date first), or the zone set for it while it holds nothing."""
+        with self.reading(name) as space:
+            return self.zones.of(name) if space is None else space.memory.calendar
 
     def __contains__(self, name: object) -> bool:
         """Whether namespace ``name`` is open in this process."""
@@ -196,7 +227,7 @@ class Spaces:
         with self._lock:
             space = self._spaces.get(name)
             if space is None:
-                space = Space(name=name, memory=self.new_memory(), table=table)
+                space = Space(name=name, memory=self.new_memory(calendar=self.zones.of(name)), table=table)
                 self._spaces[name] = space
         return space
 
@@ -265,15 +296,19 @@ class Spaces:
                         space.table.upgrade(space.memory if follow else None)
                     if follow:
                         self.follow(space)
-                        if space.memory.temporal_rebuilt:
+                        memory = space.memory
+                        if memory.temporal_rebuilt or not memory.zone_recorded:
                             # A table that keeps no temporal tree (not one this code wrote), or one
-                            # out of time order: the one built on loading is stored, and the
-                            # branches it replaces deleted, before anything else is written.
-                            memory = space.memory
+                            # out of time order or of no recorded zone: the tree built on loading,
+                            # or the zone it agrees with, is stored before anything else.
                             with self.change(space) as change:
-                                change.changed = set(memory.temporal.branches)
-                                change.removed = memory.temporal_replaced - change.changed
+                                if memory.temporal_rebuilt:
+                                    change.changed = set(memory.temporal.branches)
+                                    change.removed = memory.temporal_replaced - change.changed
+                                else:
+                                    change.changed = {memory.temporal.root.id}
                             memory.temporal_rebuilt, memory.temporal_replaced = False, set()
+                            memory.zone_recorded = True
                     yield space
                     if follow:
                         self._purge_if_due(space)
@@ -352,6 +387,11 @@ class Spaces:
             self.reload(space)
             return
         space.version = changes.version
+        if space.memory.zone_unknown:
+            # An older memtree-mcp wrote the temporal tree, in its own zone: read and checked again.
+            self.reload(space)
+            return
+        self.zones.tell(space.name, space.memory)
         log.debug(
             "followed namespace %s to version %d (%d leaves, %d branches, %d removed) in %.1f ms",
             space.name,
@@ -422,11 +462,12 @@ class Spaces:
         """
         started = time.perf_counter()
         with collector_paused():
-            opened = self.opener.open(space.name, space.table)
+            opened = self.opener.open(space.name, space.table, self.zones.of(space.name))
         space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
         how = opened.how
         del opened
         give_back_freed_memory()
+        self.zones.tell(space.name, space.memory)
         if self.on_load is not None:
             self.on_load(space)
         log.debug(

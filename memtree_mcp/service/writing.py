@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
@@ -45,7 +46,7 @@ from memtree_mcp.service.inputs import (
     check_supersedes,
     check_tags,
     check_text,
-    parse_timestamp,
+    memory_timestamp,
 )
 from memtree_mcp.service.judging import MAX_JUDGED_CHUNKS, Judging
 from memtree_mcp.service.redaction import guard_secrets
@@ -134,9 +135,12 @@ class Writer:
         tags: object = (),
         timestamp: object = None,
         session: object = None,
+        *,
+        calendar: Calendar,
     ) -> list[Chunk]:
         """``content`` checked, its secrets dealt with as MEMTREE_SECRETS says, and split into
         chunks with its checked attributes; the first chunk names the kinds of secrets redacted.
+        A ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's).
 
         Raises InvalidInput for any bad argument, and for a secret when MEMTREE_SECRETS=refuse.
         """
@@ -144,7 +148,7 @@ class Writer:
         checked_role = check_role(role)
         checked_tags = check_tags(tags)
         checked_session = check_session(session)
-        moment = parse_timestamp(timestamp) if timestamp is not None else time.time()
+        moment = memory_timestamp(timestamp, calendar) if timestamp is not None else time.time()
         text, kinds = guard_secrets(text, self.settings.secrets)
         chunks = [
             Chunk(chunk, checked_role, checked_tags, moment, checked_session)
@@ -197,7 +201,8 @@ class Writer:
                     links[stored.ids[at]] = links.get(stored.ids[at], ()) + olders
             pending, named = [], []
 
-        for chunks, old, olders in _in_time_order(self._read(records, keep_makers)):
+        calendar = self._spaces.calendar_of(name)
+        for chunks, old, olders in _in_time_order(self._read(records, calendar, keep_makers)):
             if old is not None or olders:
                 named.append((len(pending), old, olders))
             if old is not None:
@@ -211,9 +216,10 @@ class Writer:
             self._link_imported(name, links, new_id)
         return added, skipped
 
-    def _read(self, records: Iterable[object], keep_makers: bool = False) -> list[Read]:
-        """Each record checked, as its chunks, its id, its links (made by ``import``, or by whom
-        the record says with ``keep_makers``) and whether it named its time."""
+    def _read(self, records: Iterable[object], calendar: Calendar, keep_makers: bool = False) -> list[Read]:
+        """Each record checked (times read in ``calendar``'s zone), as its chunks, its id, its links
+        (made by ``import``, or by whom the record says with ``keep_makers``) and whether it named
+        its time."""
         read = []
         for number, record in enumerate(records, start=1):
             try:
@@ -225,6 +231,7 @@ class Writer:
                     record.get("tags", ()),
                     record.get("timestamp"),
                     record.get("session"),
+                    calendar=calendar,
                 )
                 old = record.get("id")
                 if old is not None:

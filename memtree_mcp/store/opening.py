@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS
+from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.store import snapshot as snapshots
@@ -66,20 +66,21 @@ class Opener:
         self.dimension = dimension
         self.session_gap = session_gap
 
-    def open(self, name: str, table: NamespaceTable) -> Opened:
+    def open(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened:
         """Namespace ``name``'s memory at the latest version of ``table``: from its snapshot and the
         rows appended since when it has a usable one, otherwise from the whole table (saving a
-        snapshot)."""
-        resumed = self.resume(name, table)
+        snapshot). ``calendar``: the zone set for it (MEMTREE_TIMEZONE), which it takes when it
+        has none stored (``Memory.load``)."""
+        resumed = self.resume(name, table, calendar)
         if resumed is not None:
             return resumed
-        return self.read_whole(name, table)
+        return self.read_whole(name, table, calendar)
 
-    def read_whole(self, name: str, table: NamespaceTable) -> Opened:
+    def read_whole(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened:
         """Namespace ``name``'s memory read from its whole table; saves a snapshot when the table is
         big enough for one to pay (a failure to save is logged: the memory is read all the same)."""
         read, rows, position = table.read_latest()
-        memory = Memory(self.dimension, session_gap=self.session_gap)
+        memory = Memory(self.dimension, session_gap=self.session_gap, calendar=calendar)
         memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
         path = snapshots.path_of(self.home, name)
         saved_at = -1
@@ -93,7 +94,7 @@ class Opener:
                 log.exception("could not save a snapshot of namespace %s", name)
         return Opened(memory, read.version, saved_at, "whole")
 
-    def resume(self, name: str, table: NamespaceTable) -> Opened | None:
+    def resume(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened | None:
         """Namespace ``name``'s memory from its snapshot, brought up to the table's latest version by
         the rows appended since; None when there is no snapshot, it cannot be used, or the table
         does not continue it (``store/snapshot.py``)."""
@@ -121,7 +122,7 @@ class Opener:
         try:
             read = table.resume(saved.rows, saved.position)
             saved.give_vectors(read.branches)
-            memory = Memory(self.dimension, session_gap=self.session_gap)
+            memory = Memory(self.dimension, session_gap=self.session_gap, calendar=calendar)
             memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
             del read
             if saved.lexical is None:

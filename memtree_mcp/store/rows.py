@@ -8,7 +8,10 @@ A forget appends a deletion row (:func:`deletion_row`): an id's latest row says 
 
 The schema's metadata records the schema version this module writes (:data:`SCHEMA_VERSION`; the
 older ones and how their rows are read are ``store/migrations.py``), the embedder and dimension
-the vectors come from, the table's generation and the oldest commit its history holds.
+the vectors come from, the table's generation and the oldest commit its history holds. The
+namespace's time zone is kept with its temporal tree, in the ``metadata`` of the temporal root's
+row (``{"zone": "Asia/Tokyo"}``): written in the same commit as the tree built by it, followed,
+snapshotted and restored with it; a root row without one was written before zones were stored.
 
 This module builds rows from nodes and, one row at a time, nodes from rows
 (:func:`leaf_from_row`, :func:`branch_from_row`); a load decodes whole columns at once
@@ -220,10 +223,12 @@ def branch_row(branch: Branch, now: float) -> dict[str, Any]:
 
 
 def _refinement(branch: Branch) -> dict[str, Any]:
-    """What a branch's row keeps of its LLM refinement: the summary, what it covers, whether it is due."""
-    if not branch.summary and not branch.pending:
-        return {}
-    return {"summary": branch.summary, "summary_seq": branch.summary_seq, "pending": branch.pending}
+    """What a branch's row keeps beyond its columns: its LLM refinement (the summary, what it
+    covers, whether it is due) and, on the temporal root, the zone of its calendar."""
+    kept: dict[str, Any] = {"zone": branch.zone} if branch.zone else {}
+    if branch.summary or branch.pending:
+        kept.update(summary=branch.summary, summary_seq=branch.summary_seq, pending=branch.pending)
+    return kept
 
 
 # -- rows as nodes ----------------------------------------------------------------------------
@@ -279,7 +284,8 @@ def leaf_extras(raw: str | None) -> dict[str, Any]:
 
 
 def refined(raw: str | None) -> dict[str, Any]:
-    """A branch row's refinement (its ``metadata``) as Branch fields; none when unreadable."""
+    """A branch row's ``metadata`` (its refinement, the temporal root's zone) as Branch fields;
+    none when unreadable. Code before zones were stored reads a zone alone as no refinement."""
     try:
         found = json.loads(raw) if raw and raw != "{}" else {}  # most rows: nothing refined
     except ValueError:
@@ -290,6 +296,7 @@ def refined(raw: str | None) -> dict[str, Any]:
         "summary": str(found.get("summary") or ""),
         "summary_seq": int(found.get("summary_seq", -1)),
         "pending": bool(found.get("pending", False)),
+        "zone": str(found.get("zone") or ""),
     }
 
 

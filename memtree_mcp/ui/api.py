@@ -44,7 +44,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memtree_mcp.core.calendar import SESSION, period_name
+from memtree_mcp.core.calendar import SESSION, Calendar, period_name
 from memtree_mcp.core.currency import newest_updates
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
@@ -110,10 +110,10 @@ def _label(node: Leaf | Branch) -> str:
     return node.label or gist(node.text, LABEL_CHARS) or "(untitled)"
 
 
-def _span(first_ts: float, last_ts: float) -> dict[str, Any]:
+def _span(first_ts: float, last_ts: float, calendar: Calendar) -> dict[str, Any]:
     return {
-        "time_from": format_timestamp(first_ts),
-        "time_to": format_timestamp(last_ts),
+        "time_from": format_timestamp(first_ts, calendar),
+        "time_to": format_timestamp(last_ts, calendar),
         "first_ts": first_ts,
         "last_ts": last_ts,
     }
@@ -131,7 +131,7 @@ def _item(memory: Memory, node_id: str, newest: Mapping[str, Leaf] = _NONE) -> d
             "label": _label(node),
             "leaf_count": 1,
             "child_count": 0,
-            **_span(node.timestamp, node.timestamp),
+            **_span(node.timestamp, node.timestamp, memory.calendar),
             "stale": update is not None,
             "superseded_by": update.id if update is not None else None,
         }
@@ -141,7 +141,7 @@ def _item(memory: Memory, node_id: str, newest: Mapping[str, Leaf] = _NONE) -> d
         "label": _label(node),
         "leaf_count": node.leaf_count,
         "child_count": len(node.children),
-        **_span(node.first_ts, node.last_ts),
+        **_span(node.first_ts, node.last_ts, memory.calendar),
     }
 
 
@@ -151,9 +151,9 @@ def _updates(memory: Memory, node_ids: Iterable[str]) -> dict[str, Leaf]:
     return newest_updates(memory, [memory.leaves[n] for n in node_ids if n in memory.leaves])
 
 
-def _reference(leaf: Leaf) -> dict[str, Any]:
+def _reference(leaf: Leaf, calendar: Calendar) -> dict[str, Any]:
     """Another memory as a mark names it: id, first words, day and time."""
-    time = format_timestamp(leaf.timestamp)
+    time = format_timestamp(leaf.timestamp, calendar)
     return {"id": leaf.id, "label": _label(leaf), "day": time[:10], "time": time}
 
 
@@ -270,9 +270,9 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
             role=node.role,
             tags=list(node.tags),
             session=node.session,
-            created=format_timestamp(node.created) if node.created else None,
-            superseded_by=_reference(newest[node_id]) if node_id in newest else None,
-            supersedes=[_reference(older) for older in _updated(memory, node)],
+            created=format_timestamp(node.created, memory.calendar) if node.created else None,
+            superseded_by=_reference(newest[node_id], memory.calendar) if node_id in newest else None,
+            supersedes=[_reference(older, memory.calendar) for older in _updated(memory, node)],
         )
     return details
 
@@ -295,7 +295,7 @@ def timeline_segments(memory: Memory) -> dict[str, Any]:
         "period": period_name(level),
         "segments": segments,
         "truncated": len(nodes) > len(shown),
-        **(_span(root.first_ts, root.last_ts) if memory.leaves else {}),
+        **(_span(root.first_ts, root.last_ts, memory.calendar) if memory.leaves else {}),
     }
 
 

@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
+from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.wording import counted
-from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.outline import OutlineRow, checked_outline, outline_rows, superseded_note
 
 __all__ = ["outline_tree", "print_outline"]
@@ -30,24 +30,24 @@ LEAF_CHARS = 80
 PIPE_WIDTH = 400
 
 
-def _days(first_ts: float, last_ts: float) -> str:
-    first, last = format_timestamp(first_ts)[:10], format_timestamp(last_ts)[:10]
+def _days(first_ts: float, last_ts: float, calendar: Calendar) -> str:
+    first, last = calendar.shown_date(first_ts), calendar.shown_date(last_ts)
     return first if first == last else f"{first} → {last}"
 
 
-def _rich_line(row: OutlineRow) -> Text:
+def _rich_line(row: OutlineRow, calendar: Calendar) -> Text:
     node = row.node
     assert node is not None
     if isinstance(node, Leaf):
         return Text.assemble(
             gist(node.text, LEAF_CHARS),
-            (f" · {format_timestamp(node.timestamp)[:10]} [{node.id}]", "dim"),
+            (f" · {calendar.shown_date(node.timestamp)} [{node.id}]", "dim"),
             (superseded_note(row), "yellow"),
         )
     return Text.assemble(
         (row.label() if node.label else gist(node.text, LEAF_CHARS) or "(untitled)", "bold cyan"),
         f" · {node.leaf_count:,} {'memory' if node.leaf_count == 1 else 'memories'}",
-        (f" · {_days(node.first_ts, node.last_ts)} [{node.id}]", "dim"),
+        (f" · {_days(node.first_ts, node.last_ts, calendar)} [{node.id}]", "dim"),
     )
 
 
@@ -62,7 +62,7 @@ def outline_tree(memory: Memory, tree: str, depth: int, max_children: int = 0) -
     title = Text.assemble(
         (f"{which} tree", "bold"),
         f" · {counted(len(memory.leaves), 'memory', 'memories')}",
-        (f" · {_days(root.first_ts, root.last_ts)}" if memory.leaves else "", "dim"),
+        (f" · {_days(root.first_ts, root.last_ts, memory.calendar)}" if memory.leaves else "", "dim"),
     )
     top = Tree(title, guide_style="dim")
     # parents[level - 1] is the Tree that rows at ``level`` go under.
@@ -73,7 +73,7 @@ def outline_tree(memory: Memory, tree: str, depth: int, max_children: int = 0) -
         if row.node is None:
             parent.add(Text(f"… and {row.left_out:,} more", style="dim italic"))
             continue
-        branch = parent.add(_rich_line(row))
+        branch = parent.add(_rich_line(row, memory.calendar))
         parents.append(branch)
         if isinstance(row.node, Branch) and row.level == depth and row.node.children:
             count = len(row.node.children)

@@ -10,6 +10,7 @@ from memtree_mcp.cli.commands import Commands
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import embedder_setting
 from memtree_mcp.core.wording import counted
+from memtree_mcp.errors import InvalidInput
 
 if TYPE_CHECKING:
     from memtree_mcp.service import MemoryService
@@ -24,6 +25,12 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repair", action="store_true", help="rebuild the trees of a namespace with problems"
+    )
+    parser.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="with --repair: count the namespace's days in ZONE from now on (an IANA name or UTC), "
+        "its temporal tree built again in it once",
     )
     parser.add_argument(
         "--redact",
@@ -54,8 +61,19 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
     if not names:
         print(f"no namespaces yet in {settings.home}: nothing to check")
         return 0
+    if args.timezone is not None and not args.repair:
+        raise InvalidInput("--timezone moves a namespace's days to another zone: give it with --repair.")
     failed = False
     for name in names:
+        if args.timezone is not None:
+            rebuilt = service.move_zone(args.timezone, name)
+            print(f"{name}: days in {service.zones(name)[0]}{', temporal tree rebuilt' if rebuilt else ''}")
+        used, wanted = service.zones(name)
+        if used != wanted:
+            print(
+                f"{name}: days in {used}, the zone stored with it; MEMTREE_TIMEZONE={wanted} is not "
+                f"used for it (doctor --repair --timezone {wanted} moves it)"
+            )
         report = service.doctor(name, repair=args.repair)
         if settings.secrets != "keep" and _secrets(args, service, name):
             failed = True

@@ -36,11 +36,11 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
 def history(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     """One line a version: its number, time, what wrote it, the memories it added and deleted, and
     how many there were after it (``store/commits.py`` says how that is read from the rows)."""
+    calendar = service.spaces.calendar_of(service.resolve_namespace())
     for commit in service.commits():
         change = f"+{commit.added} -{commit.removed}"
-        print(
-            f"{commit.version}\t{format_timestamp(commit.at)}\t{commit.action}\t{change}\t{commit.memories}"
-        )
+        at = format_timestamp(commit.at, calendar)
+        print(f"{commit.version}\t{at}\t{commit.action}\t{change}\t{commit.memories}")
     return 0
 
 
