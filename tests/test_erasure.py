@@ -116,7 +116,7 @@ def test_an_earlier_version_is_rebuilt_from_the_memories_that_still_exist(servic
     from memtree_mcp.service.versions import memory_as_of
 
     present = frozenset(space.memory.leaves)
-    then = memory_as_of(space.table, str(with_secret), space.memory.dimension, present)
+    then = memory_as_of(space.table, str(with_secret), space.memory.dimension, present, space.memory.calendar)
     assert MARKER not in everything_said(then)
     assert sorted(leaf.text for leaf in then.leaves.values()) == sorted(OTHERS)
     assert_semantic_invariants(then.semantic)
