@@ -237,8 +237,6 @@ LONG_MODULES = {
     "followers, zone and snapshot; whatever reads or writes a namespace goes through it",
     "service/memory_service.py": "the facade: one short method per operation the server, the CLI and "
     "the explorer call, each handing to its part; split, the API would be in two places",
-    "service/writing.py": "the one door every stored field enters through (checks, secrets, chunks, "
-    "times in the namespace's zone, embedding, the commit, import); split, the door would be two",
 }
 FUNCTION_LINES = 150
 CLI_FUNCTION_LINES = 60  # a command reads as a few steps; the work is in the service
