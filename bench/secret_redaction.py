@@ -9,6 +9,12 @@
   detector, 25 kinds; the detector's additions were made after a first run on it) and of
   ``tests/fixtures/secrets_heldout.jsonl`` (written later by another hand, 22 kinds, never used to
   change the detector): for each, whether the redacted sentence still holds the secret.
+- **Passwords people choose** (issue 47): the human-chosen passwords of
+  ``tests/fixtures/passwords_dev.jsonl`` (written to tune the detector, with lines that name a
+  password without holding one) and of ``tests/fixtures/passwords_heldout.jsonl`` (written apart by
+  another hand, measured once after the change), each missed one listed; and every line of
+  ``passwords_not_secrets.jsonl`` and the dev set's not-secret lines that the detector flags, with
+  what it would replace.
 - **Cost**: at 10,000 memories, ``remember`` p50 with ``MEMTREE_SECRETS=redact`` and with ``keep``,
   taking turns in one process on two copies of one store; and the detector's own time per memory.
 
@@ -70,6 +76,34 @@ def caught(corpus: Sequence[dict[str, str]]) -> dict[str, Any]:
     }
 
 
+def passwords(entries: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Of the lines with a password (``secret`` set): how many are caught, and each missed; of the
+    lines without one: each the detector flags, with what it would replace."""
+    held = [e for e in entries if e.get("secret")]
+    missed = [e["sentence"] for e in held if e["secret"] in redacted(e["sentence"])]
+    plain = [e for e in entries if not e.get("secret")]
+    flagged = [
+        {"sentence": e["sentence"], "replaces": e["sentence"][f.start : f.end]}
+        for e in plain
+        for f in find_secrets(e["sentence"])
+    ]
+    return {
+        "passwords": len(held),
+        "caught": len(held) - len(missed),
+        "missed": missed,
+        "not_secret_lines": len(plain),
+        "flagged": flagged,
+    }
+
+
+def fixture(name: str) -> list[dict[str, str]]:
+    """The lines of ``tests/fixtures/<name>`` (none when the file is not there)."""
+    path = FIXTURES / name
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def cost(count: int, rounds: int, workdir: Path) -> dict[str, Any]:
     source = workdir / f"store-{count}"
     if not source.exists():
@@ -120,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "memtree-bench" / "secrets"
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results/secrets.json"))
+    parser.add_argument(
+        "--no-cost", action="store_true", help="detection only: leave out remember's cost (no store is built)"
+    )
     args = parser.parse_args(argv)
 
     turns = [(f"{c.sample_id}/{t.id}", t.text) for c in load_conversations(args.data, None) for t in c.turns]
@@ -146,7 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "corpus": caught(corpus),
         "heldout": caught(heldout),
-        "cost": cost(args.memories, args.rounds, args.workdir),
+        "passwords": {
+            "dev": passwords(fixture("passwords_dev.jsonl")),
+            "heldout": passwords(fixture("passwords_heldout.jsonl")),
+            "not_secrets": passwords(fixture("passwords_not_secrets.jsonl")),
+        },
+        "cost": None if args.no_cost else cost(args.memories, args.rounds, args.workdir),
         "command": " ".join(
             ["python", "bench/secret_redaction.py", *(argv if argv is not None else sys.argv[1:])]
         ),
@@ -161,6 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "engineering": {k: report["engineering"][k] for k in ("memories", "redactions")},
         "corpus": report["corpus"],
         "heldout": report["heldout"],
+        "passwords": {
+            name: {k: v for k, v in found.items() if k not in ("missed", "flagged")}
+            | {"missed": len(found["missed"]), "flagged": len(found["flagged"])}
+            for name, found in report["passwords"].items()
+        },
         "cost": report["cost"],
     }
     print(json.dumps(brief, indent=2))
