@@ -363,8 +363,20 @@ def test_passwords_assigned_by_name_are_caught_and_their_stand_ins_are_not() -> 
     assert alarms == []
 
 
+def test_the_held_out_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written by another hand apart from the detector, measured once after it was finished: 57 of
+    # the 77 caught then (the 20 missed are listed by bench/secret_redaction.py), 0 of 50 flagged.
+    heldout = lines("passwords_heldout.jsonl")
+    not_secrets = lines("passwords_not_secrets.jsonl")
+    assert len(heldout) >= 40 and len(not_secrets) >= 40
+    found, _ = caught(heldout)
+    assert len(found) >= 36, [e["sentence"] for e in heldout if e not in found]
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
+
+
 def test_redacting_twice_changes_nothing_more() -> None:
-    texts = [e["sentence"] for name in ("secrets_corpus.jsonl", "passwords_dev.jsonl") for e in lines(name)]
+    names = ("secrets_corpus.jsonl", "passwords_dev.jsonl", "passwords_heldout.jsonl")
+    texts = [e["sentence"] for name in names for e in lines(name)]
     for text in [*texts, *HIDDEN]:
         once = redacted(text)
         assert find_secrets(once) == [], once
