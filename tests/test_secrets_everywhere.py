@@ -7,8 +7,9 @@ the CLI, as an imported entity's or relation's name, a mapped column, a note's f
 front-matter tag, or as the hook's session id, is found in no file under the home and in no
 export, and ``doctor --redact`` mends a store written before. The human-chosen passwords of
 ``fixtures/passwords_dev.jsonl`` were written to tune the detector; those of
-``fixtures/passwords_heldout.jsonl`` and ``fixtures/passwords_not_secrets.jsonl`` were written by
-another hand and measured once, after.
+``fixtures/passwords_dev2.jsonl`` and the lines of ``fixtures/passwords_not_secrets.jsonl`` were
+written by another hand apart from the detector and measured once at 57 of 77 before the detector
+was tuned on them: a second dev set now, no held-out measure.
 """
 
 from __future__ import annotations
@@ -363,19 +364,20 @@ def test_passwords_assigned_by_name_are_caught_and_their_stand_ins_are_not() -> 
     assert alarms == []
 
 
-def test_the_held_out_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
-    # Written by another hand apart from the detector, measured once after it was finished: 57 of
-    # the 77 caught then (the 20 missed are listed by bench/secret_redaction.py), 0 of 50 flagged.
-    heldout = lines("passwords_heldout.jsonl")
+def test_the_second_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written by another hand apart from the detector and measured once at 57 of 77 (0 of 50
+    # flagged) before the detector was tuned on it: a dev set since (the missed are listed by
+    # bench/secret_redaction.py).
+    dev2 = lines("passwords_dev2.jsonl")
     not_secrets = lines("passwords_not_secrets.jsonl")
-    assert len(heldout) >= 40 and len(not_secrets) >= 40
-    found, _ = caught(heldout)
-    assert len(found) >= 36, [e["sentence"] for e in heldout if e not in found]
+    assert len(dev2) >= 40 and len(not_secrets) >= 40
+    found, _ = caught(dev2)
+    assert len(found) >= 36, [e["sentence"] for e in dev2 if e not in found]
     assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
 def test_redacting_twice_changes_nothing_more() -> None:
-    names = ("secrets_corpus.jsonl", "passwords_dev.jsonl", "passwords_heldout.jsonl")
+    names = ("secrets_corpus.jsonl", "passwords_dev.jsonl", "passwords_dev2.jsonl")
     texts = [e["sentence"] for name in names for e in lines(name)]
     for text in [*texts, *HIDDEN]:
         once = redacted(text)
