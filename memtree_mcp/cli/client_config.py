@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
 
 __all__ = [
@@ -52,7 +53,7 @@ SERVER_NAME = "memtree"
 
 def _check_client(client: str) -> None:
     if client not in CLIENTS:
-        raise InvalidInput(f"unknown client {client!r}: use one of {', '.join(CLIENTS)}")
+        raise InvalidInput(f"unknown client {quoted(client)}: use one of {', '.join(CLIENTS)}")
 
 
 def default_command() -> str:
@@ -207,7 +208,7 @@ def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     document: dict[str, Any] = {}
     for key, value in pairs:
         if key in document:
-            raise ValueError(f"the key {key!r} is given twice in one object")
+            raise ValueError(f"the key {quoted(key)} is given twice in one object")
         document[key] = value
     return document
 
@@ -339,7 +340,7 @@ def _merged(client: str, key: str, entry: dict[str, Any], path: Path, force: boo
     document = _parse(path, blanked)
     servers = document.get(key)
     if servers is not None and not isinstance(servers, dict):
-        raise InvalidInput(f"{path}: {key!r} is not a JSON object; nothing was changed")
+        raise InvalidInput(f"{path}: {quoted(key)} is not a JSON object; nothing was changed")
     if blanked != raw:
         text = _splice(raw, blanked, key, entry)
         _parse(path, blank_comments(text))  # the splice must leave valid JSONC

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memtree_mcp.core.calendar import UTC_CALENDAR
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.interchange.markdown import note_records
 from memtree_mcp.service.inputs import (
@@ -63,7 +64,7 @@ def records_from(
     elif mapping is not None:
         raise InvalidInput(f"--map is for --from json, jsonl or csv; --from {kind} knows its own fields")
     if kind not in readers:
-        raise InvalidInput(f"unknown source '{kind}'; --from takes one of {', '.join(SOURCES)}")
+        raise InvalidInput(f"unknown source {quoted(kind)}; --from takes one of {', '.join(SOURCES)}")
     for record in readers[kind](Path(path), skipped):
         if checked(record, skipped, limit) is not None:
             yield record
@@ -166,9 +167,9 @@ def column_map(mapping: str | None) -> dict[str, str]:
             continue
         field, equals, column = pair.partition("=")
         if not equals or not column.strip():
-            raise InvalidInput(f"--map: '{pair.strip()}' is not field=column; {MAP_RULE}")
+            raise InvalidInput(f"--map: {quoted(pair.strip())} is not field=column; {MAP_RULE}")
         if field.strip() not in FIELDS:
-            raise InvalidInput(f"--map: '{field.strip()}' is not a field; {MAP_RULE}")
+            raise InvalidInput(f"--map: {quoted(field.strip())} is not a field; {MAP_RULE}")
         columns[field.strip()] = column.strip()
     return columns
 

@@ -4,7 +4,8 @@ The MCP tools build their schemas from these constants (``server/fields.py``), t
 explorer call the same checks, and the service checks every argument again, so a limit is
 written once and a caller that bypasses the schema (the CLI, the explorer, a direct call) meets
 the same rule with the same message. Each check raises InvalidInput naming what was wrong and
-what to do.
+what to do; an argument it quotes goes through ``core.secrets.quoted``, which never repeats a
+secret.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
 from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.names import TREES, TreeName
+from memtree_mcp.core.secrets import NAME_CHARS, quoted
 from memtree_mcp.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
@@ -35,9 +37,10 @@ MAX_AGENT_STEPS = 50
 DEFAULT_AGENT_STEPS = 12
 MAX_CHILD_INDEX = 1_000_000
 MAX_TAGS = 32
-MAX_TAG_CHARS = 64
-MAX_ROLE_CHARS = 32
-MAX_SESSION_CHARS = 128
+# A memory's names: written once in core/secrets.py, whose redaction keeps a name within them.
+MAX_TAG_CHARS = NAME_CHARS["tags"]
+MAX_ROLE_CHARS = NAME_CHARS["role"]
+MAX_SESSION_CHARS = NAME_CHARS["session"]
 # The years a memory's time may fall in (as written). A memory's time is when it was said or
 # happened: a year outside is a sentinel ("0001-01-01", "9999-12-31") or a typo, and one far ahead
 # would sort after every real memory for good. Inside Python's years 1 to 9999 with room to spare,
@@ -77,8 +80,7 @@ _VERSION = re.compile("[0-9]{1,18}")
 def check_tree(tree: object) -> TreeName:
     """``tree`` if it names one of the two trees; InvalidInput otherwise."""
     if tree not in TREES:
-        shown = tree[:40] if isinstance(tree, str) else tree
-        raise InvalidInput(f"unknown tree {shown!r}; {TREE_RULE}.")
+        raise InvalidInput(f"unknown tree {quoted(tree)}; {TREE_RULE}.")
     return cast(TreeName, tree)
 
 
@@ -90,7 +92,7 @@ def check_namespace(namespace: str | None, default: str) -> str:
     if namespace is None or namespace == "":
         return "default" if default == AUTO_NAMESPACE else default
     if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
-        raise InvalidInput(f"invalid namespace {namespace!r}: use {NAMESPACE_RULE}.")
+        raise InvalidInput(f"invalid namespace {quoted(namespace)}: use {NAMESPACE_RULE}.")
     if namespace == AUTO_NAMESPACE:
         # A setting's value, not a name: named in a call, it made a namespace called 'auto'.
         raise InvalidInput(
@@ -142,14 +144,16 @@ def check_node(memory: Memory, node_id: object) -> str:
     try:
         memory.node(node_id)
     except KeyError:
-        raise NotFound(f"no node {node_id!r}; recall or navigate give the ids of existing nodes.") from None
+        raise NotFound(
+            f"no node {quoted(node_id)}; recall or navigate give the ids of existing nodes."
+        ) from None
     return node_id
 
 
 def check_flag(value: object, what: str) -> bool:
     """``value`` if it is true or false; InvalidInput for anything else ('yes', 1, "true")."""
     if not isinstance(value, bool):
-        raise InvalidInput(f"{what} must be true or false; got {value!r:.40}.")
+        raise InvalidInput(f"{what} must be true or false; got {quoted(value)}.")
     return value
 
 
@@ -163,7 +167,7 @@ def check_ids(ids: object, limit: int | None) -> list[str]:
         raise InvalidInput(f"at most {limit} ids a call; got {len(ids)}.")
     for node_id in ids:
         if not isinstance(node_id, str) or not 0 < len(node_id) <= MAX_NODE_ID_CHARS:
-            raise InvalidInput(f"each id must be a memory id, as recall gives them; got {node_id!r:.40}.")
+            raise InvalidInput(f"each id must be a memory id, as recall gives them; got {quoted(node_id)}.")
     return list(dict.fromkeys(ids))
 
 
@@ -187,7 +191,7 @@ def check_supersedes(ids: object, what: str = "supersedes") -> tuple[str, ...]:
             )
         if not isinstance(node_id, str) or not _MEMORY_ID.fullmatch(node_id):
             raise InvalidInput(
-                f"{what}: {node_id!r:.40} is not a memory id ('m' and 15 hex digits, as recall shows "
+                f"{what}: {quoted(node_id)} is not a memory id ('m' and 15 hex digits, as recall shows "
                 "them in braces). Nothing was stored; recall to find the current id."
             )
     return tuple(dict.fromkeys(ids))
@@ -205,14 +209,14 @@ def check_version(when: object, what: str = "as_of") -> int | None:
 
 def check_range(value: object, what: str, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {value!r}.")
+        raise InvalidInput(f"{what} must be a whole number from {low} to {high}; got {quoted(value)}.")
     return value
 
 
 def check_share(value: object, what: str) -> float:
     """``value`` if it is a number from 0 to 1 (a relevance cut-off); InvalidInput otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"{what} must be a number from 0 to 1; got {value!r}.")
+        raise InvalidInput(f"{what} must be a number from 0 to 1; got {quoted(value)}.")
     return float(value)
 
 
@@ -237,7 +241,7 @@ def check_tags(tags: object) -> tuple[str, ...]:
             tag = visible(tag)
         if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or not tag.isprintable():
             raise InvalidInput(
-                f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {tag!r}."
+                f"each tag must be printable text of 1 to {MAX_TAG_CHARS} characters; got {quoted(tag)}."
             )
         if tag.strip() not in cleaned:
             cleaned.append(tag.strip())
@@ -266,7 +270,7 @@ def parse_timestamp(value: object, calendar: Calendar) -> float:
         datetime.fromtimestamp(seconds, tz=UTC)  # must be writable back as a date in UTC
     except (ValueError, OverflowError, OSError):
         raise InvalidInput(
-            f"timestamp {str(value)[:40]!r} falls outside the years 1 to 9999 in UTC; give a real date."
+            f"timestamp {quoted(str(value))} falls outside the years 1 to 9999 in UTC; give a real date."
         ) from None
     return seconds
 
@@ -277,7 +281,7 @@ def memory_timestamp(value: object, calendar: Calendar) -> float:
     moment = _moment(value, calendar)
     if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
         raise InvalidInput(
-            f"timestamp {str(value)[:40]!r} is outside the years {EARLIEST_YEAR} to {LATEST_YEAR}; "
+            f"timestamp {quoted(str(value))} is outside the years {EARLIEST_YEAR} to {LATEST_YEAR}; "
             "give the date the memory was made."
         )
     return parse_timestamp(value, calendar)
@@ -293,7 +297,7 @@ def _moment(value: object, calendar: Calendar) -> datetime:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(
-            f"timestamp {value[:40]!r} is not ISO 8601; use a form such as '2024-05-08' or "
+            f"timestamp {quoted(value)} is not ISO 8601; use a form such as '2024-05-08' or "
             "'2024-05-08T13:56:00+02:00'."
         ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=calendar.zone)

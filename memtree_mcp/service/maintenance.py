@@ -19,11 +19,12 @@ from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.links import break_circles
 from memtree_mcp.core.model import Branch, Leaf, makers_of
-from memtree_mcp.core.secrets import redacted
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.segmenting import CompatibilityPolicy
 from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
+from memtree_mcp.service.redaction import redact_leaf
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.spaces import Spaces
 from memtree_mcp.service.versions import resolve_version
@@ -216,7 +217,7 @@ class Maintenance:
         Returns (memories, the embedder the store was built with, the new version).
         """
         if temporal_policy not in ("cosine", "llm"):
-            raise InvalidInput(f"unknown temporal policy {temporal_policy!r}; use 'cosine' or 'llm'.")
+            raise InvalidInput(f"unknown temporal policy {quoted(temporal_policy)}; use 'cosine' or 'llm'.")
         policy: CompatibilityPolicy | None = None
         if temporal_policy == "llm":
             generator = self._refinement.llm()
@@ -240,7 +241,7 @@ class Maintenance:
             rebuilt = self._spaces.new_memory(temporal_policy=policy, calendar=calendar)
             if self._spaces.settings.secrets != "keep":
                 for leaf in leaves:  # a store written before redaction, or with MEMTREE_SECRETS=keep
-                    leaf.text = redacted(leaf.text)
+                    redact_leaf(leaf)
             for start in range(0, len(leaves), batch):
                 part = leaves[start : start + batch]
                 vectors = embedder.embed_batch([leaf.text for leaf in part])

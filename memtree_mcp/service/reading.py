@@ -29,6 +29,7 @@ from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
 from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.llm.chat import TextGenerator
@@ -97,9 +98,9 @@ def recall_request(
     if max_tokens is not None:
         check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
     if strategy not in STRATEGIES:
-        raise InvalidInput(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}.")
+        raise InvalidInput(f"unknown strategy {quoted(strategy)}; use one of: {', '.join(STRATEGIES)}.")
     if kind not in KINDS:
-        raise InvalidInput(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}.")
+        raise InvalidInput(f"unknown kind {quoted(kind)}; use one of: {', '.join(KINDS)}.")
     check_flag(expand, "expand")
     low, high = _period(time_from, time_to, calendar)
     where = RecallFilter(
@@ -316,7 +317,7 @@ class Reader:
         """See :meth:`~memtree_mcp.service.MemoryService.navigate`."""
         check_tree(tree)
         if move not in MOVES:
-            raise InvalidInput(f"unknown move {move!r}; use one of: {', '.join(MOVES)}.")
+            raise InvalidInput(f"unknown move {quoted(move)}; use one of: {', '.join(MOVES)}.")
         check_range(max_steps, "max_steps", 1, MAX_AGENT_STEPS)
         if index is not None:
             check_range(index, "index", 0, MAX_CHILD_INDEX)
@@ -366,7 +367,7 @@ class Reader:
         """One node (a memory or a summary) as navigate shows it, in the tree it belongs to."""
         memory = self.memory(name)
         if memory is None:
-            raise NotFound(f"no node {node_id!r}: the namespace holds nothing yet.")
+            raise NotFound(f"no node {quoted(node_id)}: the namespace holds nothing yet.")
         check_node(memory, node_id)
         branch = memory.branch(node_id)
         tree = branch.tree if branch is not None else "semantic"

@@ -1,25 +1,30 @@
-"""Secrets in a store written before redaction (or with MEMTREE_SECRETS=keep): found, and rewritten.
+"""Secrets at the door, and in a store written before it (or with MEMTREE_SECRETS=keep).
 
-``memtree-mcp doctor`` names the memories that hold a secret (:func:`secrets_held`: ids and kinds,
-never the values); ``doctor --redact`` rewrites them (:func:`redact_stored`): each is forgotten and
-stored again under its own id, with its time, session, tags and links, its secrets replaced by
-markers, and the namespace is purged so that no file of the store holds the old text.
+:func:`guard_secrets` is what the writer's door (``Writer.chunks``) does with a memory's fields:
+core's :func:`~memtree_mcp.core.secrets.redact_fields`, and InvalidInput when MEMTREE_SECRETS=refuse.
+``memtree-mcp doctor`` names the memories whose content, role, tags or session hold a secret
+(:func:`secrets_held`: ids, kinds and fields, never the values); ``doctor --redact`` rewrites them
+(:func:`redact_stored`): each is forgotten and stored again under its own id, with its time and
+links, its fields passed through the same function, and the namespace is purged so that no file
+of the store holds the old text.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
 
-from memtree_mcp.core.secrets import find_secrets, redacted
+from memtree_mcp.core.secrets import Held, redact_fields, redact_record
 from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
     from memtree_mcp.core.memory import Memory
+    from memtree_mcp.core.model import Leaf
 
 log = logging.getLogger("memtree_mcp")
 
@@ -36,16 +41,38 @@ class Rewriter(Protocol):
     ) -> tuple[int, int]: ...
 
 
+def stored_fields(leaf: Leaf) -> dict[str, object]:
+    """The fields of a stored memory that the door reads (core.secrets.STORED_FIELDS)."""
+    return {"content": leaf.text, "role": leaf.role, "tags": leaf.tags, "session": leaf.session}
+
+
+def redact_leaf(leaf: Leaf) -> None:
+    """``leaf``'s content, role, tags and session with their secrets replaced by markers (the
+    door's own function), in place: for a memory rebuilt without passing the door (``reindex``)."""
+    fields, held = redact_fields(stored_fields(leaf), "redact")
+    if held:
+        leaf.text, leaf.role = cast(str, fields["content"]), cast(str, fields["role"])
+        leaf.tags = cast("tuple[str, ...]", fields["tags"])
+        leaf.session = cast("str | None", fields["session"])
+
+
+def held_kinds(held: Sequence[Held]) -> list[str]:
+    """What a list of secrets found says to a person: each kind, and where when not in the text
+    (``github-token in tag 2``, ``password in the session``); never a value."""
+    return [h.kind if h.field == "content" else f"{h.kind} in {h.where}" for h in held]
+
+
 def secrets_held(memory: Memory | None, name: str) -> list[tuple[str, list[str]]]:
-    """Each memory of namespace ``name`` (held in ``memory``) whose text holds a secret: its id
-    and the kinds found, oldest first. Raises NotFound for an empty namespace."""
+    """Each memory of namespace ``name`` (held in ``memory``) whose content, role, tags or session
+    hold a secret: its id and the kinds found (:func:`held_kinds`), oldest first. Raises NotFound
+    for an empty namespace."""
     if memory is None or not memory.leaves:
         raise NotFound(f"namespace '{name}' holds nothing to check.")
     held = []
     for leaf in sorted(memory.leaves.values(), key=time_key):
-        found = find_secrets(leaf.text)
+        _, found = redact_fields(stored_fields(leaf), "refuse")
         if found:
-            held.append((leaf.id, [secret.kind for secret in found]))
+            held.append((leaf.id, held_kinds(found)))
     return held
 
 
@@ -61,9 +88,7 @@ def redact_stored(
     ids = {memory_id for memory_id, _ in held}
     if not ids:
         return []
-    records = [dict(record) for record in exported if record["id"] in ids]
-    for record in records:
-        record["content"] = redacted(str(record["content"]))
+    records = [redact_record(record, "redact") for record in exported if record["id"] in ids]
     # Forgotten, then stored again under their own ids; the purge takes the old text off disk.
     writer.forget(name, ids=sorted(ids), limit=None)
     writer.import_records(name, records, keep_makers=True)  # the user's links stay the user's
@@ -72,19 +97,38 @@ def redact_stored(
     return sorted(ids)
 
 
-def guard_secrets(text: str, mode: str) -> tuple[str, tuple[str, ...]]:
-    """``text`` as MEMTREE_SECRETS (``mode``) wants it stored, and the kinds of secrets redacted.
-    Raises InvalidInput naming the first secret's kind and place when ``mode`` is ``refuse``."""
-    if mode == "keep":
-        return text, ()
-    found = find_secrets(text)
-    if not found:
-        return text, ()
-    if mode == "refuse":
-        first = found[0]
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """A memory's fields that hold a caller's text and are stored, checked; after the door, with
+    the kinds of secrets redacted from them (``redacted``: :func:`held_kinds`)."""
+
+    content: str
+    role: str
+    tags: tuple[str, ...]
+    session: str | None
+    redacted: tuple[str, ...] = ()
+
+
+def guard_secrets(fields: Fields, mode: str) -> Fields:
+    """A memory's checked ``fields`` as MEMTREE_SECRETS (``mode``) wants them stored, through core's
+    :func:`~memtree_mcp.core.secrets.redact_fields`: the one door of every write. Raises
+    InvalidInput naming the first secret's field, kind and place when ``mode`` is ``refuse``;
+    nothing is stored then."""
+    given = {"content": fields.content, "role": fields.role, "tags": fields.tags, "session": fields.session}
+    out, held = redact_fields(given, mode)
+    if held and mode == "refuse":
+        first = held[0]
+        where = {"content": f" at {first.where}", "tags": f" in {first.where}"}.get(first.field, "")
+        holds = "hold" if first.field == "tags" else "holds"
         raise InvalidInput(
-            f"content holds a secret ({first.kind} at {first.where(text)}) and MEMTREE_SECRETS=refuse; "
-            "nothing was stored: take the secret out, or set MEMTREE_SECRETS=redact to store the text "
-            "with a marker in its place"
+            f"{first.field} {holds} a secret ({first.kind}{where}) and MEMTREE_SECRETS=refuse; nothing "
+            "was stored: take the secret out, or set MEMTREE_SECRETS=redact to store it with a marker "
+            "in its place"
         )
-    return redacted(text, found), tuple(secret.kind for secret in found)
+    return Fields(
+        cast(str, out["content"]),
+        cast(str, out["role"]),
+        cast("tuple[str, ...]", out["tags"]),
+        cast("str | None", out["session"]),
+        tuple(held_kinds(held)),
+    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, Calendar
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.service.inputs import check_version, parse_timestamp
 
@@ -36,7 +37,7 @@ def resolve_version(table: NamespaceTable, when: str, calendar: Calendar, what: 
         moment = parse_timestamp(when, calendar)
     except InvalidInput:
         raise InvalidInput(
-            f"{what} {when.strip()[:40]!r} is neither a version number (digits 0-9; `memtree-mcp history` "
+            f"{what} {quoted(when.strip())} is neither a version number (digits 0-9; `memtree-mcp history` "
             "lists them) nor an ISO 8601 time such as '2024-05-08T13:56:00Z'."
         ) from None
     # Times are shown to the second (`history`), so a version counts from the second it was written.

@@ -49,7 +49,7 @@ from memtree_mcp.service.inputs import (
     memory_timestamp,
 )
 from memtree_mcp.service.judging import MAX_JUDGED_CHUNKS, Judging
-from memtree_mcp.service.redaction import guard_secrets
+from memtree_mcp.service.redaction import Fields, guard_secrets
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.results import PathStep
 from memtree_mcp.service.spaces import Spaces
@@ -138,24 +138,21 @@ class Writer:
         *,
         calendar: Calendar,
     ) -> list[Chunk]:
-        """``content`` checked, its secrets dealt with as MEMTREE_SECRETS says, and split into
-        chunks with its checked attributes; the first chunk names the kinds of secrets redacted.
-        A ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's).
+        """``content`` and its attributes checked, the secrets of each that is stored (content,
+        role, tags, session) dealt with as MEMTREE_SECRETS says (the one door of every write), and
+        the content split into chunks; the first chunk names the kinds of secrets redacted. A
+        ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's).
 
         Raises InvalidInput for any bad argument, and for a secret when MEMTREE_SECRETS=refuse.
         """
         text = check_text(content, "content", self.settings.max_content_chars)
-        checked_role = check_role(role)
-        checked_tags = check_tags(tags)
-        checked_session = check_session(session)
+        given = Fields(text, check_role(role), check_tags(tags), check_session(session))
         moment = memory_timestamp(timestamp, calendar) if timestamp is not None else time.time()
-        text, kinds = guard_secrets(text, self.settings.secrets)
-        chunks = [
-            Chunk(chunk, checked_role, checked_tags, moment, checked_session)
-            for chunk in split_into_chunks(text)
-        ]
-        if kinds and chunks:
-            chunks[0] = dataclasses.replace(chunks[0], redacted=kinds)
+        kept = guard_secrets(given, self.settings.secrets)
+        parts = split_into_chunks(kept.content)
+        chunks = [Chunk(part, kept.role, kept.tags, moment, kept.session) for part in parts]
+        if kept.redacted and chunks:
+            chunks[0] = dataclasses.replace(chunks[0], redacted=kept.redacted)
         return chunks
 
     def import_records(

@@ -44,6 +44,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memtree_mcp.core.addresses import is_loopback
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.transports.guards import (
     HEADER_TIMEOUT_SECONDS,
@@ -103,12 +104,12 @@ class UiMount:
 def _check(host: str, token: str | None, max_body_bytes: int, transport: str) -> None:
     """Refuse configurations that would expose the store or break the server later."""
     if transport not in ("sse", "streamable-http"):
-        raise InvalidInput(f"unknown HTTP transport {transport!r}; use 'sse' or 'streamable-http'")
+        raise InvalidInput(f"unknown HTTP transport {quoted(transport)}; use 'sse' or 'streamable-http'")
     if token is not None and not token.strip():
         raise InvalidInput("the auth token is empty; set MEMTREE_AUTH_TOKEN to a secret or leave it unset")
     if token is None and not is_loopback(host):
         raise InvalidInput(
-            f"refusing to serve on {host!r} without authentication: set MEMTREE_AUTH_TOKEN "
+            f"refusing to serve on {quoted(host)} without authentication: set MEMTREE_AUTH_TOKEN "
             "(clients then send 'Authorization: Bearer <token>') or bind 127.0.0.1"
         )
     if max_body_bytes <= 0:

@@ -51,6 +51,7 @@ from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES, TreeName
+from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.temporal import TemporalTree
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
 from memtree_mcp.service import MemoryService
@@ -176,7 +177,7 @@ def _check_in_tree(memory: Memory, node_id: str, tree: str) -> Hierarchy:
             f"{node_id} is a branch of the {branch.tree} tree, not of the {tree} tree; "
             f"ask with tree={branch.tree}.",
         )
-    raise ApiError(404, "not_found", f"no node {node_id[:64]!r} in this memory; it may have been forgotten.")
+    raise ApiError(404, "not_found", f"no node {quoted(node_id)} in this memory; it may have been forgotten.")
 
 
 def path_to(memory: Memory, node_id: str, tree: str) -> list[dict[str, Any]]:
@@ -236,7 +237,7 @@ def node_details(memory: Memory, node_id: str) -> dict[str, Any]:
         node = memory.node(node_id)
     except KeyError:
         raise ApiError(
-            404, "not_found", f"no node {node_id[:64]!r} in this memory; it may have been forgotten."
+            404, "not_found", f"no node {quoted(node_id)} in this memory; it may have been forgotten."
         ) from None
     children = list(node.children) if isinstance(node, Branch) else []
     listed = children[:NODE_CHILDREN]
@@ -326,7 +327,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     try:
         value = int(raw)
     except ValueError:
-        raise ApiError(400, "bad_request", f"{name} must be a whole number; got {raw[:40]!r}.") from None
+        raise ApiError(400, "bad_request", f"{name} must be a whole number; got {quoted(raw)}.") from None
     if not low <= value <= high:
         raise ApiError(400, "bad_request", f"{name} must be from {low} to {high}; got {value}.")
     return value
@@ -471,7 +472,7 @@ class ExplorerApi:
 
 
 def _no_node(node_id: str) -> ApiError:
-    return ApiError(404, "not_found", f"no node {node_id[:64]!r}: this namespace holds no memories yet.")
+    return ApiError(404, "not_found", f"no node {quoted(node_id)}: this namespace holds no memories yet.")
 
 
 def _error(status: int, error: str, detail: str) -> JSONResponse:

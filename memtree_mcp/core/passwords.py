@@ -1,0 +1,312 @@
+"""Credentials people write by name, which no pattern of a key's shape can find: passwords above all.
+
+A password a person chose looks like a word or a name (sunshine2024, hunter2, Fluffy-Cat-9), so it
+is found by what is around it: an assignment to a credential's name (``DB_PASSWORD=X``,
+``password: X``, ``"password": "X"``, ``--password X``, ``<password>X</password>``), where any
+value counts that is not a stand-in for one (:func:`stand_in`: ``${DB_PASSWORD}``,
+``os.environ["X"]``, ``<your-password>``, ``null``, ``required``); a command's password
+(``mysql -pX``, ``docker login -p X``, ``curl -u user:X``, ``IDENTIFIED BY 'X'``); and a
+credential named in a sentence ("the wifi password is bananas4breakfast"), where the value must
+look like one (letters with digits or signs) or, for a password, be a word that ends the sentence
+and names no state (wrong, required, stored). ``core/secrets.py`` adds these to what detect-secrets
+and its own patterns find (:func:`named_secrets`), on the same normalised view of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+MARKER = re.compile(r"\[redacted: [a-z0-9-]+\]")
+"""What redaction puts in a secret's place (``core.secrets.redacted``; labels leave its words out):
+never a credential itself."""
+
+_LINE = r"{}[^\n]{{0,200}}?\s"  # a command, then the rest of its line
+_QUOTED = r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)"
+
+# The password of a command, (kind, pattern) with the secret as the group ``value``: mysql's glued
+# -pX, a registry login's -p X, sshpass, redis-cli's -a X, curl's -u user:X, SQL's IDENTIFIED BY 'X'
+# and PASSWORD('X'), PowerShell's secure string, .netrc, sudo -S.
+COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # (The rest of a command's line is read up to 200 characters: a text of many "mysql" must
+    # not make each one read to its end.)
+    (
+        "password",
+        re.compile(_LINE.format(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b") + r"-p(?P<value>[^\s-]\S*)"),
+    ),
+    (
+        "password",
+        re.compile(
+            _LINE.format(r"\b(?:docker|podman|helm|buildah|skopeo)\s+(?:registry\s+)?login\b")
+            + r"-p[ =](?P<value>\S+)"
+        ),
+    ),
+    ("password", re.compile(r"\bsshpass\s+-p\s*(?P<value>\S+)")),
+    ("password", re.compile(_LINE.format(r"\bredis-cli\b") + r"-a\s+(?P<value>\S+)")),
+    (
+        "password",
+        re.compile(
+            _LINE.format(r"\b(?:curl|wget|http)\b")
+            + r"(?:-u|--user)[ =]+[\"']?[^\s:\"'@/]+:(?P<value>[^\s\"'@]+)"
+        ),
+    ),
+    ("password", re.compile(r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by|\bpassword\s*\()\s*" + _QUOTED)),
+    ("password", re.compile(r"(?i:convertto-securestring)\s+(?:-string\s+)?" + _QUOTED)),
+    ("password", re.compile(r"(?m:^|\s)login\s+\S+\s+password\s+(?P<value>\S+)")),  # .netrc
+    ("password", re.compile(r"\becho\s+(?P<value>[^\s|]+)\s*\|\s*sudo\s+(?:-\w+\s+)*-S\b")),
+    # An XML element named for a credential (Maven's settings.xml: <password>X</password>).
+    (
+        "password",
+        re.compile(
+            r"<[\w:.-]*(?i:password|passwd|passphrase|secret|token|api[_-]?key)>(?P<value>[^<\n]{1,200})</"
+        ),
+    ),
+)
+
+# -- credentials written by name
+
+# A credential's name: a word of these, on its own or ending a longer name (DB_PASSWORD, dbPassword,
+# PGPASSWORD, client_secret, AWS_SECRET_ACCESS_KEY, authToken), not one that goes on (password_file).
+_KEYS = r"apikey|(?:api|access|secret|private|encryption|signing|master|client|app|auth)[_ -]?key"
+# The longest first; "pass" only ending a longer name (DB_PASS, smtp.pass) or right before "=".
+_WORDS = _KEYS + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|secret|token"
+_NAME = (
+    r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN)\b))"
+    r"(?P<word>(?i:" + _WORDS + r"))(?![\w-])"
+)
+# An assignment: NAME=value, NAME: value, "name": "value", name := value, --name value, name 'value'.
+_ASSIGNED = re.compile(
+    r"(?P<dashes>--?)?" + _NAME + r"(?:[\"'\]]?[ \t]*(?P<sep>:=|==|=>|=|:(?!:))[ \t]*|(?P<space>[ \t]+))"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>[^\s\"'`]+))"
+)
+# A credential named in a sentence: "the wifi password is X", "my password for the box is X",
+# "changed the password to X".
+_SAID = re.compile(
+    r"(?<![A-Za-z])(?P<word>(?i:" + _KEYS + r"|password|passwd|passphrase|passcode|pin|secret|token))"
+    r"(?:\s+(?i:for|of|on|to|at|i|we|you|he|she|they|that)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
+    r"(?:\s+(?:is|was|(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to)\s*:?|\s+(?P<to>to)|\s*:)"
+    r"\s+(?:now\s+)?"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
+)
+# A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
+# ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
+_BARE = re.compile(
+    r"(?<![A-Za-z])(?P<word>(?i:" + _KEYS + r"|password|passwd|passphrase|pwd|secret|token|pass(?=:)))"
+    r":?\s+(?P<value>[^\s\"'`,;()<>\[\]{}]{8,})"
+)
+_NAMED_KINDS = (
+    ("pass", "password"),
+    ("pwd", "password"),
+    ("pw", "password"),
+    ("pin", "password"),
+    ("secret", "secret"),
+    ("token", "token"),
+    ("key", "api-key"),
+)
+_PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin")
+
+# What stands in a credential's place without being one: a variable, a template, a type, a state.
+_STAND_IN = re.compile(
+    r"^(?:\$[{(]|\$[A-Za-z_]\w*$|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
+    r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*://|(?i:your[_-]?|enc\[|vault:|env:|arn:)"
+    r"|(?:required|nullable|sometimes|confirmed)\b)",  # and a form's rules (Laravel's required|min:8)
+    re.IGNORECASE,
+)
+_NOT_A_VALUE = frozenset(
+    """none null nil undefined true false yes no on off empty blank required optional unset default
+    str string bytes int integer bool boolean secretstr any object text char varchar
+    password passwd passphrase passcode pwd pass secret token key apikey api_key
+    changeme change_me changeit example sample placeholder dummy todo tbd fixme
+    hidden masked omitted redacted removed elided env environment bearer basic
+    expired invalid missing revoked rotated valid present absent enabled disabled provided supplied
+    needed set correct incorrect wrong weak strong unknown same different fine ok okay good bad
+    great new old temporary generated random unique leaked compromised exposed accepted rejected
+    sent lost forgotten mandatory locked unlocked stored saved hashed salted encrypted encoded
+    shown visible known shared private public long short reset changed updated mine yours his hers
+    ours theirs it this that what something nothing there here gone fixed simple secure insecure
+    personal current stale below above inside elsewhere somewhere everywhere case-sensitive
+    await async yield lambda function typeof self cls""".split()
+)
+# A word a sentence ends on after "the password is" that says how it is (outdated, expiring,
+# guessable), not what it is.
+_STATE = re.compile(r"(?i)(?:ed|ing|able|ible|ous|ive)$")
+_ADDRESS = re.compile(r"^@\w|^[\w.+-]+@[\w-]+\.[\w.-]+$")  # "send the password to @ops, to a@b.io"
+# Code: a call or subscript (getpass(, os.environ[), a dotted name (process.env.DB_PASSWORD,
+# settings.SECRET), a variable named for a credential (raw_password, userPassword).
+_YAML_TAG = re.compile(r"^!\w")  # password: !vault |
+_CALL = re.compile(r"^[\w.$:-]*[(\[<]")  # and a generic type: Option<String>
+_DOTTED = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+!?$")  # process.env.TOKEN!
+_VARIABLE = re.compile(r"^[A-Za-z_][\w-]*$")
+# A credential's word as a part of a variable's name: raw_password, userPassword, DB_PASS (not
+# the "key" inside MonkeyBusiness).
+_CREDENTIAL_WORD = re.compile(
+    r"(?:^|[_-]|(?<=[a-z])(?=[A-Z]))(?i:pass(?:word|wd)?|pwd|pw|secret|token|key|cred(?:ential)?s?|auth)"
+    r"(?=$|[_-]|[A-Z0-9])"
+)
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9.-]*$")
+_NAME_LIKE = re.compile(r"^[a-z]+(?:[-_.][a-z0-9]+)+$")  # billing-2024: the name of a secret
+_MIXED = r"(?=\S*[0-9])(?=\S*[a-z])(?=\S*[A-Z])"  # digits, small and capital letters
+_STRONG = re.compile(_MIXED + r"\S{16,}")
+# A credential named without "is" or "=": letters and digits, and both cases or a sign.
+_STRONGISH = re.compile(r"(?=\S*[0-9])(?=\S*[A-Za-z])(?:(?=\S*[a-z])(?=\S*[A-Z])|(?=\S*[^\w\s-]))\S{8,}")
+# Where a bare value ends: at the next field of a query string or connection string (&ssl=true,
+# ;Trusted=yes), at a comma before the next key, and without the sentence's closing marks.
+_NEXT_FIELD = re.compile(r"&(?=[\w.-]+=)|;|,(?=\s*[\"']?[\w.-]+[\"']?\s*[=:]|\s*$)")
+_CLOSING = ".,;:)]}>"
+
+
+def _kind_of(word: str) -> str:
+    word = word.lower()
+    return next(named for part, named in _NAMED_KINDS if part in word)
+
+
+def stand_in(value: str, quoted: bool = False) -> bool:
+    """Whether ``value`` holds a credential's place without being one: a placeholder, a variable,
+    a template, a path, a URL, a type or a state ("required", "expired"), or code that reads it;
+    ``quoted``: written in quotes (then ``!x`` is no YAML tag)."""
+    if not value or _STAND_IN.match(value) or MARKER.search(value):
+        return True
+    if not quoted and _YAML_TAG.match(value):
+        return True
+    if value.lower().strip(".,;:!?") in _NOT_A_VALUE or _CALL.match(value) or _DOTTED.match(value):
+        return True
+    # A variable named for a credential (raw_password, userPassword, pwd), not a password that
+    # holds such a word (password123, Password1!).
+    camel = re.search(r"[a-z][A-Z]", value) is not None
+    joined = "_" in value or "-" in value or camel
+    return bool(_VARIABLE.match(value) and _CREDENTIAL_WORD.search(value) and joined)
+
+
+def _assigned_value(value: str, word: str, quoted: bool = False) -> bool:
+    """Whether ``value``, assigned to a credential named ``word``, is a secret: anything but a
+    stand-in, of four characters or more (digits alone only for a password, or twelve of them)."""
+    if stand_in(value, quoted) or len(value) < 4:
+        return False
+    if value.isdigit():
+        return bool(_PASSWORD_WORD.match(word.lower()) and word.lower() != "pass") or len(value) >= 12
+    return True
+
+
+def _credential_like(value: str, word: str) -> bool:
+    """Whether a value named in a sentence looks like a credential: letters with digits or signs
+    (or digits alone for a password or PIN); not a stand-in, a version, or, for a secret, token or
+    key, a name such as billing-2024 (a password may well be one)."""
+    if stand_in(value) or len(value) < 4 or _VERSION.match(value):
+        return False
+    password = bool(_PASSWORD_WORD.match(word.lower()))
+    if value.isdigit():
+        return password
+    if not password and _NAME_LIKE.match(value) and not _STRONG.fullmatch(value):
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_other = any(c.isdigit() or (not c.isalnum() and c not in "-_.") for c in value)
+    return has_letter and has_other
+
+
+def bare_end(text: str, start: int, end: int) -> int:
+    """Where a bare value that runs from ``start`` to ``end`` really ends (see _NEXT_FIELD)."""
+    cut = _NEXT_FIELD.search(text, start, end)
+    if cut:
+        end = cut.start()
+    while end > start and text[end - 1] in _CLOSING:
+        end -= 1
+    return end
+
+
+def _rest_of_line(text: str, end: int) -> str:
+    newline = text.find("\n", end)
+    return text[end : newline if newline >= 0 else len(text)].strip()
+
+
+def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
+    """The credentials written by name in ``text``, each as (kind, start, end): a command's,
+    assigned, said in a sentence, or right after the name."""
+    for kind, pattern in COMMANDS:
+        for match in pattern.finditer(text):
+            start, end = match.span("value")
+            if "q" in pattern.groupindex:
+                quoted = True
+            else:
+                start, end = _unquoted(text, start, bare_end(text, start, end))
+                quoted = text[start - 1] in "\"'"  # a command's value follows its flag: start > 0
+            if end > start and not stand_in(text[start:end], quoted=quoted):
+                yield kind, start, end
+    yield from _assigned(text)
+    yield from _said(text)
+    for match in _BARE.finditer(text):
+        value, start = match.group("value").rstrip("."), match.start("value")
+        if _credential_like(value, match.group("word")) and _STRONGISH.fullmatch(value):
+            yield (_kind_of(match.group("word")), start, start + len(value))
+
+
+def _unquoted(text: str, start: int, end: int) -> tuple[int, int]:
+    """A value's place without the quotes around it (redis-cli -a "$REDIS_PASSWORD"), or the
+    one before it when the value goes on past a space (-a "[redacted: password]")."""
+    if end - start >= 2 and text[start] in "\"'":
+        return start + 1, end - 1 if text[end - 1] == text[start] else end
+    return start, end
+
+
+def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
+    """The values assigned to a credential's name (_ASSIGNED) that are no stand-in."""
+    for match in _ASSIGNED.finditer(text):
+        word = match.group("word")
+        group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
+        start, end = match.span(group)
+        spaced = match.group("space") is not None and match.group("dashes") is None
+        if group == "bare":
+            if spaced:
+                continue  # "password hunter2": a sentence's, left to _BARE
+            if match.group("dashes") and text[start] == "-":
+                continue  # --password --verbose: the next option, no value
+            end = bare_end(text, start, end)
+            if stand_in(match.group("bare")):
+                continue
+        elif spaced and word.lower() not in ("password", "passwd", "passphrase"):
+            continue  # token "abc": a quoted word after a word, not an assignment
+        value = text[start:end]
+        if match.group("sep") == ":" and group == "bare":
+            # "Password: the one in the vault": after a colon, a bare value is assigned when it
+            # ends the line (YAML, INI) or a comment follows; in a sentence it must look like one.
+            rest = _rest_of_line(text, match.end())
+            assigned = not rest or rest[0] in "#,}]" or rest.startswith("//")
+            if not _PASSWORD_WORD.match(word.lower()) and value.isalpha() and value.islower():
+                assigned = False  # "The secret: patience." (a key or token is never a plain word)
+            if not (_assigned_value(value, word) if assigned else _credential_like(value, word)):
+                continue
+        elif not _assigned_value(value, word, quoted=group != "bare"):
+            continue
+        yield (_kind_of(word), start, end)
+
+
+def _said(text: str) -> Iterator[tuple[str, int, int]]:
+    """The credentials named in a sentence (_SAID) whose value looks like one."""
+    for match in _SAID.finditer(text):
+        word = match.group("word")
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        start, end = match.span(group)
+        if group != "bare":
+            if _assigned_value(text[start:end], word, quoted=True):
+                yield (_kind_of(word), start, end)
+            continue
+        end = bare_end(text, start, end)
+        value = text[start:end]
+        if word.lower() == "pin":
+            found = value.isdigit() and 4 <= len(value) <= 8  # a PIN, not a pin of a chip (5V)
+        elif match.group("to"):
+            # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
+            found = bool(_STRONGISH.fullmatch(value)) and not _ADDRESS.match(value)
+        else:
+            found = _credential_like(value, word) or _said_password(text, word, value, end)
+        if found and not _ADDRESS.match(value):
+            yield (_kind_of(word), start, end)
+
+
+def _said_password(text: str, word: str, value: str, end: int) -> bool:
+    """Whether a plain word is a password named in a sentence ("my password is purplemonkey."):
+    for a password only, a word that is no state (wrong, required, stored) and ends the sentence."""
+    if not re.match(r"(?i)pass", word) or stand_in(value) or len(value) < 6 or not value.isalpha():
+        return False
+    if _STATE.search(value):
+        return False
+    return re.match(r"\s*(?:[.!;,\n]|$)", text[end:]) is not None
