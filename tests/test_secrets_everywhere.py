@@ -25,6 +25,7 @@ from mcp import Client
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
+from memtree_mcp.core.calendar import UTC_CALENDAR
 from memtree_mcp.core.secrets import NAME_CHARS, find_secrets, redact_fields, redact_record, redacted
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.server import build_server
@@ -272,7 +273,7 @@ def test_no_error_message_repeats_a_secret_given_in_a_bad_argument(
     bad = f"password={PASSWORD}"
     service.remember("The billing job moved to Friday.")
     calls = [
-        lambda: parse_timestamp(bad),
+        lambda: parse_timestamp(bad, UTC_CALENDAR),
         lambda: check_tree(bad),
         lambda: check_tags([bad + "x" * 60]),
         lambda: service.remember("The billing job moved.", timestamp=bad),
