@@ -15,13 +15,14 @@ turns Stop queued, and exiting when idle. Each request is served by its caller's
 zone and limits; each queued turn was redacted by its caller's secrets mode before it was queued.
 Where there are no Unix sockets, a hook does the same work in its own process (:func:`command`).
 
-A cold worker listens before it loads anything, then opens the caller's namespace and loads the
-model side by side. What dominates, measured on the two-core machine (a namespace of 2,000
-memories, another process keeping a core busy): importing lancedb, about 0.3 to 0.55 s, two thirds
-of it the generated REST client of ``lance_namespace`` it imports whether or not a namespace server
-is used; then the model, about 0.2 s; reading the namespace, about 0.1 s. So a brief, which needs
-no model, is answered as soon as the namespace is open, and a prompt that comes before the model
-is loaded gets the brief of its session rather than waiting past its budget.
+A cold worker listens before it loads anything, opens the caller's namespace (all a brief needs),
+then loads the model. What its start costs, measured in one process on the two-core machine with
+other work keeping the load near 3 (three runs, November 2026): the command's own imports 0.2 to
+0.5 s; importing lancedb 0.7 to 0.8 s, about 65% of it the generated REST client of
+``lance_namespace``, which lancedb imports whether or not a namespace server is used; opening the
+store 0.1 to 0.2 s; reading a namespace of 2,000 memories 0.1 s; the model 0.3 to 0.6 s. So a
+brief is answered as soon as the namespace is open, and a prompt that comes before the model is
+loaded gets its session's brief rather than waiting past its budget.
 
 The queue of turns and its drain are :mod:`memtree_mcp.cli.hook_queue`; the hook's own settings
 and files :mod:`memtree_mcp.cli.hook_settings`; what Claude Code sends :mod:`memtree_mcp.cli.hook_turns`.
@@ -269,32 +270,34 @@ class _Worker:
         self._waiting = 0
 
     def warm(self, namespace: str) -> None:
-        """Open ``namespace`` and load the model side by side (a brief needs only the first), then
-        store what Stop queued while no worker was up; the times go to the log."""
+        """Open ``namespace``, then load the model, then store what Stop queued while no worker
+        was up; the times go to the log.
 
-        def load_model() -> None:
+        In this order because a brief, what a session's start waits for, needs no model: loading
+        the model beside the namespace slowed the namespace (importing lancedb holds the
+        interpreter), and a cold SessionStart took 50 to 80 ms more (three rounds each, load 2 on
+        two cores); the first prompt comes seconds later, and one that comes before the model is
+        loaded gets its session's brief."""
+
+        def run() -> None:
+            began = time.perf_counter()
+            try:
+                self.service.memory(namespace)
+            except Exception as exc:  # the request that needs it reports it properly
+                log.warning("hook worker: namespace %s did not open: %s", namespace, exc)
+            opened = time.perf_counter()
             try:
                 self.service.embedder.embed_batch(["warm up"])
             except Exception as exc:  # the request that needs the model reports it properly
                 log.warning("hook worker: the model did not load: %s", exc)
             finally:
                 self.model_ready.set()
-
-        def run() -> None:
-            began = time.perf_counter()
-            model = threading.Thread(target=load_model, name="memtree-hook-model", daemon=True)
-            model.start()
-            try:
-                self.service.memory(namespace)
-            except Exception as exc:  # the request that needs it reports it properly
-                log.warning("hook worker: namespace %s did not open: %s", namespace, exc)
-            opened = time.perf_counter()
-            model.join()
             log.info(
-                "hook worker warm: namespace %s open after %.0f ms, model after %.0f ms (process: %.0f ms)",
+                "hook worker warm: namespace %s open in %.0f ms, "
+                "the model in %.0f ms more (process age %.0f ms)",
                 namespace,
                 (opened - began) * 1000,
-                (time.perf_counter() - began) * 1000,
+                (time.perf_counter() - opened) * 1000,
                 (time.monotonic() - STARTED) * 1000,
             )
             self.drain_soon()
