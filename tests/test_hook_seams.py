@@ -260,6 +260,12 @@ def test_every_file_and_folder_the_hooks_make_is_private_even_under_umask_022(
         )
         assert done.returncode == 0, done.stderr
 
+    home = Path(places["MEMTREE_HOME"])
+    (home / "hook-queue").mkdir(parents=True)
+    home.chmod(0o700)  # the user's own choice for the store's folder; the queue and log are the hook's
+    (home / "hook-queue").chmod(0o755)  # as an older version left them
+    (home / "hook-queue" / "hook.log").write_text("")
+    (home / "hook-queue" / "hook.log").chmod(0o644)
     run("hook", stdin=stop_event(transcript(tmp_path, "Where are the runbooks?", "In docs/runbooks.")))
     run("hook", "--seconds", "60", stdin=prompt_event("runbooks"))
     wait_until(lambda: not queued(places), within=60, what="the worker to drain the queue")
@@ -382,6 +388,16 @@ def test_a_fifo_in_the_queue_is_moved_aside_and_the_drain_goes_on(
     assert done.returncode == 0 and "0000-fifo.json moved aside" in done.stderr
     assert stat.S_ISFIFO((queue(env) / "bad" / "0000-fifo.json").lstat().st_mode)
     assert stored(env) == ["User: What does the deploy script need?\n\nAssistant: Python 3.11."]
+
+
+def test_a_turn_an_older_hook_queued_without_a_namespace_goes_to_default_not_the_drain_s(
+    env: dict[str, str],
+) -> None:
+    queue(env).mkdir(parents=True)
+    record = {"content": "User: Is the VPN needed for staging?", "tags": ["claude-code"], "namespace": None}
+    (queue(env) / "0001-old.json").write_text(json.dumps(record))
+    assert memtree(env | {"MEMTREE_NAMESPACE": "projA"}, "hook", "--drain").returncode == 0
+    assert stored(env) == ["User: Is the VPN needed for staging?"]
 
 
 def test_a_ten_thousand_digit_integer_is_one_line_in_the_input_and_skipped_in_a_transcript(

@@ -472,6 +472,7 @@ def worker_logging(home: str) -> None:
     folder = private_folder(queue_folder(home))
     path = folder / "hook.log"
     os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    os.chmod(path, 0o600)  # a log an older version made readable by others
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger()

@@ -106,7 +106,8 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
                 if record.get("store", store) != store:
                     waiting += 1
                     continue
-                namespace = record.pop("namespace", None)
+                # None: a turn an older version queued for a hook without MEMTREE_NAMESPACE.
+                namespace = record.pop("namespace", None) or "default"
                 # The caller's zone travels with its turn; the namespace's calendar keeps its own.
                 record.pop("timezone", None)
                 record.pop("store", None)

@@ -338,11 +338,11 @@ def worker_folder() -> Path:
     where nobody else can make anything. Raises PermissionError when none can be had."""
     name = f"memtree-mcp-{os.getuid()}"
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    places = [Path(runtime) / name] if os.path.isabs(runtime) else []
-    places.append(Path(tempfile.gettempdir()) / name)
-    for folder in places:
-        if _own_private_folder(folder):
-            return folder
+    if os.path.isabs(runtime) and _own_private_folder(Path(runtime) / name):
+        return Path(runtime) / name
+    temporary = Path(tempfile.gettempdir()) / name
+    if _own_private_folder(temporary):
+        return temporary
     import platformdirs
 
     fallback = Path(platformdirs.user_cache_dir("memtree-mcp")) / "run"
@@ -351,7 +351,7 @@ def worker_folder() -> Path:
     if _own_private_folder(fallback):
         return fallback
     raise PermissionError(
-        f"no folder only you can use for the hook worker: {places[-1]} and {fallback} are someone "
+        f"no folder only you can use for the hook worker: {temporary} and {fallback} are someone "
         "else's or open to others; remove them and try again"
     )
 
@@ -378,6 +378,7 @@ def log(home: str, message: str) -> None:
             path.replace(folder / "hook.log.1")
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with os.fdopen(private_open(path, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8") as file:
+            os.fchmod(file.fileno(), 0o600)  # a log an older version made readable by others
             file.write(f"{stamp} INFO {message}\n")
     except OSError:
         pass

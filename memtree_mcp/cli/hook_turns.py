@@ -167,6 +167,7 @@ def write_queued(home: str, record: Mapping[str, Any]) -> Path:
     """Add ``record`` to the queue, private (0600): one file a turn, written whole then renamed, so
     that a drain never reads half a record. Raises OSError when the queue cannot be written."""
     folder = private_folder(queue_folder(home))
+    os.chmod(folder, 0o700)  # a queue an older version made readable by others
     partial = folder / f".{uuid.uuid4().hex}.tmp"
     with os.fdopen(private_open(partial, os.O_WRONLY | os.O_EXCL), "wb") as file:
         file.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
