@@ -46,7 +46,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memtree_mcp.cli.hook_client import HOOK_SECONDS, STARTED, hold_worker_lock, reachable
+from memtree_mcp.cli.hook_client import HOOK_SECONDS, STARTED, hold_worker_lock, leave_problem, reachable
 from memtree_mcp.cli.hook_queue import drain, store_as_queued, waiting_line
 from memtree_mcp.cli.hook_settings import (
     HOOK_CHARS,
@@ -498,7 +498,13 @@ def command(args: argparse.Namespace, settings: Settings, service: MemoryService
         if not hold_worker_lock(home, key):
             return 0  # another worker serves these settings
         worker_logging(home)
-        return serve_worker(settings, store_as_queued(service), key, store_key(home, os.environ, overrides))
+        try:
+            return serve_worker(
+                settings, store_as_queued(service), key, store_key(home, os.environ, overrides)
+            )
+        except OSError as exc:  # no socket to listen on: the next hook says why, not only the log
+            leave_problem(home, key, f"it cannot listen on its socket ({exc})")
+            return 1
     options = {"home": getattr(args, "home", None), "namespace": getattr(args, "namespace", None)}
     options["project"] = args.project
     try:

@@ -159,13 +159,22 @@ def worker_running(lock: Path) -> bool:
 
 def remove_stale(address: Path, lock: Path) -> bool:
     """Remove the socket a worker left behind (killed, or gone before it could), whether one was:
-    one is stale when nobody holds the lock, since a worker holds it for its whole life."""
+    one is stale when nobody holds the lock, since a worker holds it for its whole life. The lock
+    is held while the socket goes, so that a worker starting meanwhile cannot bind a socket that
+    this then removes."""
+    import fcntl
+
     if not address.exists() and not address.is_symlink():
         return False
-    if worker_running(lock):
-        return False
-    with contextlib.suppress(FileNotFoundError):
-        address.unlink()
+    with os.fdopen(private_open(lock, os.O_RDWR), "r+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        try:
+            address.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
     return True
 
 
@@ -321,7 +330,13 @@ def _store_soon(caller: Caller, options: Mapping[str, Any]) -> None:
         address, lock = worker_paths(caller.home, caller.key)
         try:
             answer = ask(address, {"op": "drain", "key": caller.key}, _left(options, 0.3))
-        except (TimeoutError, OSError, ValueError):
+        except TimeoutError:
+            log(
+                caller.home,
+                "Stop: the turn is queued; the worker was not told in time (its next drain stores it)",
+            )
+            return
+        except (OSError, ValueError):
             answer = None
         if answer is not None and answer.get("ok"):
             return
