@@ -165,6 +165,8 @@ def test_a_hook_with_another_llm_talks_to_a_worker_of_its_own(env: dict[str, str
         ("MEMTREE_TIMEZONE", "Mars/Olympus"),
         ("MEMTREE_HOOK_PROJECT", "maybe"),
         ("MEMTREE_MAX_CONTENT_CHARS", "1" * 10_000),
+        ("MEMTREE_EMBEDDER", "bogus"),
+        ("MEMTREE_LLM", " none "),
     ],
 )
 def test_a_bad_setting_in_the_hook_s_own_environment_is_refused_in_one_line_even_with_a_worker_up(
@@ -505,6 +507,7 @@ def test_doctor_redact_reaches_a_keep_mode_turn_still_in_the_queue(
 
 
 def test_every_setting_is_served_per_request_or_names_the_worker_or_is_the_process_s_own() -> None:
+    from memtree_mcp import config
     from memtree_mcp.cli import hook_settings
     from memtree_mcp.config import OTHER_VARIABLES, Settings
 
@@ -528,6 +531,7 @@ def test_every_setting_is_served_per_request_or_names_the_worker_or_is_the_proce
             assert limits["Le"].le == high
     for field, default in hook_settings.KEY_DEFAULTS.items():
         assert Settings.model_fields[field].default == default
+    assert (hook_settings.EMBEDDERS, hook_settings.LLMS) == (config.EMBEDDERS, config.LLMS)
 
 
 def test_the_quick_path_still_imports_no_settings_library() -> None:

