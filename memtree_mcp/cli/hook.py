@@ -87,6 +87,9 @@ NOTE = (
 )
 ANSWER_MARGIN = 0.15
 """Seconds a worker keeps back from a request's deadline to recall and answer."""
+ANSWER_SLACK = 0.02
+"""Seconds an answer takes to reach the hook: a brief finished later than this before the deadline
+may not have been seen, and the session's first prompt gets it again."""
 SETTLE_SECONDS = 5.0
 """How long a stopping worker waits for its model to finish loading (a process that exits under
 the model's native threads can abort)."""
@@ -326,7 +329,7 @@ class _Worker:
             return {"error": str(exc)}
         if op == "brief":
             context, why = brief(self.service, asked.namespace, asked.chars, asked.zone)
-            if context and asked.session and time.time() < asked.deadline:
+            if context and asked.session and time.time() < asked.deadline - ANSWER_SLACK:
                 self.briefed.add(asked.session)
             return {"context": context, "why": why}
         lines: list[str] = []

@@ -297,7 +297,9 @@ def _answer(event: Mapping[str, Any], caller: Caller, options: Mapping[str, Any]
         if not options.get("queue_only"):
             _store_soon(caller, options)
         return 0
-    deadline = time.time() + _left(options, 0.0)
+    # When this hook stops listening at the latest (a poll's wait ends before the budget's): an
+    # answer the worker finishes later is not seen, and its brief must not count as given.
+    deadline = time.time() + _left(options, EXIT_ALLOWANCE + POLL_SECONDS)
     request: dict[str, Any] = {
         "op": "brief" if name == "SessionStart" else "recall",
         "key": caller.key,
