@@ -84,7 +84,7 @@ class Drained:
 
 
 def drain(home: str, store: str, service: MemoryService) -> Drained:
-    """Store every queued turn of ``store`` (:func:`~memtree_mcp.cli.hook_client.store_key`) in
+    """Store every queued turn of ``store`` (:func:`~memtree_mcp.cli.hook_settings.store_key`) in
     its namespace, one drain at a time, with ``service`` (see :func:`store_as_queued`). A turn's
     file goes only once its memory is committed; a turn of another store, or of a namespace made
     by another model, stays for a worker with theirs. Raises StoreError when a commit fails (the
@@ -131,6 +131,7 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
 
 
 def waiting_line(waiting: int) -> str:
+    """What a drain says of the turns it left for a worker with another embedder or store."""
     from memtree_mcp.core.wording import counted
 
     return (
