@@ -25,13 +25,13 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, zone_named
+
+# The rule of a name lives with the folders (the hook checks it without pydantic); read from here too.
+from memtree_mcp.core.folders import AUTO_NAMESPACE as AUTO_NAMESPACE
+from memtree_mcp.core.folders import NAMESPACE_PATTERN, NAMESPACE_RULE
 from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import ConfigurationError
 
-NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
-NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
-# MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
-AUTO_NAMESPACE = "auto"
 EMBEDDERS = ("local", "e5-small")
 # 'sampling': the connected client's own model (MCP sampling/createMessage).
 LLMS = ("none", "sampling")

@@ -2,7 +2,8 @@
 
 Used where a project names its memory: the MCP server with ``MEMTREE_NAMESPACE=auto`` (the client's
 first workspace folder) and Claude Code's hooks with ``--project`` (the repository the session
-runs in). Plain standard library, so that the hook's quick path can import it.
+runs in). Plain standard library, so that the hook's quick path can import it, and the rule of a
+namespace's name with it (the settings and the hook both check a name by it).
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import re
 import unicodedata
 from pathlib import Path
 
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # always used with fullmatch
+NAMESPACE_RULE = "1 to 64 letters, digits, '-' or '_', starting with a letter or digit"
+# MEMTREE_NAMESPACE=auto: each client's workspace folder (MCP roots) names its namespace.
+AUTO_NAMESPACE = "auto"
 ROOT_HASH_CHARS = 8
 MAX_NAMESPACE_CHARS = 64
 

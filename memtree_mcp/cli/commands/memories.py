@@ -137,6 +137,7 @@ def forget(args: argparse.Namespace, settings: Settings, service: MemoryService)
     """Delete memories by id, or list what a query finds (the text an agent reads) and with --yes
     delete exactly those listed, or with --all-under NODE --yes every memory under a summary or
     root: the only bulk wipe, a person's own act."""
+    from memtree_mcp.cli.hook_queue import drain_first
     from memtree_mcp.service.rendering import forget_text
 
     if sum([bool(args.ids), args.query is not None, args.all_under is not None]) != 1:
@@ -144,6 +145,8 @@ def forget(args: argparse.Namespace, settings: Settings, service: MemoryService)
             "give the ids of memories to delete, or --query TEXT to list candidates first, "
             "or --all-under NODE: one of them."
         )
+    if not args.ids:  # a turn still queued is found and forgotten too; an id cannot name one
+        drain_first(args, settings, service)
     if args.ids:
         deleted = service.forget(ids=args.ids, limit=None).deleted
     elif args.query is not None:
