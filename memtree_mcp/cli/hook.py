@@ -46,7 +46,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from memtree_mcp.cli.hook_client import HOOK_SECONDS, STARTED, hold_worker_lock, leave_problem, reachable
-from memtree_mcp.cli.hook_queue import drain, store_as_queued, waiting_line
+from memtree_mcp.cli.hook_queue import drain, waiting_line
 from memtree_mcp.cli.hook_settings import (
     HOOK_CHARS,
     HOOK_MEMORIES,
@@ -400,7 +400,7 @@ def serve_worker(settings: Settings, service: MemoryService, key: str, store: st
     """Serve hooks on the socket of worker ``key`` of ``settings.home`` until idle for
     MEMTREE_WORKER_IDLE, or stopped by SIGTERM or SIGHUP; the socket goes with it. The caller
     holds the worker lock (:func:`~memtree_mcp.cli.hook_client.hold_worker_lock`) and made
-    ``service`` store turns as queued (:func:`store_as_queued`)."""
+    ``service`` stores the turns as their hooks queued them."""
     home = home_of(settings.home)
     address, _ = worker_paths(home, key)
     worker = _Worker(settings, service, key, store)
@@ -472,7 +472,7 @@ def command(args: argparse.Namespace, settings: Settings, service: MemoryService
     overrides = key_flags(args)
     home = home_of(settings.home)
     if args.drain:
-        done = drain(home, store_key(home, os.environ, overrides), store_as_queued(service))
+        done = drain(home, store_key(home, os.environ, overrides), service)
         if done.waiting:
             print(f"memtree-mcp: {waiting_line(done.waiting)}", file=sys.stderr)
         return 0
@@ -482,9 +482,7 @@ def command(args: argparse.Namespace, settings: Settings, service: MemoryService
             return 0  # another worker serves these settings
         worker_logging(home)
         try:
-            return serve_worker(
-                settings, store_as_queued(service), key, store_key(home, os.environ, overrides)
-            )
+            return serve_worker(settings, service, key, store_key(home, os.environ, overrides))
         except OSError as exc:  # no socket to listen on: the next hook says why, not only the log
             leave_problem(home, key, f"it cannot listen on its socket ({exc})")
             return 1
@@ -509,7 +507,7 @@ def _in_process(
     if name == "Stop":
         queued = queue_turn(event, caller)
         if queued and not args.queue_only:
-            drain(caller.home, caller.store, store_as_queued(service))
+            drain(caller.home, caller.store, service)
         return 0
     service.set_zone_for(caller.namespace, caller.timezone)
     found: list[str | None] = []

@@ -41,24 +41,12 @@ if TYPE_CHECKING:
     from memtree_mcp.config import Settings
     from memtree_mcp.service import MemoryService
 
-__all__ = ["Drained", "drain", "drain_first", "read_queued", "store_as_queued", "waiting_line"]
+__all__ = ["Drained", "drain", "drain_first", "read_queued", "waiting_line"]
 
 log = logging.getLogger("memtree_mcp.hook")
 
 QUEUED_BYTES = 64 * 1024 * 1024
 """The largest queued turn a drain reads (a turn holds at most 10,000,000 characters)."""
-
-
-def store_as_queued(service: MemoryService) -> MemoryService:
-    """``service``, made to store turns as their hooks queued them: each hook dealt with the
-    turn's secrets under its own MEMTREE_SECRETS and fitted it to its own MEMTREE_MAX_CONTENT_CHARS
-    before it was queued, so the drain's process applies neither of its own (a keep-mode
-    project's turn drained by a refuse-mode worker would be refused, a redact-mode worker would
-    change it). Only the writer changes: what the service reads and answers is as configured."""
-    service.writer.settings = service.settings.model_copy(
-        update={"secrets": "keep", "max_content_chars": CONTENT_CHARS[1]}
-    )
-    return service
 
 
 def read_queued(path: Path) -> object:
@@ -85,11 +73,13 @@ class Drained:
 
 def drain(home: str, store: str, service: MemoryService) -> Drained:
     """Store every queued turn of ``store`` (:func:`~memtree_mcp.cli.hook_settings.store_key`) in
-    its namespace, one drain at a time, with ``service`` (see :func:`store_as_queued`). A turn's
+    its namespace, one drain at a time, with ``service``, each as its hook queued it. A turn's
     file goes only once its memory is committed; a turn of another store, or of a namespace made
     by another model, stays for a worker with theirs. Raises StoreError when a commit fails (the
     turn stays queued)."""
     from filelock import FileLock
+
+    from memtree_mcp.service.writing import ImportTerms
 
     folder = queue_folder(home)
     if not folder.is_dir():
@@ -114,7 +104,15 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
                 if isinstance(zone, str) and zone:
                     service.set_zone_for(namespace, zone)
                 record.pop("store", None)
-                added += service.import_memories([record], namespace=namespace)[0]
+                # Stored as its hook queued it: that hook dealt with its secrets by its own
+                # MEMTREE_SECRETS (a keep-mode project's turn is not the drain's to redact); a turn
+                # an older version queued names no mode, and passes the drain's own.
+                mode = record.pop("secrets", None)
+                terms = ImportTerms(
+                    secrets=mode if mode in ("redact", "refuse", "keep") else None,
+                    max_chars=CONTENT_CHARS[1] if isinstance(mode, str) else None,  # fitted by its hook
+                )
+                added += service.import_memories([record], namespace=namespace, terms=terms)[0]
             except FileNotFoundError:
                 continue  # another drain stored it
             except EmbedderMismatch:
@@ -157,7 +155,7 @@ def drain_first(args: argparse.Namespace, settings: Settings, service: MemorySer
         return 0
     queue = MemoryService(settings, embedder=service.embedder, background=False)
     try:
-        done = drain(home, store_key(home, os.environ, key_flags(args)), store_as_queued(queue))
+        done = drain(home, store_key(home, os.environ, key_flags(args)), queue)
     finally:
         queue.close()
     if done.waiting:

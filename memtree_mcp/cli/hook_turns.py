@@ -148,19 +148,19 @@ def turn_record(event: Mapping[str, Any], caller: Caller) -> dict[str, Any] | No
 
 
 def without_secrets(record: dict[str, Any], mode: str, home: str) -> dict[str, Any] | None:
-    """``record`` with its secrets redacted (MEMTREE_SECRETS ``mode``, the caller's); None when
-    ``refuse`` keeps it out. No secret of a turn reaches the queue on disk, or the worker."""
-    if mode == "keep":
-        return record
-    from memtree_mcp.core.secrets import find_secrets, redacted  # detect-secrets: a tenth of a second
+    """``record`` with the secrets of every field it stores (content, role, tags, session) dealt
+    with as MEMTREE_SECRETS ``mode`` (the caller's) says; None when ``refuse`` keeps it out. No
+    secret of a turn reaches the queue on disk, or the worker. The mode goes with the record, so
+    the drain stores it as its caller said (``hook_queue.drain``)."""
+    from memtree_mcp.core.secrets import redact_fields, redact_record  # detect-secrets: when it finds one
 
-    found = find_secrets(str(record["content"]))
-    if not found:
-        return record
-    if mode == "refuse":
-        log(home, f"Stop: the turn holds a secret ({found[0].kind}) and MEMTREE_SECRETS=refuse: not stored")
+    kept = redact_record(record, mode)
+    if kept is None:
+        held = redact_fields(record, "refuse")[1]
+        what = ", ".join(sorted({f"{h.kind} in the {h.field}" for h in held}))
+        log(home, f"Stop: the turn holds a secret ({what}) and MEMTREE_SECRETS=refuse: not stored")
         return None
-    return record | {"content": redacted(str(record["content"]), found)}
+    return kept | {"secrets": mode}
 
 
 def write_queued(home: str, record: Mapping[str, Any]) -> Path:

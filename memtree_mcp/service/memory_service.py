@@ -48,7 +48,7 @@ from memtree_mcp.service.results import (
     SummaryResult,
 )
 from memtree_mcp.service.spaces import Spaces
-from memtree_mcp.service.writing import Writer
+from memtree_mcp.service.writing import FROM_A_FILE, ImportTerms, Writer
 
 if TYPE_CHECKING:
     from memtree_mcp.llm.chat import TextGenerator
@@ -352,16 +352,23 @@ class MemoryService:
     # -- maintenance -----------------------------------------------------------------------------
 
     def import_memories(
-        self, records: Iterable[object], namespace: str | None = None, *, batch: int = 256
+        self,
+        records: Iterable[object],
+        namespace: str | None = None,
+        *,
+        batch: int = 256,
+        terms: ImportTerms = FROM_A_FILE,
     ) -> tuple[int, int]:
         """Remember many memories fast: embeddings in batches, one commit per ``batch`` memories.
 
         Each record has ``content`` and optionally ``role``, ``timestamp``, ``session``, ``tags``,
-        checked as ``remember`` checks them. A record that fails its check stops the import with
-        InvalidInput naming the record; every batch committed before it stays. Returns (memories
-        added, duplicates skipped).
+        checked as ``remember`` checks them (``terms``: by the secrets mode and length limit their
+        writer applied, for a hook's queued turns). A record that fails its check stops the import
+        with InvalidInput naming the record; every batch committed before it stays. Returns
+        (memories added, duplicates skipped).
         """
-        return self.writer.import_records(self.resolve_namespace(namespace), records, batch=batch)
+        name = self.resolve_namespace(namespace)
+        return self.writer.import_records(name, records, batch=batch, terms=terms)
 
     def export_memories(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of a namespace in the order it was remembered, as records ``import`` reads."""

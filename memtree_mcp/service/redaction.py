@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from memtree_mcp.core.memory import Memory
     from memtree_mcp.core.model import Leaf
+    from memtree_mcp.service.writing import ImportTerms
 
 log = logging.getLogger("memtree_mcp")
 
@@ -37,7 +38,7 @@ class Rewriter(Protocol):
     ) -> list[str]: ...
 
     def import_records(
-        self, name: str, records: Iterable[object], *, batch: int = ..., keep_makers: bool = ...
+        self, name: str, records: Iterable[object], *, batch: int = ..., terms: ImportTerms = ...
     ) -> tuple[int, int]: ...
 
 
@@ -91,7 +92,9 @@ def redact_stored(
     records = [redact_record(record, "redact") for record in exported if record["id"] in ids]
     # Forgotten, then stored again under their own ids; the purge takes the old text off disk.
     writer.forget(name, ids=sorted(ids), limit=None)
-    writer.import_records(name, records, keep_makers=True)  # the user's links stay the user's
+    from memtree_mcp.service.writing import ImportTerms
+
+    writer.import_records(name, records, terms=ImportTerms(keep_makers=True))  # the user's links stay theirs
     purge()
     log.info("rewrote %d memories of namespace %s without their secrets", len(ids), name)
     return sorted(ids)

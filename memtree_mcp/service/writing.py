@@ -82,6 +82,22 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ImportTerms:
+    """How an import takes its records, when they come from a writer the namespace trusts more than
+    a file: ``keep_makers``, the records' links keep who made them (the namespace's own records,
+    read back by this process); ``secrets`` and ``max_chars``, the MEMTREE_SECRETS mode and the
+    MEMTREE_MAX_CONTENT_CHARS their writer applied already (a hook's queued turn), used instead of
+    this process's (None: this process's)."""
+
+    keep_makers: bool = False
+    secrets: str | None = None
+    max_chars: int | None = None
+
+
+FROM_A_FILE = ImportTerms()
+
+
+@dataclass(frozen=True, slots=True)
 class Stored:
     """What storing chunks did: each chunk's leaf id, how many were new, the first one's path, the
     earlier memories the first one now says it updates (the links this write gave it), the links
@@ -137,18 +153,20 @@ class Writer:
         session: object = None,
         *,
         calendar: Calendar,
+        terms: ImportTerms = FROM_A_FILE,
     ) -> list[Chunk]:
         """``content`` and its attributes checked, the secrets of each that is stored (content,
         role, tags, session) dealt with as MEMTREE_SECRETS says (the one door of every write), and
         the content split into chunks; the first chunk names the kinds of secrets redacted. A
         ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's).
 
+        ``terms``: a writer's own secrets mode and length limit, for records it dealt with already.
         Raises InvalidInput for any bad argument, and for a secret when MEMTREE_SECRETS=refuse.
         """
-        text = check_text(content, "content", self.settings.max_content_chars)
+        text = check_text(content, "content", terms.max_chars or self.settings.max_content_chars)
         given = Fields(text, check_role(role), check_tags(tags), check_session(session))
         moment = memory_timestamp(timestamp, calendar) if timestamp is not None else time.time()
-        kept = guard_secrets(given, self.settings.secrets)
+        kept = guard_secrets(given, terms.secrets or self.settings.secrets)
         parts = split_into_chunks(kept.content)
         chunks = [Chunk(part, kept.role, kept.tags, moment, kept.session) for part in parts]
         if kept.redacted and chunks:
@@ -156,7 +174,7 @@ class Writer:
         return chunks
 
     def import_records(
-        self, name: str, records: Iterable[object], *, batch: int = 256, keep_makers: bool = False
+        self, name: str, records: Iterable[object], *, batch: int = 256, terms: ImportTerms = FROM_A_FILE
     ) -> tuple[int, int]:
         """Store many records fast: embeddings in batches, one commit per ``batch`` memories.
 
@@ -167,8 +185,8 @@ class Writer:
         records (or of memories the namespace holds) are given to the memories at the end, in one
         more commit, as made by ``import``: an import vouches only for itself, so a record's
         ``supersedes_by`` (the user's, in an export or a file forged as one) is not taken at its
-        word, unless ``keep_makers``: the records are the namespace's own, read back by this process
-        (``doctor --redact`` storing memories again without their secrets). A link to neither is
+        word, unless ``terms.keep_makers``: the records are the namespace's own, read back by this
+        process (``doctor --redact`` storing memories again without their secrets). A link to neither is
         dropped, and so is one that would close a circle (the newer memories' links are given
         first), both logged. Every record is checked before
         anything is stored: one that fails stops the import with InvalidInput naming the record,
@@ -177,9 +195,11 @@ class Writer:
         are stamped with the time of the import). Returns (memories added, duplicates skipped).
         """
         with self._spaces.maintenance_deferred(name):
-            return self._import(name, records, batch, keep_makers)
+            return self._import(name, records, batch, terms)
 
-    def _import(self, name: str, records: Iterable[object], batch: int, keep_makers: bool) -> tuple[int, int]:
+    def _import(
+        self, name: str, records: Iterable[object], batch: int, terms: ImportTerms
+    ) -> tuple[int, int]:
         added = skipped = 0
         pending: list[Chunk] = []
         # Of each record in ``pending`` with an id or links: its first chunk's place, id and links.
@@ -199,7 +219,7 @@ class Writer:
             pending, named = [], []
 
         calendar = self._spaces.calendar_of(name)
-        for chunks, old, olders in _in_time_order(self._read(records, calendar, keep_makers)):
+        for chunks, old, olders in _in_time_order(self._read(records, calendar, terms)):
             if old is not None or olders:
                 named.append((len(pending), old, olders))
             if old is not None:
@@ -213,10 +233,10 @@ class Writer:
             self._link_imported(name, links, new_id)
         return added, skipped
 
-    def _read(self, records: Iterable[object], calendar: Calendar, keep_makers: bool = False) -> list[Read]:
+    def _read(self, records: Iterable[object], calendar: Calendar, terms: ImportTerms) -> list[Read]:
         """Each record checked (times read in ``calendar``'s zone), as its chunks, its id, its links
-        (made by ``import``, or by whom the record says with ``keep_makers``) and whether it named
-        its time."""
+        (made by ``import``, or by whom the record says with ``terms.keep_makers``) and whether it
+        named its time."""
         read = []
         for number, record in enumerate(records, start=1):
             try:
@@ -229,11 +249,12 @@ class Writer:
                     record.get("timestamp"),
                     record.get("session"),
                     calendar=calendar,
+                    terms=terms,
                 )
                 old = record.get("id")
                 if old is not None:
                     old = check_supersedes([old])[0]
-                olders = _made_by(check_supersedes(record.get("supersedes")), record, keep_makers)
+                olders = _made_by(check_supersedes(record.get("supersedes")), record, terms.keep_makers)
             except InvalidInput as exc:
                 raise InvalidInput(f"record {number}: {exc}") from None
             read.append((chunks, old, olders, record.get("timestamp") is not None))
