@@ -23,7 +23,7 @@ from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.refine import Refinement
-from memtree_mcp.service.spaces import Spaces
+from memtree_mcp.service.spaces import Spaces, on_conflict_again
 from memtree_mcp.service.versions import resolve_version
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class Maintenance:
             now = set(space.memory.leaves)
         return version, len(then - now), len(now - then), len(now)
 
+    @on_conflict_again
     def restore(self, name: str, to: str) -> tuple[int, int]:
         """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.
 
@@ -94,6 +95,7 @@ class Maintenance:
         log.info("restored namespace %s to version %d", name, version)
         return version, latest
 
+    @on_conflict_again
     def purge(self, name: str) -> int:
         """Rewrite namespace ``name`` so that no file of the store holds a forgotten memory, a
         superseded summary or an earlier version; returns the version it leaves.
@@ -106,6 +108,7 @@ class Maintenance:
                 raise NotFound(f"namespace '{name}' holds nothing to purge.")
             return self._spaces.purge(space)
 
+    @on_conflict_again
     def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
         """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
 
