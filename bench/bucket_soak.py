@@ -2,6 +2,7 @@
 
     python bench/bucket_soak.py soak --out bench/results/bucket-soak.json [--writers 3 --remembers 200]
     python bench/bucket_soak.py lone --out bench/results/bucket-lone.json [--baseline-rev 28aee11]
+    python bench/bucket_soak.py faults --out bench/results/bucket-faults.json [--runs 3]
 
 ``soak``: WRITERS processes (``tests/bucket_writer.py``), each with a lock folder of its own as if on
 a machine of its own, remember REMEMBERS facts each at once, forgetting one of theirs every
@@ -12,6 +13,14 @@ recalls answered identically by a fresh service per "machine".
 ``lone``: one writer's ``remember`` latency on a bucket home, this checkout against the code at
 BASELINE_REV (extracted with ``git archive`` under the temp dir), runs interleaved (old, new, old,
 new, …) so that the machine's load falls on both alike; each run on a prefix of its own.
+
+``faults``: the lease misbehaving under the writers, as issue 48 found it. Scenario ``deleted``:
+three servers with lease lengths of 2, 10 and 5 seconds, 60 remembers each (every 7th a large one,
+every 13th followed by an import of five records), a forget every 10, while the lease object is
+deleted every quarter second for 45 seconds. Scenario ``unequal``: a server with a 60-second lease
+and one with a half-second lease, 12 large remembers each. After each run fresh servers read the
+bucket: what was acknowledged and is lost, stored twice, forgotten and back, (id, revision) pairs
+that count twice, ``doctor``'s problems, and whether every server answers alike.
 
 moto is a Python server sharing this machine's cores: latencies say little of a real bucket; the
 ratios between the two codes and the checks say what they say.
@@ -25,6 +34,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -65,12 +75,19 @@ def moto_env() -> tuple[Any, dict[str, str]]:
 
 
 def run_writers(
-    env: dict[str, str], home: str, work: Path, writers: int, args: list[str]
+    env: dict[str, str],
+    home: str,
+    work: Path,
+    writers: int,
+    args: list[str],
+    leases: list[float] | None = None,
 ) -> list[list[dict[str, Any]]]:
+    """Run ``writers`` writer processes to their end; each one's outcomes. ``leases``: each
+    writer's MEMTREE_LEASE_SECONDS (else the environment's)."""
     processes = [
         subprocess.Popen(
             [sys.executable, str(WRITER), home, str(work / f"machine{w}"), str(w), *args],
-            env=env,
+            env={**env, "MEMTREE_LEASE_SECONDS": str(leases[w])} if leases else env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -137,6 +154,131 @@ def soak(writers: int, remembers: int, forget_every: int, recall_every: int, lea
     }
 
 
+def delete_lease_every(seconds: float, during: float, key: str, stop: threading.Event) -> list[int]:
+    """Delete the lease object ``key`` every ``seconds`` for ``during`` seconds, or until ``stop``
+    (an operator, a lifecycle rule, a sync); counts the deletions in the list returned (filled
+    in the background)."""
+    import boto3
+
+    client = boto3.client("s3")
+    done = [0]
+
+    def run() -> None:
+        ends = time.monotonic() + during
+        while time.monotonic() < ends and not stop.wait(seconds):
+            client.delete_object(Bucket=BUCKET, Key=key)
+            done[0] += 1
+
+    threading.Thread(target=run, daemon=True).start()
+    return done
+
+
+def faults_run(scenario: str) -> dict[str, Any]:
+    """One run of a fault scenario (see the module's docstring), checked by fresh servers."""
+    from memtree_mcp.store.bucket import lease_key
+
+    server, env = moto_env()
+    env["MEMTREE_LOCK_TIMEOUT"] = "60"
+    home = f"s3://{BUCKET}/faults-{scenario}"
+    if scenario == "deleted":
+        leases, args = (
+            [2.0, 10.0, 5.0],
+            ["60", "--forget-every", "10", "--large-every", "7", "--import-every", "13"],
+        )
+    else:
+        leases, args = [60.0, 0.5], ["12", "--large-every", "1"]
+    stop = threading.Event()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            work = Path(scratch)
+            deleted = (
+                delete_lease_every(0.25, 45.0, lease_key(home, "default"), stop)
+                if scenario == "deleted"
+                else [0]
+            )
+            started = time.perf_counter()
+            results = run_writers(env, home, work, len(leases), args, leases)
+            wall = time.perf_counter() - started
+            stop.set()
+            found = check_bucket(home, work, results, len(leases))
+    finally:
+        stop.set()
+        server.stop()
+    lines = [r for rs in results for r in rs]
+    acked = [r for r in lines if "acked" in r]
+    return {
+        "scenario": scenario,
+        "lease_seconds": leases,
+        "writer_args": args,
+        "lease_deletions": deleted[0],
+        "wall_s": round(wall, 1),
+        "remembers_tried": sum(1 for r in lines if "acked" in r or ("error" in r and "text" in r)),
+        "remembers_acked": len(acked),
+        "large_acked": sum(1 for r in acked if r.get("large")),
+        "forgets_acked": sum(1 for r in lines if "forgot" in r),
+        "imports_acked": sum(1 for r in lines if r.get("imported")),
+        "errors": len([r for r in lines if "error" in r]),
+        "error_examples": sorted({r["error"][:160] for r in lines if "error" in r})[:4],
+        **found,
+        "remember_under_contention": summary_ms([r["ms"] / 1000 for r in acked]),
+    }
+
+
+def check_bucket(home: str, work: Path, results: list[list[dict[str, Any]]], servers: int) -> dict[str, Any]:
+    """What fresh servers, one per machine, find in the bucket after the writers of ``results``."""
+    import lancedb
+    import pyarrow.compute as pc
+
+    from memtree_mcp.config import Settings
+    from memtree_mcp.service import MemoryService
+    from memtree_mcp.store.fences import unfenced
+    from memtree_mcp.store.lance import object_store_options
+
+    lines = [r for rs in results for r in rs]
+    acked_ids = {i for r in lines if "acked" in r for i in r.get("ids", [r["acked"]])}
+    forgotten = {r["forgot"] for r in lines if "forgot" in r}
+    imported = {t for r in lines for t in r.get("imported", ()) if r.get("added") is not None}
+    services = [
+        MemoryService(Settings(home=home, namespace="default", lock_dir=str(work / f"check{w}")))
+        for w in range(servers)
+    ]
+    try:
+        memory = services[0].memory()
+        assert memory is not None
+        held = set(memory.leaves)
+        texts = [leaf.text for leaf in memory.leaves.values()]
+        problems = [str(p) for p in services[0].doctor()]
+        answers = [[recalled(s, q) for q in QUERIES] for s in services]
+    finally:
+        for service in services:
+            service.close()
+    table = lancedb.connect(home, storage_options=object_store_options(home)).open_table("default")
+    rows = unfenced(table.search().select(["id", "rev"]).limit(None).to_arrow())
+    pairs = pc.binary_join_element_wise(rows.column("id"), pc.cast(rows.column("rev"), "string"), "@")
+    return {
+        "acked_lost": len(acked_ids - forgotten - held),
+        "imports_lost": len(imported - set(texts)),
+        "stored_twice": len(texts) - len(set(texts)),
+        "forgotten_back": len(held & forgotten),
+        "pairs_counted_twice": len(pairs) - len(pc.unique(pairs)),
+        "doctor_problems": len(problems),
+        "doctor_examples": problems[:3],
+        "identical_recalls_afterwards": all(a == answers[0] for a in answers),
+    }
+
+
+def recalled(service: Any, query: str) -> list[str] | str:
+    """The ids ``service`` recalls for ``query``, or what went wrong (a damaged store)."""
+    try:
+        return [h.id for h in service.recall(query, k=5).hits]
+    except Exception as exc:  # the point is to count these
+        return f"{type(exc).__name__}: {exc}"[:120]
+
+
+def faults(runs: int, scenarios: list[str]) -> dict[str, Any]:
+    return {"runs": [faults_run(scenario) for _ in range(runs) for scenario in scenarios]}
+
+
 def baseline_tree(rev: str) -> Path:
     """The package at ``rev``, extracted once under the temp dir."""
     target = Path(tempfile.gettempdir()) / "memtree-bench" / f"baseline-{rev}"
@@ -185,7 +327,7 @@ def lone(rounds: int, remembers: int, baseline_rev: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("mode", choices=["soak", "lone"])
+    parser.add_argument("mode", choices=["soak", "lone", "faults"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--writers", type=int, default=3)
     parser.add_argument("--remembers", type=int, default=200)
@@ -194,9 +336,13 @@ def main() -> int:
     parser.add_argument("--lease", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-rev", default="28aee11")
+    parser.add_argument("--runs", type=int, default=3, help="faults: runs of each scenario")
+    parser.add_argument("--scenario", action="append", choices=["deleted", "unequal"], help="faults: which")
     args = parser.parse_args()
     if args.mode == "soak":
         found = soak(args.writers, args.remembers, args.forget_every, args.recall_every, args.lease)
+    elif args.mode == "faults":
+        found = faults(args.runs, args.scenario or ["deleted", "unequal"])
     else:
         found = lone(args.rounds, args.remembers, args.baseline_rev)
     found.update(

@@ -20,6 +20,7 @@ __all__ = [
     "NotFound",
     "ProviderError",
     "StoreError",
+    "WriteConflict",
 ]
 
 
@@ -75,6 +76,12 @@ class LockTimeout(StoreError):
 class LeaseLost(StoreError):
     """This server lost a bucket namespace's write lease (it stalled past the lease's expiry and
     another server took it over): its write was not acknowledged and readers ignore it."""
+
+
+class WriteConflict(StoreError):
+    """Another writer committed to the namespace between this writer's read and its commit, so
+    the commit does not count (every reader ignores it); nothing was acknowledged. The write is
+    done again on what the other one wrote (``Spaces.retrying``)."""
 
 
 class EmbedderMismatch(StoreError):

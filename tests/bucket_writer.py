@@ -2,10 +2,12 @@
 and bench/bucket_soak.py.
 
     python tests/bucket_writer.py HOME LOCK_DIR WRITER COUNT [--forget-every N] [--recall-every N]
+                                  [--large-every N]
 
 It opens a MemoryService on HOME (MEMTREE_* and AWS_* from the environment, its own lock folder
 LOCK_DIR, as on a machine of its own) and remembers COUNT facts of its own, forgetting one of the
-facts it stored every N remembers and recalling every N; each outcome is one JSON line on stdout,
+facts it stored every N remembers, recalling every N, and making every N-th remember a large one
+(about 12,000 characters: a dozen chunks, a long commit); each outcome is one JSON line on stdout,
 flushed at once, so the parent knows what was acknowledged even if it kills this process:
 ``{"acked": id, "text": …, "ms": …}``, ``{"error": …, "text": …}``, ``{"forgot": id}``,
 ``{"recall": ok, "ms": …}``, and ``{"ready": pid}`` first.
@@ -35,6 +37,19 @@ def fact(writer: int, i: int) -> str:
     return f"Server {writer} note {i}: the {topics[i % 5]} is owned by person {writer * 1000 + i}."
 
 
+def large(writer: int, i: int) -> str:
+    """Writer ``writer``'s ``i``-th fact written out at length: a dozen chunks of its own."""
+    lines = [
+        f"Server {writer} long note {i}, paragraph {p}: "
+        + " ".join(
+            f"item {writer}-{i}-{p}-{w} belongs to the {['deploy', 'budget', 'rota', 'design'][w % 4]} plan"
+            for w in range(14)
+        )
+        for p in range(12)
+    ]
+    return "\n\n".join(lines)
+
+
 def say(**fields: object) -> None:
     print(json.dumps(fields), flush=True)
 
@@ -47,6 +62,8 @@ def main() -> int:
     parser.add_argument("count", type=int)
     parser.add_argument("--forget-every", type=int, default=0)
     parser.add_argument("--recall-every", type=int, default=0)
+    parser.add_argument("--large-every", type=int, default=0)
+    parser.add_argument("--import-every", type=int, default=0)
     args = parser.parse_args()
     settings = Settings(home=args.home, namespace="default", lock_dir=args.lock_dir)
     service = MemoryService(settings)
@@ -55,11 +72,13 @@ def main() -> int:
     stored: list[str] = []
     try:
         for i in range(args.count):
-            text = fact(args.writer, i)
+            big = bool(args.large_every) and i % args.large_every == args.large_every - 1
+            text = large(args.writer, i) if big else fact(args.writer, i)
             started = time.perf_counter()
             try:
                 done = service.remember(text)
-                say(acked=done.ids[0], text=text, ms=(time.perf_counter() - started) * 1000)
+                ms = (time.perf_counter() - started) * 1000
+                say(acked=done.ids[0], ids=done.ids, text=text, ms=ms, large=big)
                 stored.append(done.ids[0])
             except MemtreeError as exc:
                 say(error=str(exc), text=text)
@@ -70,6 +89,16 @@ def main() -> int:
                     say(forgot=victim)
                 except MemtreeError as exc:
                     say(error=str(exc), forget=victim)
+            if args.import_every and i % args.import_every == args.import_every - 1:
+                records = [
+                    {"content": f"Server {args.writer} imported {i}-{j}: batch {i} item {j}."}
+                    for j in range(5)
+                ]
+                try:
+                    added, _ = service.import_memories(records)
+                    say(imported=[r["content"] for r in records], added=added)
+                except MemtreeError as exc:
+                    say(error=str(exc), imported=[])
             if args.recall_every and i % args.recall_every == 0:
                 started = time.perf_counter()
                 try:

@@ -114,7 +114,9 @@ def raw_texts() -> list[str]:
 
 
 def fences() -> int:
-    """How many fence rows the namespace's table holds (each server that took a lease over wrote one)."""
+    """How many fences the namespace's table holds that are commits of their own: every commit ends
+    with a fence (its marker, store/fences.py), and a server that takes the lease over (or finds
+    none in the bucket) appends one alone before it writes."""
     import lancedb
     import pyarrow.compute as pc
 
@@ -123,7 +125,8 @@ def fences() -> int:
 
     table = lancedb.connect(HOME, storage_options=object_store_options(HOME)).open_table("default")
     ids = table.search().select(["id"]).limit(None).to_arrow().column("id")
-    return int(pc.sum(pc.starts_with(ids, FENCE)).as_py() or 0)
+    fence = pc.starts_with(ids, FENCE).to_pylist()
+    return sum(1 for i, is_fence in enumerate(fence) if is_fence and (i == 0 or fence[i - 1]))
 
 
 def fresh(tmp_path: Path, name: str, embedder: Any) -> MemoryService:
@@ -159,10 +162,11 @@ def test_one_server_at_a_time_holds_the_lease_and_a_silent_one_is_taken_over(buc
     key = lease_key(HOME, "default")
     first = BucketLease(client, BUCKET, key, "default", seconds=1.0)
     second = BucketLease(client, BUCKET, key, "default", seconds=1.0)
-    assert first.acquire(timeout=1) is False  # no lease yet: taken, nothing to fence
-    first.done()  # kept for the next write (a burst pays once)
+    # No lease in the bucket: never made, or deleted under a holder; taken as a takeover, so fenced.
+    assert first.acquire(timeout=1) is True
     with pytest.raises(LockTimeout, match=r"is being written by .*pid"):
-        second.acquire(timeout=0.2)
+        second.acquire(timeout=0.2)  # while the first writes (a loaded machine cannot outlast it)
+    first.done()  # kept for the next write (a burst pays once)
     first.close()  # released: taken at once, nothing to fence
     assert second.acquire(timeout=1) is False
     second.check()
@@ -219,7 +223,8 @@ def test_a_killed_lease_holder_is_taken_over_and_what_it_acked_stays(
     assert not [r for r in results if "error" in r]
     acked |= {r["acked"] for r in results if "acked" in r}
     assert f"pid {other.pid}," in lease_state()["holder"]
-    assert fences() == 1  # taken over from a holder that let it expire: fenced first
+    # The first server found no lease (fenced), the other took it over from the dead one (fenced).
+    assert fences() == 2
     assert_whole(tmp_path, embedder, acked, set())
 
 
@@ -242,12 +247,12 @@ def test_a_holder_stopped_past_its_lease_does_not_commit_when_it_resumes(
     acked = {r["acked"] for r in [*mine, *results] if "acked" in r}
     refused = {r["text"] for r in mine if "error" in r}
     assert len(acked) + len(refused) == 30 + 4
-    assert all("lost the write lease" in r["error"] for r in mine if "error" in r)
-    assert fences() == 1
+    # Woken up, it finds its lease lost or its commit shut out, and writes again after the other.
+    assert fences() == 2
     assert_whole(tmp_path, embedder, acked, set(), refused)
 
 
-def test_a_commit_that_lands_after_a_takeover_is_refused_and_ignored_by_readers(
+def test_a_commit_that_lands_after_a_takeover_is_ignored_by_readers_and_written_again(
     bucket: dict[str, str], tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
@@ -263,23 +268,28 @@ def test_a_commit_that_lands_after_a_takeover_is_refused_and_ignored_by_readers(
     def stall_then_append(data: Any, *args: Any, **kwargs: Any) -> Any:
         # As a process stopped between its lease check and its append: its renewals stop too, the
         # other server waits the lease out, takes it over, fences and commits; then this lands.
+        if taken:
+            return append(data, *args, **kwargs)  # the second try: no stall this time
         lease.suspend()
         writer = threading.Thread(
             target=lambda: taken.update(done=other.remember("Deploys freeze on Fridays."))
         )
         writer.start()
         writer.join(timeout=60)
+        lease.resume()  # wakes up and finishes its append
         return append(data, *args, **kwargs)
 
     monkeypatch.setattr(table, "add", stall_then_append)
-    with pytest.raises(Exception, match="lost the write lease"):
-        stalled.remember("The release train leaves every Tuesday.")
+    done = stalled.remember("The release train leaves every Tuesday.")
     assert taken["done"].ids
-    assert "The release train leaves every Tuesday." in raw_texts()  # appended, but after the fence
-    checker = assert_whole(tmp_path, embedder, set(taken["done"].ids), set())
+    rows = raw_texts()
+    # Appended after the fence it does not count; written again after the other's commit, it does.
+    assert rows.count("The release train leaves every Tuesday.") == 2
+    checker = assert_whole(tmp_path, embedder, set(taken["done"].ids) | set(done.ids), set())
     texts = {leaf.text for leaf in (checker.memory() or stalled.memory()).leaves.values()}  # type: ignore[union-attr]
-    assert texts == {"The staging cluster runs in eu-west-1.", "Deploys freeze on Fridays."}
-    # The server that was fenced off reads the namespace as everyone else does, and writes again.
-    monkeypatch.undo()
-    lease.resume()
-    assert stalled.remember("The release train leaves every Tuesday.").ids
+    assert texts == {
+        "The staging cluster runs in eu-west-1.",
+        "Deploys freeze on Fridays.",
+        "The release train leaves every Tuesday.",
+    }
+    assert stalled.remember("The release train leaves every Tuesday.").deduplicated

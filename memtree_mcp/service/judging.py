@@ -38,6 +38,7 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.service.refine import CLOSE_SECONDS, Refinement, Refiner
+from memtree_mcp.service.spaces import on_conflict_again
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -252,6 +253,7 @@ class Judging:
         """Store the client model's answers to :meth:`questions`; returns how many memories were judged."""
         return self._commit(name, [(q.leaf_id, q, answer) for q, answer in answers]) if answers else 0
 
+    @on_conflict_again
     def _commit(self, name: str, done: Iterable[tuple[str, JudgeQuestion | None, str]]) -> int:
         """Commit judgements (memory id, question or None when nothing was close, answer) of
         memories still marked, in one commit: their links grow by the older memories the answer

@@ -26,7 +26,7 @@ from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.redaction import redact_leaf
 from memtree_mcp.service.refine import Refinement
-from memtree_mcp.service.spaces import Spaces
+from memtree_mcp.service.spaces import Spaces, on_conflict_again
 from memtree_mcp.service.versions import resolve_version
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class Maintenance:
             now = set(space.memory.leaves)
         return version, len(then - now), len(now - then), len(now)
 
+    @on_conflict_again
     def restore(self, name: str, to: str) -> tuple[int, int]:
         """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.
 
@@ -98,6 +99,7 @@ class Maintenance:
         log.info("restored namespace %s to version %d", name, version)
         return version, latest
 
+    @on_conflict_again
     def purge(self, name: str) -> int:
         """Rewrite namespace ``name`` so that no file of the store holds a forgotten memory, a
         superseded summary or an earlier version; returns the version it leaves.
@@ -110,6 +112,7 @@ class Maintenance:
                 raise NotFound(f"namespace '{name}' holds nothing to purge.")
             return self._spaces.purge(space)
 
+    @on_conflict_again
     def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
         """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
 
@@ -164,6 +167,7 @@ class Maintenance:
         (MEMTREE_TIMEZONE): what ``doctor`` tells when they differ."""
         return self._spaces.calendar_of(name).name, self._spaces.zones.of(name).name
 
+    @on_conflict_again
     def move_zone(self, name: str, zone: str) -> bool:
         """Count namespace ``name``'s days in ``zone`` from now on: its temporal tree built again
         in that zone (new branches, summarised again) unless it agrees with it already, and the

@@ -42,6 +42,7 @@ from memtree_mcp.errors import InvalidInput, ProviderError
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import aggregation_prompt, annotation_prompt, strip_reasoning, update_note
 from memtree_mcp.service.inputs import visible
+from memtree_mcp.service.spaces import on_conflict_again
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -578,6 +579,7 @@ class Refinement:
                 log.warning("the client's model gave no usable summary: %s", exc)
         return self._commit(name, done) if done else 0
 
+    @on_conflict_again
     def _commit(self, name: str, done: Sequence[tuple[str, str, str]]) -> int:
         """Commit (branch id, input fingerprint, summary) triples still current, in one commit."""
         with self._spaces.writing(name, create=False) as space:

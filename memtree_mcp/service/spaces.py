@@ -20,7 +20,11 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
   (``store/fences.py``), and every commit checks the lease (``NamespaceTable.guard``);
 - commits: a write's changed and removed nodes go to the table in one commit (:meth:`Spaces.change`),
   and when anything fails the memory is reloaded from the table, which still holds the previous
-  version; no half-change stays in RAM or on disk.
+  version; no half-change stays in RAM or on disk. A commit counts only if no other writer's came
+  between the rows it was built on and it (``store/fences.py``); when one did (two servers that both
+  believed they held a bucket's lease), nothing is acknowledged and the write is done again on what
+  the other wrote (:func:`on_conflict_again`). The lock and the lease only keep writers from
+  colliding: losing them costs a retry, never a memory.
 
 - purges: once a forget is older than MEMTREE_RETENTION, the namespace's table is rewritten so
   that no file holds the forgotten text (checked after each commit and when a read follows the
@@ -32,14 +36,16 @@ still waiting for a summary) registers ``on_load``.
 
 from __future__ import annotations
 
+import functools
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.calendar import Calendar
@@ -47,7 +53,7 @@ from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.heap import collector_paused, give_back_freed_memory
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.segmenting import CompatibilityPolicy
-from memtree_mcp.errors import LockTimeout, StoreError
+from memtree_mcp.errors import LeaseLost, LockTimeout, StoreError, WriteConflict
 from memtree_mcp.service.zones import Zones
 from memtree_mcp.store.locks import FileWriteLock, NamespaceLock, lock_folder
 
@@ -63,6 +69,35 @@ log = logging.getLogger("memtree_mcp")
 READERS_TURN_SECONDS = 1.0
 # How often a server looks, in the background, whether another process committed (Spaces.watch).
 WATCH_SECONDS = 0.2
+# How many times a write is done again when another writer's commit came first, and the longest
+# pause before the last try (a random part of it, growing with each try, so two do not meet again).
+WRITE_ATTEMPTS = 8
+RETRY_PAUSE_SECONDS = 0.4
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def on_conflict_again(write: Callable[P, T]) -> Callable[P, T]:
+    """Decorate a write (a method that takes a namespace with :meth:`Spaces.writing` and commits
+    once) so that it is done again, from its start, when its commit did not count because another
+    writer's came first (WriteConflict) or the bucket's lease was lost before it (LeaseLost): each
+    try reads what the others wrote first. After WRITE_ATTEMPTS tries the last error is raised;
+    nothing of any try was acknowledged."""
+
+    @functools.wraps(write)
+    def again(*args: P.args, **kwargs: P.kwargs) -> T:
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return write(*args, **kwargs)
+            except (WriteConflict, LeaseLost) as exc:
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+                log.info("%s; writing again (try %d of %d)", exc, attempt + 1, WRITE_ATTEMPTS)
+                time.sleep(random.uniform(0, RETRY_PAUSE_SECONDS * attempt / WRITE_ATTEMPTS))
+        raise AssertionError("unreachable")
+
+    return again
 
 
 @dataclass
@@ -358,10 +393,14 @@ class Spaces:
             yield
         finally:
             space.table.maintenance_deferred = False
-            with self.writing(name) as held:
-                assert held is not None
-                held.table.maintain(fresh=fresh)
-                held.version = held.table.latest_version()
+            self._maintain(name, fresh=fresh)
+
+    @on_conflict_again
+    def _maintain(self, name: str, *, fresh: bool) -> None:
+        with self.writing(name) as held:
+            assert held is not None
+            held.table.maintain(fresh=fresh)
+            held.version = held.table.latest_version()
 
     def follow(self, space: Space) -> None:
         """Bring ``space`` up to the latest version of its table if another process committed since.

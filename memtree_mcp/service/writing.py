@@ -52,7 +52,7 @@ from memtree_mcp.service.judging import MAX_JUDGED_CHUNKS, Judging
 from memtree_mcp.service.redaction import Fields, guard_secrets
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.results import PathStep
-from memtree_mcp.service.spaces import Spaces
+from memtree_mcp.service.spaces import Spaces, on_conflict_again
 
 log = logging.getLogger("memtree_mcp")
 
@@ -260,6 +260,7 @@ class Writer:
             read.append((chunks, old, olders, record.get("timestamp") is not None))
         return read
 
+    @on_conflict_again
     def _link_imported(
         self, name: str, links: Mapping[str, Sequence[Link]], new_id: Mapping[str, str]
     ) -> None:
@@ -325,6 +326,21 @@ class Writer:
         undone = check_supersedes(unlink, "unlink")
         hashes = [content_hash(chunk.text) for chunk in chunks]
         vectors = self._vectors(name, chunks, hashes)
+        return self._file(name, chunks, hashes, vectors, olders, undone, by, judge)
+
+    @on_conflict_again
+    def _file(
+        self,
+        name: str,
+        chunks: list[Chunk],
+        hashes: list[str],
+        vectors: Mapping[str, Vector],
+        olders: tuple[str, ...],
+        undone: tuple[str, ...],
+        by: LinkMaker,
+        judge: bool,
+    ) -> Stored:
+        """:meth:`store` once the chunks are embedded: under the namespace's lock, one commit."""
         refine: list[tuple[int, str]] = []
         judged: list[tuple[int, str]] = []
         judge = judge and self._judging is not None and self._judging.enabled
@@ -385,6 +401,7 @@ class Writer:
             self._judging.submit(name, judged)
         return Stored(ids, len(fresh), path, olders, undone, offered)
 
+    @on_conflict_again
     def relink(
         self, name: str, newer: str, supersedes: object, unlink: object, by: LinkMaker
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -437,6 +454,7 @@ class Writer:
                 f"{adding}; the quota is {quota:,} (MEMTREE_MAX_MEMORIES). Forget some, or raise it."
             )
 
+    @on_conflict_again
     def forget(
         self,
         name: str,

@@ -6,18 +6,25 @@ taken and renewed with S3's conditional writes: ``If-None-Match: *`` creates it 
 ``If-Match: <ETag>`` replaces exactly the state that was read, so of two servers racing for it one
 wins and the other gets 412 and looks again.
 
+The lease only keeps writers from colliding; what a memory's safety rests on is the store's own
+commit protocol: every commit is checked to count before it is acknowledged (``store/fences.py``,
+``NamespaceTable._append_commit``), so two servers that both believe they hold the lease (a lease
+deleted under its holder, a holder stalled past its lease) cost each other retries, never a
+memory or the trees' shape.
+
 - **Expiry without trusting clocks.** A holder renews its lease while it writes (a background
-  thread, every third of :data:`LEASE_SECONDS`), which changes the object's ETag. Another server
-  takes a lease over only after it has seen the same ETag for a whole lease period on its own
-  clock: the holder is dead or stalled. The holder counts its lease valid for less than that
-  (:data:`VALID_FRACTION` of the period, from the moment it *sent* its last renewal).
+  thread, every third of its length), which changes the object's ETag. Another server takes a
+  lease over only after it has seen the same ETag for a whole lease period on its own clock: the
+  holder is dead or stalled. The period is the longer of the holder's length, which the lease
+  records, and the taker's own (MEMTREE_LEASE_SECONDS may differ between servers). The holder
+  counts its lease valid for less than that (:data:`VALID_FRACTION` of the period, from the moment
+  it *sent* its last renewal).
 - **Fencing.** A holder checks its lease before every commit (:meth:`BucketLease.check`: renewed
-  if half gone, an error if someone else took it) and after it (:meth:`BucketLease.confirm`: when
-  the commit ended past the lease's validity, the lease is read again and the write is not
-  acknowledged unless it is still this server's). A server that takes a lease over says so
-  (:meth:`BucketLease.acquire` returns True), and the namespace then appends a *fence* row before
-  anything else (``store/fences.py``): whatever the stalled holder might still append lands after
-  it, with revisions no newer than the fence, and every reader ignores it.
+  if half gone, an error if someone else took it). A server that takes a lease over, or takes one
+  that vanished (deleted by an operator, a lifecycle rule, a sync: its holder may still be
+  writing), says so (:meth:`BucketLease.acquire` returns True), and the namespace then appends a
+  *fence* row before anything else (``store/fences.py``): whatever the stalled holder might still
+  append lands after it, with revisions no newer than the fence, and every reader ignores it.
 - **A lone writer keeps it across a burst.** After a write the lease is kept, released when the
   server has been idle for :data:`LINGER_SECONDS`, or at the end of a write once it was held for
   :data:`HOLD_AT_MOST` seconds *and another server wants it*: a server waiting for the lease
@@ -348,15 +355,16 @@ class BucketLease:
             if state is not None and state.get("holder") != self.holder and etag != watched[0]:
                 watched = (etag, now)
             if state is not None and not state.get("released") and state.get("holder") != self.holder:
-                taken_over = now - watched[1] >= self.seconds
+                taken_over = now - watched[1] >= max(self.seconds, _length(state.get("seconds")))
             # Released for another server: it has HANDOFF_SECONDS to take it first.
             handed = state is not None and state.get("next") not in (None, self.holder)
             free = state is None or (
                 state.get("released") and not (handed and now - watched[1] < HANDOFF_SECONDS)
             )
-            if state is None and self._seen_generation:
-                # The lease vanished (deleted by an operator, a lifecycle rule, a sync), not
-                # released: its holder may still be writing, so it is taken as a takeover is.
+            if state is None:
+                # No lease: never made, or it vanished (deleted by an operator, a lifecycle rule, a
+                # sync) under a holder that may still be writing; a server cannot tell which, so it
+                # takes it as a takeover, fencing the table (a row) before it writes.
                 taken_over = True
             if free or (state or {}).get("holder") == self.holder or taken_over:
                 generation = max(int((state or {}).get("generation", 0)), self._seen_generation) + 1
@@ -367,11 +375,13 @@ class BucketLease:
                     self._held = Held(generation, written, sent + self.seconds * VALID_FRACTION)
                     self._wanted_at = sent
                     self._wanted = self._wanted_now()
-                    if taken_over:
+                    if taken_over and state is None:
+                        log.info("took the lease of namespace %s (none was in the bucket)", self.namespace)
+                    elif taken_over and state is not None:
                         log.warning(
                             "took over the lease of namespace %s from %s, silent for %.1f s",
                             self.namespace,
-                            (state or {}).get("holder", "?"),
+                            state.get("holder", "?"),
                             now - watched[1],
                         )
                     return taken_over
@@ -465,14 +475,21 @@ class BucketLease:
 
     def _lost_message(self) -> str:
         return (
-            f"this server lost the write lease of namespace '{self.namespace}' (it stalled for longer "
-            "than MEMTREE_LEASE_SECONDS and another server took over); nothing was acknowledged. "
+            f"this server lost the write lease of namespace '{self.namespace}' (another server took it "
+            "over, or it was deleted from the bucket); nothing was acknowledged. "
             "Try again: an exact duplicate is recognised."
         )
 
     def _unreachable(self, exc: Exception) -> StoreError:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         return StoreError(f"cannot reach the lease of namespace '{self.namespace}' in the bucket ({reason})")
+
+
+def _length(value: object) -> float:
+    """A lease's recorded length in seconds (0 when it is not a length MEMTREE_LEASE_SECONDS allows)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0.5 <= value <= 600:
+        return float(value)
+    return 0.0
 
 
 def _generation_ok(value: object) -> bool:

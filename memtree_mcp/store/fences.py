@@ -1,17 +1,24 @@
-"""Fences: rows after which what a writer that lost its lease still appends does not count.
+"""Fences: rows after which what another writer appends with an older revision does not count.
 
-A server that takes a bucket namespace's lease over from a holder that let it expire
-(``store/bucket.py``) cannot stop that holder: stopped (a pause, a swap storm) rather than dead,
-it may wake up and finish the append it had started. So before writing anything, the new holder
-appends a *fence*: a row whose id starts with :data:`FENCE` and whose ``rev`` is one more than any
-revision in the table. The stalled writer's append can only carry a revision it had computed
-before, no newer than the fence's; so a row that comes after a fence in the table's order with a
-revision no newer than that fence's is ignored by every reader (:func:`unfenced`), as are the
-fences themselves. Rewrites (squash, purge, upgrade) on a bucket home end with a fence at the
-highest revision they kept, so that a late append does not count after them either.
+Every commit of a namespace table (``store/table.py``) ends with a fence at its own revision, its
+*commit marker*. A writer numbers its commit one more than the last revision it has read; two
+writers that read the same table and append at once (two servers that both believe they hold a
+bucket's lease, processes with different lock folders) therefore claim the same revision, and
+LanceDB, for which concurrent appends are compatible, keeps both. Of the two, the one that comes
+first in the table's order counts; the other lands after the first one's marker with a revision
+no newer than it, and every reader ignores it (:func:`unfenced`). Its writer finds that out before
+it acknowledges anything (:func:`commit_counts`; cheaply, from the version LanceDB gave its commit),
+and does its change again on what the other one wrote. A memory is acknowledged only when every
+reader will keep it, whatever the lease did.
+
+A server that takes a bucket namespace's lease over also appends a fence before writing, as it
+always did: the stalled holder's late append carries a revision no newer than it. Rewrites
+(squash, purge, upgrade) end with a fence at the highest revision they kept, so that a late append
+does not count after them either.
 
 A fence is written as a deletion row (``store/rows.py``) of an id no node has: code from before
-fences reads it as the deletion of nothing.
+fences reads it as the deletion of nothing, and code from before commit markers applies the same
+rule to them.
 """
 
 from __future__ import annotations
@@ -45,32 +52,55 @@ def fence_row(rev: int) -> dict[str, Any]:
     return {**deletion_row(FENCE + uuid.uuid4().hex[:12], time.time()), "rev": rev}
 
 
-def unfenced(arrow: pa.Table) -> pa.Table:
+NO_FENCE = int(np.iinfo(np.int64).min)
+"""The fence level before the first row of a table: nothing is shut out."""
+
+
+def fence_levels(arrow: pa.Table, level: int = NO_FENCE) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``arrow`` (rows in the table's order, with ``id`` and ``rev``), whether it is
+    a fence, and the revision of the highest fence before it; ``level``: that of the rows before
+    ``arrow`` (a table read in two parts)."""
+    fences = pc.starts_with(arrow.column("id"), FENCE).to_numpy(zero_copy_only=False)
+    revs = arrow.column("rev").to_numpy()
+    highest = np.maximum.accumulate(np.where(fences, revs, level))
+    return fences, np.concatenate([[level], highest[:-1]]) if len(revs) else highest
+
+
+def unfenced(arrow: pa.Table, level: int = NO_FENCE) -> pa.Table:
     """``arrow`` (rows in the table's order, with ``id`` and ``rev``) without its fences and the rows
-    each fence shuts out: those after it whose revision is no newer than its own."""
+    a fence shuts out: those after it whose revision is no newer than its own. ``level``: the
+    highest fence in the rows before ``arrow``, when it is the rest of a table read in two parts."""
     if not arrow.num_rows:
         return arrow
-    is_fence = pc.starts_with(arrow.column("id"), FENCE)
-    if not pc.any(is_fence).as_py():
+    if level == NO_FENCE and not pc.any(pc.starts_with(arrow.column("id"), FENCE)).as_py():
         return arrow
-    fences = is_fence.to_numpy(zero_copy_only=False)
-    revs = arrow.column("rev").to_numpy()
-    # The highest fence strictly before each row.
-    level = np.maximum.accumulate(np.where(fences, revs, np.iinfo(np.int64).min))
-    before = np.concatenate([[np.iinfo(np.int64).min], level[:-1]])
-    return arrow.filter(pa.array(~fences & (revs > before)))
+    fences, before = fence_levels(arrow, level)
+    return arrow.filter(pa.array(~fences & (arrow.column("rev").to_numpy() > before)))
+
+
+def highest_fence(arrow: pa.Table, level: int = NO_FENCE) -> int:
+    """The revision of the highest fence in ``arrow`` or before it (``level``)."""
+    if not arrow.num_rows:
+        return level
+    fences = pc.starts_with(arrow.column("id"), FENCE).to_numpy(zero_copy_only=False)
+    revs = arrow.column("rev").to_numpy()[fences]
+    return max(level, int(revs.max())) if len(revs) else level
+
+
+def commit_counts(arrow: pa.Table, marker: str, size: int) -> bool | None:
+    """Whether the commit of ``size`` rows that ends with the fence ``marker`` (its id) counts in
+    ``arrow``, the (``id``, ``rev``) of the whole table in its order: no fence before its first row
+    shuts it out. None when the marker is not in the table (a rewrite dropped the commit)."""
+    found = np.flatnonzero(pc.equal(arrow.column("id"), marker).to_numpy(zero_copy_only=False))
+    if not len(found):
+        return None
+    end = int(found[0])
+    start = end - size + 1
+    rev = int(arrow.column("rev")[end].as_py())
+    before = arrow.slice(0, start)
+    return start >= 0 and highest_fence(before) < rev
 
 
 def fence_count(arrow: pa.Table) -> int:
     """How many rows of ``arrow`` a fence shuts out, fences included (for ``doctor``)."""
     return arrow.num_rows - unfenced(arrow).num_rows
-
-
-def counts(table: Any, written: pa.Table) -> bool:
-    """Whether the rows ``written`` by one append to the Lance ``table`` count (no fence shuts them
-    out): asked by a writer whose lease ran out while it appended."""
-    table.checkout_latest()
-    rows = unfenced(table.search().select(["id", "rev"]).limit(None).to_arrow())
-    first = (written.column("id")[0].as_py(), written.column("rev")[0].as_py())
-    found = pc.and_(pc.equal(rows.column("id"), first[0]), pc.equal(rows.column("rev"), first[1]))
-    return bool(pc.any(found).as_py())

@@ -124,8 +124,8 @@ class LanceStore:
         if "://" not in self.home:
             # Where Lance writes each version's manifest (lance's format: <table>.lance/_versions).
             opened.versions_folder = Path(self.home) / f"{namespace}.lance" / "_versions"
-        else:  # writers on other machines: fenced rewrites, old files kept a while (store/fences.py)
-            opened.fencing, opened.reader_grace = True, BUCKET_GRACE
+        else:  # readers on other machines: old files kept a while
+            opened.reader_grace = BUCKET_GRACE
         return opened
 
     def read_any(self, namespace: str) -> tuple[Snapshot, str, int] | None:
@@ -164,8 +164,7 @@ class LanceStore:
             for node_id, at in deletions
             if node_id not in live  # a memory restored after its forget is live again
         ]
-        if "://" in self.home:  # what a writer that lost its lease appends later does not count
-            rows.append(fence_row(rev))
+        rows.append(fence_row(rev))  # what another writer appends later, built on less, does not count
         data = pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=schema)
         try:
             compact(self._db.create_table(namespace, data=data, schema=schema, mode="overwrite"))

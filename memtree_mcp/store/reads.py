@@ -33,13 +33,15 @@ class Snapshot:
 class Position:
     """Where a whole read of a table left its reader: what :meth:`NamespaceTable.changes` compares
     the table with to find the rows appended since (the generation, the row count, the highest
-    revision and the (id, rev) of the last row), and the version read."""
+    revision and the (id, rev) of the last row), the version read, and the highest fence read
+    (``store/fences.py``: rows appended since with a revision no newer do not count)."""
 
     generation: bytes
     version: int
     rows: int
     rev: int
     last: tuple[str, int] | None
+    fenced: int = int(np.iinfo(np.int64).min)
 
 
 @dataclass(slots=True)

@@ -65,6 +65,7 @@ from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch
 from memtree_mcp.store.arrow import latest_positions, one_array
+from memtree_mcp.store.fences import NO_FENCE, unfenced
 from memtree_mcp.store.migrations import as_current
 from memtree_mcp.store.rows import DELETED
 from memtree_mcp.store.table import OUTLINE, Position
@@ -237,6 +238,7 @@ def _write(path: Path, rows: pa.Table, position: Position, memory: Memory, embed
         b"memtree.rev": str(position.rev).encode(),
         b"memtree.last_id": (position.last[0] if position.last else "").encode(),
         b"memtree.last_rev": str(position.last[1] if position.last else -1).encode(),
+        b"memtree.fenced": str(position.fenced).encode(),
         b"memtree.lexical": lexical_fingerprint().encode(),
         b"memtree.lexical_capacity": str(lexical.capacity).encode(),
     }
@@ -359,6 +361,8 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
         rows=int(meta[b"memtree.rows"]),
         rev=int(meta[b"memtree.rev"]),
         last=(last_id, last_rev) if last_rev >= 0 else None,
+        # Snapshots from before commit markers: no fence was among their rows.
+        fenced=int(meta.get(b"memtree.fenced", str(NO_FENCE).encode())),
     )
     # Rows of a table not yet upgraded to the current schema version are read in the current
     # layout, as the table's own are (``store/migrations.py``).
@@ -462,10 +466,14 @@ def _gf2_square(matrix: list[int]) -> list[int]:
 def disagreement(rows: pa.Table, position: Position, outline: pa.Table) -> str | None:
     """Why ``rows`` (a snapshot's: each id's latest row at ``position``) are not what the table
     gives there, from ``outline`` (:meth:`NamespaceTable.outline`, the table now); None when they
-    are. The rows written since the snapshot have higher revisions, and are left out."""
-    upto = outline.filter(pc.less_equal(outline.column("rev"), position.rev))
-    if upto.num_rows != position.rows:
-        return f"the table held {upto.num_rows} rows at its revision {position.rev}, it says {position.rows}"
+    are. The table's first ``position.rows`` rows are those the snapshot was read from (appends go
+    after them, and compaction keeps their order); the commits that do not count in them
+    (``store/fences.py``) and the commit markers are left out, as a whole read leaves them out."""
+    upto = outline.slice(0, position.rows)
+    newest = pc.max(upto.column("rev")).as_py() if upto.num_rows else -1
+    if upto.num_rows != position.rows or newest != max(position.rev, -1):
+        return f"the table's first {position.rows} rows are not those it read (up to revision {position.rev})"
+    upto = unfenced(upto)
     table = _by_id(upto.take(pa.array(latest_positions(upto)[0])))
     saved = _by_id(rows.select(list(OUTLINE)))
     if table.num_rows != saved.num_rows:

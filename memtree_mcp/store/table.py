@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 
 from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.errors import LeaseLost, StoreError, store_error
+from memtree_mcp.errors import StoreError, WriteConflict, store_error
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,
@@ -64,7 +64,14 @@ from memtree_mcp.store.arrow import (
     up_to,
 )
 from memtree_mcp.store.commits import COMMIT_COLUMNS, RESTORE_MARK, Commit, commits_of
-from memtree_mcp.store.fences import WriteGuard, counts, fence_row, unfenced
+from memtree_mcp.store.fences import (
+    NO_FENCE,
+    WriteGuard,
+    commit_counts,
+    fence_row,
+    highest_fence,
+    unfenced,
+)
 from memtree_mcp.store.history import restoring_rows
 from memtree_mcp.store.migrations import (
     as_current,
@@ -147,10 +154,13 @@ class NamespaceTable:
         self.oldest_forget: float | None = None
         # Set by Spaces while a writer holds the namespace: checked around every write to Lance.
         self.guard: WriteGuard | None = None
-        # A bucket home: rewrites end with a fence (store/fences.py) and keep old files a while.
-        self.fencing = False
+        # A bucket home keeps old files a while for readers on other machines.
         self.reader_grace = READER_GRACE
         self._scanned_version = -1  # the version the last whole read was of (see _overwrite)
+        # The version whose rows this reader has all read or written (-1: none): a commit that
+        # LanceDB gives the version after it had no other commit before it (see _append_commit).
+        self._applied_version = -1
+        self._fenced = NO_FENCE  # the highest fence among the rows read or written so far
 
     @property
     def lance(self) -> Any:
@@ -265,7 +275,7 @@ class NamespaceTable:
         )
         rows = arrow.take(pa.array(latest_positions(arrow)[0])) if keep_rows else None
         assert self._generation is not None
-        position = Position(self._generation, version, self._rows, self._rev, self._last)
+        position = Position(self._generation, version, self._rows, self._rev, self._last, self._fenced)
         snapshot = snapshot_of(arrow, positions, is_leaf, version, self.dimension)
         del arrow
         release_arrow_pages()
@@ -281,6 +291,7 @@ class NamespaceTable:
         """
         self._generation = position.generation
         self._rows, self._rev, self._last = position.rows, position.rev, position.last
+        self._fenced, self._applied_version = position.fenced, position.version
         alive, is_leaf = kind_masks(rows.column("kind"))
         everything = np.arange(rows.num_rows)
         self._note_latest(rows, everything, alive)
@@ -298,9 +309,9 @@ class NamespaceTable:
         added = self._again_if_gone(lambda: self._rows_after(position.rows, position.last, self._rows))
         if added is None:
             return None
-        merged = pa.concat_tables([rows, unfenced(added).cast(rows.schema)]).combine_chunks()
+        merged = pa.concat_tables([rows, unfenced(added, position.fenced).cast(rows.schema)]).combine_chunks()
         latest = merged.take(pa.array(latest_positions(merged)[0]))
-        return latest, Position(self._generation, version, self._rows, self._rev, self._last)
+        return latest, Position(self._generation, version, self._rows, self._rev, self._last, self._fenced)
 
     def _rows_after(self, seen: int, last: tuple[str, int] | None, total: int) -> pa.Table | None:
         """The rows at offsets ``seen`` to ``total`` (appended after the ``seen`` a reader saw, the
@@ -350,13 +361,19 @@ class NamespaceTable:
         if arrow is None:
             return None
         if not arrow.num_rows:
+            self._applied_version = version
             return Changes(version=version, leaves=[], branches=[], removed=set())
-        if int(pc.min(arrow.column("rev")).as_py()) <= self._rev:
+        # A commit that lost a race to another writer's lands after that one's marker and does not
+        # count (store/fences.py); what counts must be newer than everything seen.
+        counted = unfenced(arrow, self._fenced)
+        if counted.num_rows and int(pc.min(counted.column("rev")).as_py()) <= self._rev:
             return None
         self._rows = total
-        self._rev = int(pc.max(arrow.column("rev")).as_py())
+        self._rev = max(self._rev, int(pc.max(arrow.column("rev")).as_py()))
         self._last = last_row(arrow)
-        arrow = unfenced(arrow)  # another server's fence, and what it shuts out
+        self._fenced = highest_fence(arrow, self._fenced)
+        self._applied_version = version
+        arrow = counted
         positions, kinds = latest_positions(arrow)
         alive, is_leaf = kind_masks(kinds)
         ids = arrow.column("id").take(pa.array(positions)).to_pylist()
@@ -393,10 +410,8 @@ class NamespaceTable:
         rev = self._rev + 1
         if self._schema is None:
             self._schema = self._table.schema
-        self._append(pa.Table.from_pylist([{**row, "rev": rev} for row in rows], schema=self._schema))
-        self._rev = rev
-        self._rows += len(rows)
-        self._last = (rows[-1]["id"], rev)
+        marked = [*({**row, "rev": rev} for row in rows), fence_row(rev)]
+        version = self._append_commit(pa.Table.from_pylist(marked, schema=self._schema))
         gone = [row["id"] for row in rows if row["kind"] == DELETED]
         self._noted(
             (row["id"] for row in rows if row["kind"] != DELETED), gone, rows[-1]["updated"] if gone else None
@@ -404,30 +419,59 @@ class NamespaceTable:
         self._appends_since_compaction += 1
         if not self.maintenance_deferred:
             self._maintain()
-        return int(self._table.version)
+        return version
 
-    def _append(self, data: pa.Table) -> None:
-        """Append ``data`` in one commit, inside the writer's lease (:attr:`guard`). Raises StoreError
-        when Lance refuses, LeaseLost when the writer lost its lease before or during it."""
+    def _append_commit(self, data: pa.Table) -> int:
+        """Append ``data``, one commit ending with its marker (a fence at its revision), and make
+        sure it counts before anything is acknowledged; returns the table version it made.
+
+        The commit counts when no other commit came between the version this reader has applied
+        and this one: LanceDB numbers versions without gaps, so the version it gives this commit
+        tells, without a read. Otherwise the table is read (its ids and revisions) to see whether a
+        commit of another writer, built on the same rows, came first and shuts this one out.
+        Raises WriteConflict then (nothing counts; the caller reads what the other one wrote and
+        does its change again), LeaseLost when this server knows it lost the bucket's lease before
+        writing, StoreError when Lance refuses the write.
+        """
         if self.guard is not None:
             self.guard.before()
+        base, size = self._applied_version, data.num_rows
+        marker, rev = data.column("id")[-1].as_py(), int(data.column("rev")[-1].as_py())
         try:
-            self._table.add(data)
+            added = self._table.add(data)
         except Exception as exc:  # Lance raises several exception types for I/O and conflicts
             raise store_error("write to the memory store", exc) from exc
-        if self.guard is not None:
-            try:
-                self.guard.after()
-            except LeaseLost:
-                if not counts(self._table, data):  # after another server's fence: readers ignore it
-                    raise
+        version = int(getattr(added, "version", 0) or self._table.version)
+        if base >= 0 and version == base + 1:
+            self._rows += size
+        else:
+            end = self._commit_end(marker, size)
+            if end is None:
+                self._generation = None  # read whole next time: this process saw rows go astray
+                raise WriteConflict(
+                    f"another writer changed namespace '{self.name}' at the same time; this change "
+                    "did not count and was not acknowledged"
+                )
+            self._rows = end + 1
+        self._rev, self._last, self._fenced = rev, (marker, rev), max(self._fenced, rev)
+        self._applied_version = version
+        self._checked_out = max(self._checked_out, version)
+        return version
+
+    def _commit_end(self, marker: str, size: int) -> int | None:
+        """The offset of the marker ``marker`` of a commit of ``size`` rows, if the commit counts in
+        the latest version (no other writer's commit shuts it out); None when it does not."""
+        self.latest_version()
+        rows = self._again_if_gone(lambda: self._table.search().select(["id", "rev"]).limit(None).to_arrow())
+        if not commit_counts(rows, marker, size):
+            return None
+        return int(pc.index(rows.column("id"), marker).as_py())
 
     def fence(self) -> None:
         """Append a fence (``store/fences.py``), holding a lease just taken over, the table followed:
-        what the writer that lost it appends from now on does not count."""
-        row = fence_row(self._rev + 1)
-        self._append(pa.Table.from_pylist([row], schema=self._table.schema))
-        self._rev, self._rows, self._last = row["rev"], self._rows + 1, (row["id"], row["rev"])
+        what the writer that lost it appends from now on does not count. Raises WriteConflict when
+        another writer committed first (then nothing needed fencing from this one)."""
+        self._append_commit(pa.Table.from_pylist([fence_row(self._rev + 1)], schema=self._table.schema))
 
     @property
     def rev(self) -> int:
@@ -477,10 +521,8 @@ class NamespaceTable:
         )
         if data is None:
             return self._rev
-        self._append(data)
-        self._rev = rev
-        self._rows += data.num_rows
-        self._last = last_row(data)
+        marker = pa.Table.from_pylist([fence_row(rev)], schema=data.schema)
+        self._append_commit(pa.concat_tables([data, marker]))
         self._noted(kept, gone, stamp if gone else None)
         self._appends_since_compaction += 1
         if not self.maintenance_deferred:
@@ -559,14 +601,25 @@ class NamespaceTable:
         that saw the old rows read the table whole), with its history starting at commit ``floor``."""
         generation = new_generation()
         meta = {**(rows.schema.metadata or {}), META_GENERATION: generation, META_FLOOR: str(floor).encode()}
-        if self.fencing:  # a late append of a writer that lost its lease must not count after it
-            fence = pa.Table.from_pylist([fence_row(self._rev)], schema=rows.schema)
-            rows = pa.concat_tables([rows, fence])
+        # The rewritten table ends as every commit does: with a marker at its last revision, so that
+        # a late append built on the rows before it does not count after it (store/fences.py).
+        fence = pa.Table.from_pylist([fence_row(self._rev)], schema=rows.schema)
+        rows = pa.concat_tables([rows, fence])
         rows = rows.replace_schema_metadata(meta)
         self._before_rewrite(self._scanned_version)
-        self._table.add(rows, mode="overwrite")
-        if self.guard is not None:
-            self.guard.after()
+        written = self._table.add(rows, mode="overwrite")
+        version = int(getattr(written, "version", 0) or self._table.version)
+        if version != self._scanned_version + 1:
+            # A commit landed between the check and the rewrite, which LanceDB lets win: only a
+            # writer that did not hold the namespace's lock can have made it (docs/deploy.md).
+            log.error(
+                "namespace %s: another writer committed while it was rewritten (version %d to %d); "
+                "what it wrote then may be lost",
+                self.name,
+                self._scanned_version,
+                version,
+            )
+        self._applied_version, self._fenced = version, highest_fence(rows)
         self._generation = generation
         self._schema = None
         self._rows = rows.num_rows
@@ -610,6 +663,7 @@ class NamespaceTable:
         self._rows = arrow.num_rows
         self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
         self._last = last_row(arrow)
+        self._fenced, self._applied_version = highest_fence(arrow), self._scanned_version
         arrow = unfenced(arrow)  # counted above: revisions only grow, and offsets are the table's
         latest, kinds = latest_positions(arrow)
         alive, is_leaf = kind_masks(kinds)
