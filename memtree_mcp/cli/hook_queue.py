@@ -79,7 +79,7 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
     turn stays queued)."""
     from filelock import FileLock
 
-    from memtree_mcp.service.writing import ImportTerms
+    from memtree_mcp.service.inputs import ImportTerms
 
     folder = queue_folder(home)
     if not folder.is_dir():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
@@ -306,3 +307,19 @@ def _moment(value: object, calendar: Calendar) -> datetime:
 def format_timestamp(seconds: float, calendar: Calendar) -> str:
     """ISO 8601 to the second, in ``calendar``'s zone (the namespace's; UTC written Z)."""
     return calendar.iso(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportTerms:
+    """How an import takes its records, when they come from a writer the namespace trusts more than
+    a file: ``keep_makers``, the records' links keep who made them (the namespace's own records,
+    read back by this process); ``secrets`` and ``max_chars``, the MEMTREE_SECRETS mode and the
+    MEMTREE_MAX_CONTENT_CHARS their writer applied already (a hook's queued turn), used instead of
+    this process's (None: this process's)."""
+
+    keep_makers: bool = False
+    secrets: str | None = None
+    max_chars: int | None = None
+
+
+FROM_A_FILE = ImportTerms()

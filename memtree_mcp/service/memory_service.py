@@ -32,7 +32,14 @@ from memtree_mcp.core.names import DEFAULT_STRATEGY
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.service.forgetting import forget_preview, stored_since
-from memtree_mcp.service.inputs import MAX_FORGET, check_flag, check_namespace, format_timestamp
+from memtree_mcp.service.inputs import (
+    FROM_A_FILE,
+    MAX_FORGET,
+    ImportTerms,
+    check_flag,
+    check_namespace,
+    format_timestamp,
+)
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
 from memtree_mcp.service.reading import Reader, recall_request
@@ -48,7 +55,7 @@ from memtree_mcp.service.results import (
     SummaryResult,
 )
 from memtree_mcp.service.spaces import Spaces
-from memtree_mcp.service.writing import FROM_A_FILE, ImportTerms, Writer
+from memtree_mcp.service.writing import Writer
 
 if TYPE_CHECKING:
     from memtree_mcp.llm.chat import TextGenerator

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Protocol, cast
 from memtree_mcp.core.secrets import Held, redact_fields, redact_record
 from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.service.inputs import ImportTerms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memtree_mcp.core.memory import Memory
     from memtree_mcp.core.model import Leaf
-    from memtree_mcp.service.writing import ImportTerms
 
 log = logging.getLogger("memtree_mcp")
 
@@ -92,8 +92,6 @@ def redact_stored(
     records = [redact_record(record, "redact") for record in exported if record["id"] in ids]
     # Forgotten, then stored again under their own ids; the purge takes the old text off disk.
     writer.forget(name, ids=sorted(ids), limit=None)
-    from memtree_mcp.service.writing import ImportTerms
-
     writer.import_records(name, records, terms=ImportTerms(keep_makers=True))  # the user's links stay theirs
     purge()
     log.info("rewrote %d memories of namespace %s without their secrets", len(ids), name)

@@ -39,7 +39,9 @@ from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.forgetting import forget_targets, forget_under
 from memtree_mcp.service.inputs import (
+    FROM_A_FILE,
     MAX_FORGET,
+    ImportTerms,
     check_ids,
     check_role,
     check_session,
@@ -79,22 +81,6 @@ class Chunk:
     wanted_id: str | None = None
     # The kinds of the secrets replaced by a marker in the content (on its first chunk only).
     redacted: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ImportTerms:
-    """How an import takes its records, when they come from a writer the namespace trusts more than
-    a file: ``keep_makers``, the records' links keep who made them (the namespace's own records,
-    read back by this process); ``secrets`` and ``max_chars``, the MEMTREE_SECRETS mode and the
-    MEMTREE_MAX_CONTENT_CHARS their writer applied already (a hook's queued turn), used instead of
-    this process's (None: this process's)."""
-
-    keep_makers: bool = False
-    secrets: str | None = None
-    max_chars: int | None = None
-
-
-FROM_A_FILE = ImportTerms()
 
 
 @dataclass(frozen=True, slots=True)
