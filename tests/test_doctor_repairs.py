@@ -2,8 +2,10 @@
 several machines did on a bucket before the lease): a memory stored twice, branches that lost a
 memory another writer added, a summary quoting a memory another writer forgot.
 
-The damage is made the way it happened: a second service that does not follow the table before it
-writes, so it builds its change on trees that miss the other's commits.
+The damage is made the way it happened: writers from before commit markers (store/fences.py), one
+of which does not follow the table before it writes, so it builds its change on trees that miss
+the other's commits. (With markers, such a commit does not count and is done again:
+tests/test_acknowledged.py.)
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ FACTS = [
 def test_doctor_repairs_what_unshared_locks_left_and_keeps_every_memory(
     tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import time
+    import uuid
+
+    from memtree_mcp.store import table as tables
+    from memtree_mcp.store.rows import deletion_row
+
+    # Commits end without a marker, as before markers: a deletion of an id no node has.
+    monkeypatch.setattr(
+        tables,
+        "fence_row",
+        lambda rev: {**deletion_row("m" + uuid.uuid4().hex[:15], time.time()), "rev": rev},
+    )
     home = str(tmp_path / "store")
     first = MemoryService(
         Settings(home=home, namespace="default", lock_dir=str(tmp_path / "a")), embedder=embedder
