@@ -262,35 +262,3 @@ def test_each_long_module_on_the_list_is_still_long() -> None:
     root = Path(memtree_mcp.__file__).parent
     shrunk = [name for name in LONG_MODULES if len((root / name).read_text().splitlines()) <= MODULE_LINES]
     assert not shrunk, f"no longer over {MODULE_LINES} lines: take them off LONG_MODULES: {shrunk}"
-
-
-# argv: the old names. Imports each by its old name, and prints the warning it gave and whether
-# the module is the one it moved to.
-OLD_NAMES = """
-import importlib, json, sys, warnings
-import memtree_mcp
-
-report = {}
-for old in json.loads(sys.argv[1]):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(f"memtree_mcp.{old}")
-    new = importlib.import_module(f"memtree_mcp.{memtree_mcp.MOVED[old]}")
-    report[old] = [str(w.message) for w in caught if w.category is DeprecationWarning] + [module is new]
-print(json.dumps(report))
-"""
-
-
-def test_a_module_that_moved_still_imports_by_its_old_name_with_a_warning() -> None:
-    olds = sorted(memtree_mcp.MOVED)
-    done = subprocess.run(
-        [sys.executable, "-c", OLD_NAMES, json.dumps(olds)], capture_output=True, text=True, timeout=TIMEOUT
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    for old in olds:
-        new = f"memtree_mcp.{memtree_mcp.MOVED[old]}"
-        assert report[old] == [
-            f"memtree_mcp.{old} moved to {new}; the old name goes in the next release",
-            True,
-        ]
