@@ -690,7 +690,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     out["model_load_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_model_loaded"] = rss_mib()
     try:  # as `memtree-mcp serve` does (code from before it has no such switch)
-        from memtree_mcp.core.heap import freeze_after_loads
+        from memtree_mcp.host.heap import freeze_after_loads
 
         freeze_after_loads()
     except ImportError:

@@ -43,7 +43,7 @@ from locomo_data import load_conversations
 from time_order import records
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.secrets import find_secrets, redacted
+from memtree_mcp.secrets.detection import find_secrets, redacted
 from memtree_mcp.service import MemoryService
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"

@@ -25,12 +25,12 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, zone_named
+from memtree_mcp.errors import ConfigurationError
 
 # The rule of a name lives with the folders (the hook checks it without pydantic); read from here too.
-from memtree_mcp.core.folders import AUTO_NAMESPACE as AUTO_NAMESPACE
-from memtree_mcp.core.folders import NAMESPACE_PATTERN, NAMESPACE_RULE
-from memtree_mcp.core.secrets import quoted
-from memtree_mcp.errors import ConfigurationError
+from memtree_mcp.host.folders import AUTO_NAMESPACE as AUTO_NAMESPACE
+from memtree_mcp.host.folders import NAMESPACE_PATTERN, NAMESPACE_RULE
+from memtree_mcp.secrets.detection import quoted
 
 EMBEDDERS = ("local", "e5-small")
 # 'sampling': the connected client's own model (MCP sampling/createMessage).

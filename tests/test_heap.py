@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from memtree_mcp.core import heap
-from memtree_mcp.core.heap import collector_paused
+from memtree_mcp.host import heap
+from memtree_mcp.host.heap import collector_paused
 
 
 @pytest.fixture(autouse=True)

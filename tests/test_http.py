@@ -10,8 +10,8 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memtree_mcp.core.addresses import is_loopback
 from memtree_mcp.errors import InvalidInput
+from memtree_mcp.host.addresses import is_loopback
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transports.http import http_app

@@ -28,8 +28,11 @@ CORE_MODULES = [
         module.name for module in pkgutil.walk_packages(memtree_mcp.core.__path__, prefix="memtree_mcp.core.")
     ),
 ]
-# I/O, the MCP SDK and the models stay out of core; pydantic too (its models are the server's).
-NOT_IN_CORE = ("mcp", "lancedb", "onnxruntime", "litellm", "pyarrow", "tokenizers", "pydantic")
+# I/O, the MCP SDK and the models stay out of core; pydantic too (its models are the server's), and
+# detect-secrets (with requests behind it).
+NOT_IN_CORE = (
+    "mcp", "lancedb", "onnxruntime", "litellm", "pyarrow", "tokenizers", "pydantic", "detect_secrets",
+)  # fmt: skip
 # What the server must not load before a client's handshake is answered.
 AFTER_THE_HANDSHAKE = ("lancedb", "onnxruntime", "litellm", "pyarrow")
 
@@ -160,22 +163,24 @@ def test_the_read_path_depends_on_nothing_of_the_write_path() -> None:
 
 
 # Which folder may import which (the top-level modules config and errors count as folders). The
-# table runs one way, from the ground up: core; store, llm; providers; service; interchange,
-# server, transports, ui; cli. Each folder's __init__.py states its own line.
+# table runs one way, from the ground up: host, core; secrets; config; store, llm; providers;
+# service; interchange, server, transports, ui; cli. Each folder's __init__.py states its own line.
 MAY_IMPORT: dict[str, set[str]] = {
+    "host": set(),
     "core": set(),
     "errors": set(),
-    "config": {"core", "errors"},
-    "store": {"core", "config", "errors"},
+    "secrets": {"core"},
+    "config": {"core", "host", "secrets", "errors"},
+    "store": {"core", "host", "config", "errors"},
     "llm": {"core", "config", "errors"},
-    "providers": {"core", "config", "errors", "llm"},
-    "service": {"core", "config", "errors", "store", "providers", "llm"},
-    "interchange": {"core", "config", "errors", "service"},
-    "server": {"core", "config", "errors", "service", "llm"},
-    "transports": {"core", "config", "errors"},
-    "ui": {"core", "config", "errors", "service", "transports"},
+    "providers": {"core", "host", "config", "errors", "llm"},
+    "service": {"core", "host", "secrets", "config", "errors", "store", "providers", "llm"},
+    "interchange": {"core", "secrets", "errors", "service"},
+    "server": {"core", "host", "config", "errors", "service", "llm"},
+    "transports": {"host", "secrets", "errors"},
+    "ui": {"core", "secrets", "errors", "service", "transports"},
     "cli": {
-        "core", "config", "errors", "store", "providers", "llm", "service",
+        "core", "host", "secrets", "config", "errors", "store", "providers", "llm", "service",
         "interchange", "server", "transports", "ui",
     },
     # The package itself hands on the public API; ``python -m memtree_mcp`` runs the CLI.

@@ -21,7 +21,7 @@ from mcp import Client
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
-from memtree_mcp.core.secrets import find_secrets, redacted
+from memtree_mcp.secrets.detection import find_secrets, redacted
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 

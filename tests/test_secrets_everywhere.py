@@ -2,7 +2,7 @@
 character, and not when a person chose them (issue 47).
 
 Every field of a memory that is stored (content, role, tags, session) passes one door
-(``core/secrets.redact_fields``): a key given as a tag, a session id or a role, over MCP or from
+(``secrets/detection.redact_fields``): a key given as a tag, a session id or a role, over MCP or from
 the CLI, as an imported entity's or relation's name, a mapped column, a note's file name or
 front-matter tag, or as the hook's session id, is found in no file under the home and in no
 export, and ``doctor --redact`` mends a store written before. The human-chosen passwords of
@@ -26,8 +26,8 @@ from mcp import Client
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
 from memtree_mcp.core.calendar import UTC_CALENDAR
-from memtree_mcp.core.secrets import NAME_CHARS, find_secrets, redact_fields, redact_record, redacted
 from memtree_mcp.errors import MemtreeError
+from memtree_mcp.secrets.detection import NAME_CHARS, find_secrets, redact_fields, redact_record, redacted
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.inputs import check_tags, check_tree, parse_timestamp

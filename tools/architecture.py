@@ -24,7 +24,9 @@ END = "<!-- /modules -->"
 # The folders from the ground up (tests/test_layers.py holds the imports to this order).
 ORDER = [
     "",
+    "host",
     "core",
+    "secrets",
     "store",
     "llm",
     "providers",

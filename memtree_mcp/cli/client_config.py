@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
+from memtree_mcp.secrets.detection import quoted
 
 __all__ = [
     "CLIENTS",

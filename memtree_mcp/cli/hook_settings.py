@@ -235,7 +235,7 @@ def _namespace(environ: Mapping[str, str], options: Mapping[str, Any], event: Ma
     of the session's folder (the event's ``cwd``); else ``--namespace`` or MEMTREE_NAMESPACE, where
     ``auto`` is 'default' as in the CLI (a hook has no MCP roots); unset, 'default', never the
     worker's."""
-    from memtree_mcp.core.folders import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
+    from memtree_mcp.host.folders import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
 
     flag = options.get("namespace")
     namespace = flag if flag is not None else environ.get("MEMTREE_NAMESPACE")
@@ -247,7 +247,7 @@ def _namespace(environ: Mapping[str, str], options: Mapping[str, Any], event: Ma
         raise SettingProblem(f"MEMTREE_HOOK_PROJECT: {raw[:40]!r} is not valid; use 1 or 0 (true or false)")
     cwd = event.get("cwd")
     if (options.get("project") or raw.strip().lower() in _TRUE) and isinstance(cwd, str) and cwd:
-        from memtree_mcp.core.folders import folder_namespace, project_root
+        from memtree_mcp.host.folders import folder_namespace, project_root
 
         return folder_namespace(project_root(cwd))
     return "default" if namespace is None or namespace == AUTO_NAMESPACE else namespace

@@ -152,7 +152,10 @@ def without_secrets(record: dict[str, Any], mode: str, home: str) -> dict[str, A
     with as MEMTREE_SECRETS ``mode`` (the caller's) says; None when ``refuse`` keeps it out. No
     secret of a turn reaches the queue on disk, or the worker. The mode goes with the record, so
     the drain stores it as its caller said (``hook_queue.drain``)."""
-    from memtree_mcp.core.secrets import redact_fields, redact_record  # detect-secrets: when it finds one
+    from memtree_mcp.secrets.detection import (  # detect-secrets: when it finds one
+        redact_fields,
+        redact_record,
+    )
 
     kept = redact_record(record, mode)
     if kept is None:

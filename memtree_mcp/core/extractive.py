@@ -32,7 +32,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from memtree_mcp.core.secrets import MARKER
+MARKER = re.compile(r"\[redacted: [a-z0-9-]+\]")
+"""What redaction (``memtree_mcp/secrets``) puts in a secret's place in a memory's text, never a
+credential itself: defined here, where stored text is read, so that labels leave its words out."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+(?:['\u2019.\-]\w+)*")

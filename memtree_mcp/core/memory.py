@@ -31,10 +31,9 @@ from memtree_mcp.core.index import VectorIndex
 from memtree_mcp.core.lexical import LexicalIndex
 from memtree_mcp.core.links import Linked
 from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.names import TREES
+from memtree_mcp.core.names import TREES, as_given
 from memtree_mcp.core.period_checks import agreeing, zones_to_try
 from memtree_mcp.core.representative import derive_vector, derive_vectors
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.segmenting import CompatibilityPolicy, CosinePolicy
 from memtree_mcp.core.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.temporal import TemporalTree, time_key
@@ -519,7 +518,9 @@ class Memory(Linked):
             return self.semantic
         if name == "temporal":
             return self.temporal
-        raise ValueError(f"unknown tree {quoted(name)}; use 'semantic' (by subject) or 'temporal' (by time)")
+        raise ValueError(
+            f"unknown tree {as_given(name)}; use 'semantic' (by subject) or 'temporal' (by time)"
+        )
 
     def breadcrumb(self, node_id: str, tree: str = "semantic") -> list[str]:
         """Short labels of the ancestors of ``node_id`` in ``tree``, top down, the root left out;

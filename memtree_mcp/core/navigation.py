@@ -41,8 +41,7 @@ from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.names import MOVES, NodeKind
-from memtree_mcp.core.secrets import quoted
+from memtree_mcp.core.names import MOVES, NodeKind, as_given
 
 PREVIEW_CHARS = 100
 LEAF_LABEL_CHARS = 60
@@ -139,7 +138,7 @@ def _check_node(memory: Memory, node_id: str, tree: str) -> Hierarchy:
             f"tree='{other}', or move 'switch' from it to reach its place in the {tree} tree"
         )
     raise NavigationError(
-        f"no node {quoted(node_id)} in this memory; omit the node id to start at the root, or use an id "
+        f"no node {as_given(node_id)} in this memory; omit the node id to start at the root, or use an id "
         "from a recall or navigate result"
     )
 
@@ -424,7 +423,7 @@ def move(
         else:
             target = _lowest_common_branch(other, hierarchy.leaves_under(here))
     else:
-        raise NavigationError(f"unknown move {quoted(move)}; use one of: {', '.join(MOVES)}")
+        raise NavigationError(f"unknown move {as_given(move)}; use one of: {', '.join(MOVES)}")
     return view(memory, target, target_tree, query_vector)
 
 

@@ -4,6 +4,6 @@
 JSON, CSV (through a column mapping) and a folder of Markdown notes (``markdown``), which is also
 what ``export --format markdown`` writes.
 
-May import ``core``, ``config``, ``errors`` and the service's ``inputs`` (the checks every record
-passes); the CLI's ``import`` and ``export`` commands drive it.
+May import ``core``, ``secrets`` (an error quotes a value redacted), ``errors`` and the service's
+``inputs`` (the checks every record passes); the CLI's ``import`` and ``export`` commands drive it.
 """

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from memtree_mcp.core.calendar import UTC_CALENDAR
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.interchange.markdown import note_records
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import (
     MAX_TAG_CHARS,
     check_role,

@@ -2,7 +2,8 @@
 
 ``local`` all-MiniLM-L6-v2 on onnxruntime (the default, offline), ``e5`` multilingual-e5-small (the
 ``e5`` extra), ``remote_embedder`` any embedding endpoint litellm reaches. May import ``core``,
-``config``, ``errors`` and ``llm`` (the litellm endpoint the remote embedder shares).
+``host`` (the C heap), ``config``, ``errors`` and ``llm`` (the litellm endpoint the remote embedder
+shares).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
-from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.errors import ProviderError
+from memtree_mcp.host.heap import give_back_freed_memory
 
 __all__ = ["DIMENSION", "IDENTITY", "MODEL_SHA256", "MiniLMEmbedder", "Turns", "batches_of", "file_sha256"]
 

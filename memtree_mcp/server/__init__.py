@@ -8,7 +8,8 @@ resources find the service as the lifespan context of the request, so they are w
 ``build_server`` ties one service to them. Nothing heavy is imported here: lancedb and onnxruntime
 load on the first tool call, after the handshake.
 
-May import ``core``, ``config``, ``errors``, ``service`` and ``llm`` (the client's model, sampling).
+May import ``core``, ``host`` (a workspace folder's namespace), ``config``, ``errors``, ``service``
+and ``llm`` (the client's model, sampling).
 """
 
 import inspect

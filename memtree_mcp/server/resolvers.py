@@ -34,8 +34,8 @@ from mcp.server.mcpserver import ListRoots, MCPServer, Resolve
 from mcp.types import CreateMessageResult, ListRootsResult
 
 from memtree_mcp.config import AUTO_NAMESPACE
-from memtree_mcp.core.folders import folder_namespace
 from memtree_mcp.errors import MemtreeError
+from memtree_mcp.host.folders import folder_namespace
 from memtree_mcp.llm.sampling import AskClient, ReplayChat, answer_text, client_can_sample, sample
 from memtree_mcp.server.fields import MemoryContext
 from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_SUMMARY_TOKENS

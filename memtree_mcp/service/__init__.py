@@ -8,9 +8,10 @@ the background LLM workers (summaries, which memories a new one updates); ``inpu
 on what a caller may pass; ``results`` what the operations return and ``rendering`` the text the
 model reads of it; ``outline`` a tree as indented lines.
 
-May import ``core``, ``store``, ``providers``, ``llm``, ``config`` and ``errors``; nothing of the
-faces above it (server, cli, ui, transports, interchange). :class:`MemoryService` loads on first
-use, so that a module that needs only ``inputs`` does not pull in the store.
+May import ``core``, ``host``, ``secrets``, ``store``, ``providers``, ``llm``, ``config`` and
+``errors``; nothing of the faces above it (server, cli, ui, transports, interchange).
+:class:`MemoryService` loads on first use, so that a module that needs only ``inputs`` does not pull
+in the store.
 """
 
 from __future__ import annotations

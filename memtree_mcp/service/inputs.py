@@ -4,7 +4,7 @@ The MCP tools build their schemas from these constants (``server/fields.py``), t
 explorer call the same checks, and the service checks every argument again, so a limit is
 written once and a caller that bypasses the schema (the CLI, the explorer, a direct call) meets
 the same rule with the same message. Each check raises InvalidInput naming what was wrong and
-what to do; an argument it quotes goes through ``core.secrets.quoted``, which never repeats a
+what to do; an argument it quotes goes through ``secrets.detection.quoted``, which never repeats a
 secret.
 """
 
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, cast
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
 from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.names import TREES, TreeName
-from memtree_mcp.core.secrets import NAME_CHARS, quoted
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.secrets.detection import NAME_CHARS, quoted
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -38,7 +38,7 @@ MAX_AGENT_STEPS = 50
 DEFAULT_AGENT_STEPS = 12
 MAX_CHILD_INDEX = 1_000_000
 MAX_TAGS = 32
-# A memory's names: written once in core/secrets.py, whose redaction keeps a name within them.
+# A memory's names: written once in secrets/detection.py, whose redaction keeps a name within them.
 MAX_TAG_CHARS = NAME_CHARS["tags"]
 MAX_ROLE_CHARS = NAME_CHARS["role"]
 MAX_SESSION_CHARS = NAME_CHARS["session"]

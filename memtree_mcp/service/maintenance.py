@@ -19,10 +19,10 @@ from memtree_mcp.core.checks import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.links import break_circles
 from memtree_mcp.core.model import Branch, Leaf, makers_of
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.segmenting import CompatibilityPolicy
 from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, time_key
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import format_timestamp
 from memtree_mcp.service.redaction import redact_leaf
 from memtree_mcp.service.refine import Refinement

@@ -29,10 +29,10 @@ from memtree_mcp.core.navigation import move as move_cursor
 from memtree_mcp.core.navigation import view as view_node
 from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
 from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.llm.chat import TextGenerator
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import (
     FORGET_CANDIDATES,
     MAX_AGENT_STEPS,

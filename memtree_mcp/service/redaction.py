@@ -1,7 +1,7 @@
 """Secrets at the door, and in a store written before it (or with MEMTREE_SECRETS=keep).
 
 :func:`guard_secrets` is what the writer's door (``Writer.chunks``) does with a memory's fields:
-core's :func:`~memtree_mcp.core.secrets.redact_fields`, and InvalidInput when MEMTREE_SECRETS=refuse.
+:func:`~memtree_mcp.secrets.detection.redact_fields`, and InvalidInput when MEMTREE_SECRETS=refuse.
 ``memtree-mcp doctor`` names the memories whose content, role, tags or session hold a secret
 (:func:`secrets_held`: ids, kinds and fields, never the values); ``doctor --redact`` rewrites them
 (:func:`redact_stored`): each is forgotten and stored again under its own id, with its time and
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
-from memtree_mcp.core.secrets import Held, redact_fields, redact_record
 from memtree_mcp.core.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
+from memtree_mcp.secrets.detection import Held, redact_fields, redact_record
 from memtree_mcp.service.inputs import ImportTerms
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Rewriter(Protocol):
 
 
 def stored_fields(leaf: Leaf) -> dict[str, object]:
-    """The fields of a stored memory that the door reads (core.secrets.STORED_FIELDS)."""
+    """The fields of a stored memory that the door reads (secrets.detection.STORED_FIELDS)."""
     return {"content": leaf.text, "role": leaf.role, "tags": leaf.tags, "session": leaf.session}
 
 
@@ -111,8 +111,8 @@ class Fields:
 
 
 def guard_secrets(fields: Fields, mode: str) -> Fields:
-    """A memory's checked ``fields`` as MEMTREE_SECRETS (``mode``) wants them stored, through core's
-    :func:`~memtree_mcp.core.secrets.redact_fields`: the one door of every write. Raises
+    """A memory's checked ``fields`` as MEMTREE_SECRETS (``mode``) wants them stored, through
+    :func:`~memtree_mcp.secrets.detection.redact_fields`: the one door of every write. Raises
     InvalidInput naming the first secret's field, kind and place when ``mode`` is ``refuse``;
     nothing is stored then."""
     given = {"content": fields.content, "role": fields.role, "tags": fields.tags, "session": fields.session}

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, Calendar
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import InvalidInput
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import check_version, parse_timestamp
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ that imports lancedb), ``snapshot.py`` a namespace's snapshot file, ``opening.py
 namespace from its snapshot or by a whole read. A namespace's writers take turns: ``locks.py`` the
 file lock on one machine, ``bucket.py`` and ``fences.py`` the lease and its fences on a bucket.
 
-May import ``core``, ``config`` and ``errors``.
+May import ``core``, ``host`` (the C heap, loopback addresses), ``config`` and ``errors``.
 """
 
 from memtree_mcp.store.deferred import DEFERRED, defer_init

@@ -25,9 +25,9 @@ import lancedb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.core.addresses import is_loopback
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import StoreError, failure_reason, store_error
+from memtree_mcp.host.addresses import is_loopback
 from memtree_mcp.store.fences import fence_row, unfenced
 from memtree_mcp.store.migrations import check_schema
 from memtree_mcp.store.reads import Snapshot

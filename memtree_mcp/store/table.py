@@ -50,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.core.heap import give_back_freed_memory
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.errors import StoreError, WriteConflict, store_error
+from memtree_mcp.host.heap import give_back_freed_memory
 from memtree_mcp.store.arrow import (
     branches_at,
     kind_masks,

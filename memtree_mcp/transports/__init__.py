@@ -4,5 +4,6 @@
 builds and serves the HTTP app (another app, such as the explorer, may be mounted beside MCP);
 ``guards`` the checks every HTTP request passes: Host, bearer token, body size, connections.
 
-May import ``core``, ``config`` and ``errors``: the server and what is mounted are handed in.
+May import ``host`` (which addresses are loopback), ``secrets`` (an error quotes a value redacted)
+and ``errors``: the server and what is mounted are handed in.
 """

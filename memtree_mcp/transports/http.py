@@ -43,9 +43,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memtree_mcp.core.addresses import is_loopback
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.errors import ConfigurationError, InvalidInput
+from memtree_mcp.host.addresses import is_loopback
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.transports.guards import (
     HEADER_TIMEOUT_SECONDS,
     MAX_CONNECTIONS,

@@ -5,5 +5,5 @@ JSON API over a MemoryService and a self-contained page (``static/``), mounted a
 HTTP transports and served alone by ``memtree-mcp ui`` (``server``). Nothing here is imported by
 the MCP server's start-up path; starlette and rich load only when a command needs them.
 
-May import ``core``, ``config``, ``errors``, ``service`` and the HTTP guards of ``transports``.
+May import ``core``, ``secrets``, ``errors``, ``service`` and the HTTP guards of ``transports``.
 """

@@ -51,9 +51,9 @@ from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES, TreeName
-from memtree_mcp.core.secrets import quoted
 from memtree_mcp.core.temporal import TemporalTree
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
+from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.inputs import check_tree, format_timestamp
 from memtree_mcp.transports.guards import BearerTokenMiddleware

@@ -34,7 +34,7 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.core.heap import freeze_after_loads
+    from memtree_mcp.host.heap import freeze_after_loads
     from memtree_mcp.server import build_server
 
     freeze_after_loads()  # this process is the service's for life (see heap.collector_paused)

@@ -8,7 +8,7 @@ value counts that is not a stand-in for one (:func:`stand_in`: ``${DB_PASSWORD}`
 (``mysql -pX``, ``docker login -p X``, ``curl -u user:X``, ``IDENTIFIED BY 'X'``); and a
 credential named in a sentence ("the wifi password is bananas4breakfast"), where the value must
 look like one (letters with digits or signs) or, for a password, be a word that ends the sentence
-and names no state (wrong, required, stored). ``core/secrets.py`` adds these to what detect-secrets
+and names no state (wrong, required, stored). ``secrets/detection.py`` adds these to what detect-secrets
 and its own patterns find (:func:`named_secrets`), on the same normalised view of the text.
 """
 
@@ -17,9 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-MARKER = re.compile(r"\[redacted: [a-z0-9-]+\]")
-"""What redaction puts in a secret's place (``core.secrets.redacted``; labels leave its words out):
-never a credential itself."""
+from memtree_mcp.core.extractive import MARKER  # a value holding one is no credential
 
 _LINE = r"{}[^\n]{{0,200}}?\s"  # a command, then the rest of its line
 _QUOTED = r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)"

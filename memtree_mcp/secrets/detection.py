@@ -21,7 +21,7 @@ Detection is Yelp's detect-secrets (its plugins for cloud keys, tokens, private 
 passwords in URLs and assignments), with each plugin's own patterns matched here so that a marker
 covers the whole secret. Added here, for what it lacks: whole PEM private key blocks, Anthropic,
 OpenAI, Google and Hugging Face keys, ``Bearer`` tokens, and the credentials people write by name
-(``core/passwords.py``): any value assigned to a credential's name (``DB_PASSWORD=sunshine2024``,
+(``secrets/passwords.py``): any value assigned to a credential's name (``DB_PASSWORD=sunshine2024``,
 ``password: hunter2``, ``"password": "iloveyou"``, ``--password X``) that is not a placeholder or
 a reference to one (``${DB_PASSWORD}``, ``os.environ["X"]``, ``<your-password>``, ``null``), the
 password of a few commands (``mysql -pX``, ``docker login -p X``, ``curl -u user:X``,
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memtree_mcp.core.passwords import MARKER as MARKER  # what redacted() puts in a secret's place
-from memtree_mcp.core.passwords import bare_end, named_secrets, stand_in
+from memtree_mcp.core.extractive import MARKER as MARKER  # what redacted() puts in a secret's place
+from memtree_mcp.secrets.passwords import bare_end, named_secrets, stand_in
 
 MODES = ("redact", "refuse", "keep")
 
