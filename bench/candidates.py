@@ -1,5 +1,5 @@
 """Which older memories ``remember`` offers as ones the new memory may update, and what a store
-shows once an agent has confirmed them: the current truth as ``core/candidates.py`` builds it.
+shows once an agent has confirmed them: the current truth as ``core/ranking/candidates.py`` builds it.
 
 Nothing marks a memory superseded but a stored link (the agent's, the user's, an LLM judge's);
 ``remember`` only offers candidates. This measures the offers and what follows:
@@ -56,9 +56,9 @@ from latency import machine_info, source_state
 from locomo_data import load_conversations
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.candidates import update_candidates
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.ranking.candidates import update_candidates
+from memtree_mcp.core.trees.model import Leaf
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
 

@@ -62,7 +62,7 @@ import numpy as np
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder, Matrix, embed_queries
-from memtree_mcp.core.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store.table import COMPACT_EVERY
@@ -245,7 +245,7 @@ PROFILE_PARTS = (
     ("  of which maintenance (_maintain)", "memtree_mcp/store/table.py", "_maintain"),
     ("version check (Spaces.follow)", "memtree_mcp/service/spaces.py", "follow"),
     ("file lock (FileLock.acquire)", "filelock/_api.py", "acquire"),
-    ("path for the result (ancestors)", "memtree_mcp/core/semantic.py", "ancestors"),
+    ("path for the result (ancestors)", "memtree_mcp/core/trees/semantic.py", "ancestors"),
 )
 
 

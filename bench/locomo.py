@@ -42,7 +42,7 @@ from locomo_data import CATEGORIES, KS, Conversation, Scores, SessionScores, loa
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import embed_queries
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.names import STRATEGIES as RECALL_STRATEGIES
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService

@@ -18,7 +18,7 @@ Run from the repository root::
         [--out bench/results/locomo-sweep-NAME.json]
 
 Grids are defined in ``GRIDS`` below: each is a list of (label, strategy, settings) where settings
-override fields of the recall's ``Weights`` (``core/recall.py``) for that run.
+override fields of the recall's ``Weights`` (``core/ranking/recall.py``) for that run.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from locomo_data import (
 
 from memtree_mcp.core.embedding import embed_queries, recall_weights
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import RecallFilter, RecallRequest, Weights, recall
+from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, Weights, recall
+from memtree_mcp.core.trees.model import Leaf
 
 SESSION_DEPTH = 50  # leaves asked for when the session metric is computed (as bench/locomo.py)
 

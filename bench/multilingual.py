@@ -41,7 +41,7 @@ from multilingual_data import ITEMS, Item
 
 from memtree_mcp.config import Settings, installed
 from memtree_mcp.core.embedding import embed_queries
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 

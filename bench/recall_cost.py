@@ -40,8 +40,8 @@ from locomo_data import Turn, load_conversations
 from locomo_sweep import cached_vectors
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RecallRequest, recall
+from memtree_mcp.core.trees.model import Leaf
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

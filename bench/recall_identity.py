@@ -34,8 +34,8 @@ from locomo_sweep import build, cached_vectors
 from recall_cost import recycled_memory
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.recall import RecallFilter, RecallRequest, recall
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 
 STRATEGIES = ("gather", "hybrid")
 

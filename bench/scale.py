@@ -90,7 +90,7 @@ from latency import TimedEmbedder, machine_info, package_version, source_state, 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RecallRequest, recall
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.spaces import Spaces
@@ -743,8 +743,8 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     so it uses only what both have.
     """
     import memtree_mcp.core.memory as memory_module
-    from memtree_mcp.core.calendar import UTC_CALENDAR
-    from memtree_mcp.core.model import Leaf
+    from memtree_mcp.core.trees.calendar import UTC_CALENDAR
+    from memtree_mcp.core.trees.model import Leaf
     from memtree_mcp.providers.local import IDENTITY
     from memtree_mcp.service.inputs import parse_timestamp
     from memtree_mcp.service.writing import content_hash, new_leaf_id

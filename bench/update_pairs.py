@@ -1,5 +1,5 @@
 """Labelled pairs of memories: does a later memory update an earlier one? The dev set of the update
-candidates ``remember`` offers (``core/candidates.py``, measured by ``candidates.py``; the
+candidates ``remember`` offers (``core/ranking/candidates.py``, measured by ``candidates.py``; the
 held-out pairs are ``pairs_heldout.py``).
 
 Everything here was written for the update rule that judged pairs until issue 39 (issue 26, part 3):

@@ -31,7 +31,7 @@ Protocol (data and its invariants: ``updates_data.py``)
    measures the plumbing end to end (candidates chosen, prompt, parsing, stored links, recall),
    not a model. Per way, over the dataset's real update pairs (each older version of a topic with
    its newest): ``handled`` when the older version is marked by the newest (what recall's marks
-   read, ``core.currency.newest_updates``); a mark naming a later version of the same topic that
+   read, ``core.ranking.currency.newest_updates``); a mark naming a later version of the same topic that
    is not the newest is not handled but not false either, every other mark is a false mark
    (precision = marks that are not false / marks); per ``updated`` question (``service.recall`` with its
    defaults), ``handled`` when the newest version is shown before every older one shown and
@@ -91,8 +91,8 @@ from mcp import Client
 from updates_data import BY_KEY, KINDS, MEMORIES, QUESTIONS, SESSIONS, SUBJECTS, Question, versions
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.currency import newest_updates
 from memtree_mcp.core.embedding import Embedder
+from memtree_mcp.core.ranking.currency import newest_updates
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService

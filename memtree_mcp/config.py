@@ -24,7 +24,7 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, zone_named
+from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, zone_named
 from memtree_mcp.errors import ConfigurationError
 
 # The rule of a name lives with the folders (the hook checks it without pydantic); read from here too.

@@ -67,7 +67,7 @@ def test_a_commit_built_on_rows_another_writer_changed_first_is_refused_and_not_
     space = second.spaces["default"]
     memory, table = space.memory, space.table
     first.remember("Billing runs on the 3rd of each month.")  # the second writer has not followed it
-    from memtree_mcp.core.model import Leaf
+    from memtree_mcp.core.trees.model import Leaf
 
     vector = embedder.embed_batch(["The budget review is owned by Dana."])[0]
     leaf = Leaf(

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from memtree_mcp.cli import main
-from memtree_mcp.core.candidates import newer_first, update_candidates, value_terms
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf, link_maker
+from memtree_mcp.core.ranking.candidates import newer_first, update_candidates, value_terms
+from memtree_mcp.core.trees.model import Leaf, link_maker
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store.rows import leaf_extras, leaf_metadata

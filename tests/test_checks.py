@@ -7,11 +7,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from memtree_mcp.core.checks import Problem, memory_problems, semantic_problems, temporal_problems
+from memtree_mcp.core.checks.memory import Problem, memory_problems, semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.segmenting import FanOutPolicy
-from memtree_mcp.core.semantic import ROOT_ID
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.segmenting import FanOutPolicy
+from memtree_mcp.core.trees.semantic import ROOT_ID
 
 DIM = 8
 TOPICS = ["coffee beans and espresso", "hiking trails in the alps", "python type checking", "jazz records"]

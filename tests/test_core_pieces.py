@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.arrays import Timeline
-from memtree_mcp.core.calendar import UTC_CALENDAR
-from memtree_mcp.core.chunking import split_into_chunks
-from memtree_mcp.core.extractive import gist, label_for, summarize_children
-from memtree_mcp.core.index import VectorIndex
+from memtree_mcp.core.indexes.arrays import Timeline
+from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import DEFAULT_WEIGHTS, RecallRequest, estimate_tokens, recall
+from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, RecallRequest, estimate_tokens, recall
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR
+from memtree_mcp.core.trees.chunking import split_into_chunks
+from memtree_mcp.core.trees.extractive import gist, label_for, summarize_children
+from memtree_mcp.core.trees.model import Leaf
 
 
 @settings(max_examples=200, deadline=None)

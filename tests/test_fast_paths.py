@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.arrays import Timeline, TreeArrays, TreeStructure
-from memtree_mcp.core.index import VectorIndex
-from memtree_mcp.core.lexical import STOPWORDS, LexicalIndex, stem, tokenize
+from memtree_mcp.core.indexes.arrays import Timeline, TreeArrays, TreeStructure
+from memtree_mcp.core.indexes.lexical import STOPWORDS, LexicalIndex, stem, tokenize
+from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
 from memtree_mcp.core.names import STRATEGIES
-from memtree_mcp.core.recall import Ranker, RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.recall import Ranker, RecallFilter, RecallRequest, recall
+from memtree_mcp.core.trees.model import Leaf
 from tests import tree_checks
 
 DIM = 16
@@ -232,7 +232,7 @@ CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\
 
 
 def reference_tokenize(text: str, stemming: bool = True) -> list[str]:
-    """The tokenizer as it was before its word cache (memtree_mcp/core/lexical.py, git history),
+    """The tokenizer as it was before its word cache (memtree_mcp/core/indexes/lexical.py, git history),
     with the character pairs of CJK runs (issue 29) written out plainly."""
     normal = unicodedata.normalize("NFKC", text).translate(
         str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-"})
@@ -340,7 +340,7 @@ def test_the_timeline_grown_leaf_by_leaf_equals_one_built_at_once(seed: int) -> 
 
 
 def test_kept_children_matrices_grow_the_same_semantic_tree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtree_mcp.core import semantic
+    from memtree_mcp.core.trees import semantic
 
     def build(min_children: int) -> tuple[dict[str, object], dict[str, str], int]:
         monkeypatch.setattr(semantic, "MATRIX_MIN_CHILDREN", min_children)
@@ -374,7 +374,7 @@ Wording = str | tuple[str, str]
 
 def reference_label_for(texts: list[Wording], siblings: list[Wording], words: int = 3) -> str:
     """Labels computed plainly: every word re-read from every text, every sibling scanned per word."""
-    from memtree_mcp.core.extractive import STOPWORDS as LABEL_STOPWORDS
+    from memtree_mcp.core.trees.extractive import STOPWORDS as LABEL_STOPWORDS
 
     def words_of(wording: Wording) -> list[str]:
         text = wording if isinstance(wording, str) else " . ".join(wording)  # a branch: label, text
@@ -418,7 +418,7 @@ LABEL_TEXTS = st.lists(st.one_of(LABEL_TEXT, st.tuples(LABEL_TEXT, LABEL_TEXT)),
 def test_labels_from_the_word_cache_equal_the_plain_count(
     texts: list[Wording], siblings: list[Wording]
 ) -> None:
-    from memtree_mcp.core.extractive import label_for
+    from memtree_mcp.core.trees.extractive import label_for
 
     assert label_for(texts, siblings) == reference_label_for(texts, siblings)
     assert label_for(texts, siblings, 5) == reference_label_for(texts, siblings, 5)

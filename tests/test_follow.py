@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import STRATEGIES
-from memtree_mcp.core.semantic import SemanticTree
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.store import table as tables

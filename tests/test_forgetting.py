@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server

@@ -1,6 +1,6 @@
 """Gather recall's scoring pieces against brute-force computations on small memories.
 
-Each piece (``core/gathering.py``): authors named in a query, the query without them, BM25 of
+Each piece (``core/indexes/gathering.py``): authors named in a query, the query without them, BM25 of
 segments scored as whole documents, and the whole gather score of every memory, recomputed here
 with plain loops over the leaves, a fresh BM25 index of each segment's joined text and the
 timeline rebuilt from the leaves' order.
@@ -16,13 +16,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.calendar import UTC_CALENDAR
-from memtree_mcp.core.gathering import STAND_IN, dated_spans, named_authors, standardised, without_names
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.indexes.gathering import (
+    STAND_IN,
+    dated_spans,
+    named_authors,
+    standardised,
+    without_names,
+)
+from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.recall import DEFAULT_WEIGHTS as WEIGHTS
-from memtree_mcp.core.recall import RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS as WEIGHTS
+from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, recall
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR
+from memtree_mcp.core.trees.model import Leaf
 from tests import tree_checks
 
 DIM = 16

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.model import link_maker
+from memtree_mcp.core.trees.model import link_maker
 from memtree_mcp.llm.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server

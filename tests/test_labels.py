@@ -1,6 +1,6 @@
 """Branch labels a person can read: the words that tell a branch from its siblings, kept whole.
 
-Small handmade cases for :func:`memtree_mcp.core.extractive.label_for`, then the same property
+Small handmade cases for :func:`memtree_mcp.core.trees.extractive.label_for`, then the same property
 through real trees, where a label is computed when its branch is refreshed.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from memtree_mcp.core.extractive import content_words, label_for
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.trees.extractive import content_words, label_for
+from memtree_mcp.core.trees.model import Leaf
 
 STAGING = [
     "The staging Postgres runs on port 5433.",

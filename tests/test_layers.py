@@ -231,17 +231,20 @@ LONG_MODULES = {
     "store/table.py": "one object, NamespaceTable, whose reads, commits, following and rewrites all "
     "share its view of the table (rows seen, revision, generation, write guard); split, each half "
     "would reach into the other's state",
-    "core/lexical.py": "one BM25 index with its packed postings and its tokeniser; they are tuned "
+    "core/indexes/lexical.py": "one BM25 index with its packed postings and its tokeniser; they are tuned "
     "together (docs/findings/recall-quality.md) and read together",
     "llm/prompts.py": "every prompt sent to a model and the parsing of every answer in one place, so "
     "that the fencing of memory text against prompt injection is reviewed in one file",
-    "core/temporal.py": "one tree, TemporalTree, whose ways in (a memory at the end, a memory placed "
+    "core/trees/temporal.py": "one tree, TemporalTree, whose ways in (a memory at the end, a memory placed "
     "inside its time, a removal, a new level) share its levels, frontier, calendar and time-order "
     "index; split, each would reach into the others' state",
     "service/spaces.py": "one object, Spaces, that owns every open namespace with its locks, table, "
     "followers, zone and snapshot; whatever reads or writes a namespace goes through it",
     "service/memory_service.py": "the facade: one short method per operation the server, the CLI and "
     "the explorer call, each handing to its part; split, the API would be in two places",
+    "core/memory.py": "one object, Memory, whose every change (a load, a leaf added or removed, what "
+    "another process committed) is followed by both trees, every index and the links together; split, "
+    "each part would reach into the others' state",
 }
 FUNCTION_LINES = 150
 CLI_FUNCTION_LINES = 60  # a command reads as a few steps; the work is in the service

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.lexical import LexicalIndex, stem, tokenize
+from memtree_mcp.core.indexes.lexical import LexicalIndex, stem, tokenize
 
 # A small vocabulary so random documents share words and document frequencies vary; with the real
 # tokenizer "the" disappears and "apples"/"apple" merge.

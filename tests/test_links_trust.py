@@ -19,7 +19,7 @@ from mcp import Client
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf, link_maker
+from memtree_mcp.core.trees.model import Leaf, link_maker
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from tests.mcp_text import text_of

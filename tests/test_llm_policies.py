@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memtree_mcp.core.agent import EmbeddingPolicy, Policy, run_agent
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.walking.agent import EmbeddingPolicy, Policy, run_agent
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.llm.chat import LiteLLMChat, TextGenerator
 from memtree_mcp.llm.policies import BatchLLMPolicy, LLMNavigationPolicy

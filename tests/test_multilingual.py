@@ -23,7 +23,7 @@ from mcp import Client
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings, install_extra, settings_or_problem
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.indexes.lexical import LexicalIndex, tokenize
 from memtree_mcp.errors import EmbedderMismatch, ProviderError
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server

@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
-from memtree_mcp.core.agent import EmbeddingPolicy, ScoredNode, parse_action, run_agent
 from memtree_mcp.core.embedding import Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import CursorView, NavigationError, move, view
-from memtree_mcp.core.segmenting import FanOutPolicy
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.segmenting import FanOutPolicy
+from memtree_mcp.core.walking.agent import EmbeddingPolicy, ScoredNode, parse_action, run_agent
+from memtree_mcp.core.walking.navigation import CursorView, NavigationError, move, view
 from tests.tree_checks import binary_temporal_memory
 
 DIM = 16

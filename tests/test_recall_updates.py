@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memtree_mcp.core.extractive import PART_SEPARATOR
-from memtree_mcp.core.relevance import CONFIDENT, DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.relevance import CONFIDENT, DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.trees.extractive import PART_SEPARATOR
 from memtree_mcp.service import MemoryService
 from tests.mcp_text import client_remembering, text_of
 

@@ -19,8 +19,8 @@ from mcp import Client
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.model import Branch
-from memtree_mcp.core.temporal import MIN_SEGMENT
+from memtree_mcp.core.trees.model import Branch
+from memtree_mcp.core.trees.temporal import MIN_SEGMENT
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server

@@ -1,4 +1,4 @@
-"""Relevance (core/relevance.py): the scale and the word share."""
+"""Relevance (core/ranking/relevance.py): the scale and the word share."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from memtree_mcp.core.lexical import LexicalIndex, tokenize
-from memtree_mcp.core.relevance import DENSE_SAME, DENSE_UNRELATED, meaning, relevance
+from memtree_mcp.core.indexes.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.ranking.relevance import DENSE_SAME, DENSE_UNRELATED, meaning, relevance
 from memtree_mcp.service import MemoryService
 
 DOCS = {

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from mcp import Client
 
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.service import MemoryService
 from tests.mcp_text import client_remembering, text_of
 

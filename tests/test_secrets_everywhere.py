@@ -25,7 +25,7 @@ from mcp import Client
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import UTC_CALENDAR
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.secrets.detection import NAME_CHARS, find_secrets, redact_fields, redact_record, redacted
 from memtree_mcp.server import build_server

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.semantic import ROOT_ID, SemanticTree
 from tests.tree_checks import assert_semantic_invariants, unit
 
 DIM = 8

@@ -240,7 +240,7 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     import lancedb
     import pyarrow as pa
 
-    from memtree_mcp.core.model import Branch
+    from memtree_mcp.core.trees.model import Branch
     from memtree_mcp.store.rows import branch_row, node_rows, node_schema
 
     source = MemoryService(settings.model_copy(update={"home": settings.home + "-source"}), embedder=embedder)

@@ -234,7 +234,7 @@ def test_a_writer_killed_at_random_points_leaves_a_prefix_and_a_valid_store(tmp_
     import random
 
     from memtree_mcp.config import Settings
-    from memtree_mcp.core.checks import memory_problems
+    from memtree_mcp.core.checks.memory import memory_problems
     from memtree_mcp.service import MemoryService
 
     home = str(tmp_path / "store")

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
-from memtree_mcp.core.temporal import MAX_SESSION, MIN_SEGMENT, TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.segmenting import Candidate, CompatibilityPolicy, CosinePolicy, FanOutPolicy
+from memtree_mcp.core.trees.temporal import MAX_SESSION, MIN_SEGMENT, TEMPORAL_ROOT_ID, TemporalTree
 from tests.tree_checks import assert_temporal_invariants, branch_state, temporal_subtree_leaves, unit
 
 DIM = 8

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import SESSION, UTC_CALENDAR, period_name
-from memtree_mcp.core.checks import memory_problems
+from memtree_mcp.core.checks.memory import memory_problems
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import NavigationError, move
+from memtree_mcp.core.trees.calendar import SESSION, UTC_CALENDAR, period_name
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.walking.navigation import NavigationError, move
 from memtree_mcp.service import MemoryService
 
 FIXTURES = Path(__file__).parent / "fixtures"

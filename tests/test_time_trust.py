@@ -22,10 +22,10 @@ import pytest
 
 from memtree_mcp.cli import main
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import SESSION
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID
+from memtree_mcp.core.trees.calendar import SESSION
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService

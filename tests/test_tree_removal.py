@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memtree_mcp.core.embedding import Matrix
-from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.segmenting import CompatibilityPolicy, CosinePolicy, FanOutPolicy
-from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.segmenting import CompatibilityPolicy, CosinePolicy, FanOutPolicy
+from memtree_mcp.core.trees.semantic import ROOT_ID, SemanticTree
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID, TemporalTree
 from tests.tree_checks import (
     assert_semantic_invariants,
     assert_temporal_invariants,

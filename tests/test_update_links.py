@@ -16,7 +16,7 @@ from mcp import Client
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import link_maker
+from memtree_mcp.core.trees.model import link_maker
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService

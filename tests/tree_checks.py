@@ -6,19 +6,19 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from memtree_mcp.core.checks import semantic_problems, temporal_problems
+from memtree_mcp.core.checks.memory import semantic_problems, temporal_problems
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.representative import refresh_branch
-from memtree_mcp.core.semantic import SemanticTree
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, TemporalTree
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.representative import refresh_branch
+from memtree_mcp.core.trees.semantic import SemanticTree
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID, TemporalTree
 
 
 def assert_semantic_invariants(tree: SemanticTree) -> None:
     """Every leaf once, depths and parents consistent, ≥ 2 and ≤ ``tree.max_fan_out`` children,
     counts/spans/vectors from children.
 
-    The rules live in ``memtree_mcp.core.checks.semantic_problems``.
+    The rules live in ``memtree_mcp.core.checks.memory.semantic_problems``.
     """
     problems = semantic_problems(tree, max_fan_out=tree.max_fan_out)
     assert not problems, problems
@@ -129,7 +129,7 @@ def temporal_shape(memory: Memory) -> object:
 def assert_temporal_invariants(tree: TemporalTree, *, max_fan_out: int | None = None) -> None:
     """Every leaf once and in time order, uniform leaf depth, contiguous spans, exact representatives,
     sessions under their own periods. The rules live in
-    ``memtree_mcp.core.tree_checks.temporal_problems``.
+    ``memtree_mcp.core.checks.trees.temporal_problems``.
     """
     problems = temporal_problems(tree, max_fan_out=max_fan_out)
     assert not problems, problems

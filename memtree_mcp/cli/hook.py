@@ -160,8 +160,8 @@ def brief_lines(
     """A short brief of what the namespace holds: its latest sessions (their subjects and days,
     in its zone) and its latest memories that no later one updates (but those whose ids are in
     ``leave_out``); no lines for an empty namespace, with why. Needs no model."""
-    from memtree_mcp.core.calendar import SESSION
-    from memtree_mcp.core.representative import PERIOD_SEPARATOR
+    from memtree_mcp.core.trees.calendar import SESSION
+    from memtree_mcp.core.trees.representative import PERIOD_SEPARATOR
     from memtree_mcp.core.wording import counted
 
     try:
@@ -214,7 +214,7 @@ class _Asked:
     @classmethod
     def of(cls, request: Mapping[str, Any]) -> _Asked:
         """Raises InvalidInput for a setting out of its bounds."""
-        from memtree_mcp.core.calendar import zone_named
+        from memtree_mcp.core.trees.calendar import zone_named
         from memtree_mcp.service.inputs import check_namespace
 
         namespace = check_namespace(request.get("namespace") or None, "default")

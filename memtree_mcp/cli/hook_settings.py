@@ -263,7 +263,7 @@ def caller_of(
     ``overrides``: the full command's ``--embedder``, ``--llm``) over its ``environ``, each checked
     as the CLI checks it, the namespace resolved (:func:`_namespace`). Raises SettingProblem naming
     the first refused setting and the fix."""
-    from memtree_mcp.core.calendar import zone_named
+    from memtree_mcp.core.trees.calendar import zone_named
 
     options = options or {}
     given = {name: value for name, value in (overrides or {}).items() if value is not None}

@@ -55,6 +55,6 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Matrix:
 
 
 def recall_weights(embedder: Embedder) -> dict[str, float]:
-    """The fields of recall's ``Weights`` (``core/recall.py``) the embedder sets otherwise than the
+    """The fields of recall's ``Weights`` (``core/ranking/recall.py``) the embedder sets otherwise than the
     defaults, which were measured with the default embedder: its ``recall_weights`` if it has them."""
     return dict(getattr(embedder, "recall_weights", {}))

@@ -2,8 +2,8 @@
 
 :class:`Memory` holds the state and keeps it up to date: a load from the store, each leaf added or
 removed, what other processes committed (:meth:`Memory.apply`), and every index following each
-change. How its nodes are ranked for a query is ``core/recall.py`` (:meth:`Memory.recall` hands
-each request to it); the trees' arrays and the timeline are ``core/arrays.py``.
+change. How its nodes are ranked for a query is ``core/ranking/recall.py`` (:meth:`Memory.recall` hands
+each request to it); the trees' arrays and the timeline are ``core/indexes/arrays.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from memtree_mcp.core.arrays import (
+from memtree_mcp.core.embedding import Matrix, Vector
+from memtree_mcp.core.indexes.arrays import (
     Timeline,
     TreeArrays,
     TreeStructure,
@@ -23,31 +24,31 @@ from memtree_mcp.core.arrays import (
     headroom,
     summary_hit,
 )
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
-from memtree_mcp.core.embedding import Matrix, Vector
-from memtree_mcp.core.gathering import named_authors, without_names
-from memtree_mcp.core.hierarchy import Linkage, Shape
-from memtree_mcp.core.index import VectorIndex
-from memtree_mcp.core.lexical import LexicalIndex
-from memtree_mcp.core.links import Linked
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.indexes.gathering import named_authors, without_names
+from memtree_mcp.core.indexes.lexical import LexicalIndex
+from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.names import TREES, as_given
-from memtree_mcp.core.period_checks import agreeing, zones_to_try
-from memtree_mcp.core.representative import derive_vector, derive_vectors
-from memtree_mcp.core.segmenting import CompatibilityPolicy, CosinePolicy
-from memtree_mcp.core.semantic import SemanticTree, VectorMode
-from memtree_mcp.core.temporal import TemporalTree, time_key
+from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
+from memtree_mcp.core.trees.hierarchy import Linkage, Shape
+from memtree_mcp.core.trees.links import Linked
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.period_checks import agreeing, zones_to_try
+from memtree_mcp.core.trees.representative import derive_vector, derive_vectors
+from memtree_mcp.core.trees.segmenting import CompatibilityPolicy, CosinePolicy
+from memtree_mcp.core.trees.semantic import SemanticTree, VectorMode
+from memtree_mcp.core.trees.temporal import TemporalTree, time_key
 
 
 class Memory(Linked):
     """The in-memory state of one namespace; the store persists it and rebuilds it on load.
 
     Every index follows each change in time proportional to the change, never to the memory's
-    size: the leaf and branch vector matrices (``core/index.py``), BM25 (``core/lexical.py``), the
-    timeline and each tree's arrays (:class:`TreeArrays`). With average linkage (the default) a
-    branch's similarity to a query is the mean of its leaves' (``core/hierarchy.py``), so recall
-    averages the leaves' scores up each tree instead of multiplying the query with every branch
-    vector: one matrix-vector product over the leaves is the only pass over 384-dimensional data.
+    size: the leaf and branch vector matrices (``core/indexes/vectors.py``), BM25
+    (``core/indexes/lexical.py``), the timeline and each tree's arrays (:class:`TreeArrays`). With
+    average linkage (the default) a branch's similarity to a query is the mean of its leaves'
+    (``core/trees/hierarchy.py``), so recall averages the leaves' scores up each tree instead of
+    multiplying the query with every branch vector: one matrix-vector product over the leaves is
+    the only pass over 384-dimensional data.
     """
 
     def __init__(
@@ -102,7 +103,7 @@ class Memory(Linked):
         # Built when first asked for after a load, when recall does not need it (aggregate).
         self._branch_index: VectorIndex | None = VectorIndex(dimension)
         self.lexical = LexicalIndex()
-        # By lexical slot, what recall reads with BM25 scores (core/recall.py), kept by each change.
+        # By lexical slot, what recall reads with BM25 scores (core/ranking/recall.py), kept by each change.
         self.slot_row = np.zeros(0, dtype=np.int64)  # lexical slot -> leaf-index row
         self.slot_author = np.zeros(0, dtype=np.int64)  # lexical slot -> code of its author
         self.slot_stamp = np.zeros(0, dtype=np.float64)  # lexical slot -> the leaf's timestamp
@@ -432,7 +433,8 @@ class Memory(Linked):
 
     def _boundary_between_rows(self, before: int, after: int) -> bool:
         """Whether the leaves in leaf-index rows ``before`` and ``after``, in time order, are in
-        different segments of the conversation (see :func:`~memtree_mcp.core.calendar.session_break`)."""
+        different segments of the conversation (see
+        :func:`~memtree_mcp.core.trees.calendar.session_break`)."""
         earlier = self.leaves[self.leaf_index.id_at(before)]
         later = self.leaves[self.leaf_index.id_at(after)]
         return self.calendar.session_break(earlier, later, self.temporal.gap_seconds)

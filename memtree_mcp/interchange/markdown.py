@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from memtree_mcp.core.calendar import UTC_CALENDAR
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.service.inputs import MAX_TAG_CHARS, MAX_TAGS
 

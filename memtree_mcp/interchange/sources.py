@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memtree_mcp.core.calendar import UTC_CALENDAR
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.interchange.markdown import note_records
 from memtree_mcp.secrets.detection import quoted

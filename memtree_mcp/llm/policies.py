@@ -3,9 +3,9 @@
 Each wraps a :class:`~memtree_mcp.llm.chat.TextGenerator` behind a protocol of ``core`` (which
 stays free of providers), with the prompts of :mod:`memtree_mcp.llm.prompts`:
 
-- :class:`BatchLLMPolicy` is a ``core.temporal.CompatibilityPolicy``: SegTreeMem's batch LLM (seed
+- :class:`BatchLLMPolicy` is a ``core.trees.temporal.CompatibilityPolicy``: SegTreeMem's batch LLM (seed
   001 §4.2), one call per insertion that sees every open frontier segment.
-- :class:`LLMNavigationPolicy` is a ``core.agent.Policy``: HAT's memory agent (seed 003 §3.2),
+- :class:`LLMNavigationPolicy` is a ``core.walking.agent.Policy``: HAT's memory agent (seed 003 §3.2),
   one call per step of ``run_agent``.
 
 An LLM that fails (:class:`~memtree_mcp.errors.ProviderError`: down, timing out, refusing the key)
@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from memtree_mcp.core.agent import EmbeddingPolicy, Policy, ScoredNode
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.navigation import CursorView
-from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy, CosinePolicy
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.segmenting import Candidate, CompatibilityPolicy, CosinePolicy
+from memtree_mcp.core.walking.agent import EmbeddingPolicy, Policy, ScoredNode
+from memtree_mcp.core.walking.navigation import CursorView
 from memtree_mcp.errors import ProviderError
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import (
@@ -135,7 +135,7 @@ class LLMNavigationPolicy:
         neighbour_scores: Mapping[str, ScoredNode],
         history: Sequence[str],
     ) -> str:
-        """The next action for the walk, as ``core.agent.Policy`` specifies."""
+        """The next action for the walk, as ``core.walking.agent.Policy`` specifies."""
         self._steps += 1
         if not self._gave_up:
             system, user = navigation_prompt(

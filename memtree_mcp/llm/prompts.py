@@ -17,7 +17,7 @@ stored in a memory can write a marker and close its own fence, nor hide words fr
 MemTree's aggregation prompt (``providers.llm.aggregation_prompt``) uses the same neutralisation.
 
 This module is standard library only: builders take plain values or objects with the attributes
-they read (``core.temporal.Candidate``, ``core.agent.ScoredNode`` fit), so it can be imported
+they read (``core.trees.temporal.Candidate``, ``core.walking.agent.ScoredNode`` fit), so it can be imported
 anywhere without pulling in a provider.
 """
 
@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from memtree_mcp.core.calendar import UTC_CALENDAR, Calendar
+from memtree_mcp.core.trees.calendar import UTC_CALENDAR, Calendar
 from memtree_mcp.core.wording import counted
 
 __all__ = [
@@ -238,7 +238,7 @@ def annotation_prompt(
 
 
 class SegmentLike(Protocol):
-    """What :func:`compatibility_prompt` reads of a frontier candidate (``core.temporal.Candidate``)."""
+    """What :func:`compatibility_prompt` reads of a frontier candidate (``core.trees.temporal.Candidate``)."""
 
     @property
     def text(self) -> str: ...
@@ -329,7 +329,7 @@ def compatibility_prompt(
 
 
 class PreviewLike(Protocol):
-    """What :func:`navigation_prompt` reads of a child or neighbour (``core.agent.ScoredNode``)."""
+    """What :func:`navigation_prompt` reads of a child or neighbour (``core.walking.agent.ScoredNode``)."""
 
     @property
     def line(self) -> str: ...

@@ -83,7 +83,7 @@ def threads() -> int:
 class E5Embedder:
     """Embeds texts into 384-dimensional centred, L2-normalised float32 vectors; loads lazily."""
 
-    #: Recall's constants this embedder sets otherwise (``core/recall.py``'s ``Weights``). Its
+    #: Recall's constants this embedder sets otherwise (``core/ranking/recall.py``'s ``Weights``). Its
     #: cosines rank well on their own, so BM25 weighs less in the fusion: 0.2 instead of 0.5 raised
     #: LoCoMo dev gather R@10 from 81.8 to 82.4 (open-domain 43.2 to 47.7), and in the multilingual
     #: benchmark the memories ranked first by 16 to 25 of 60 English questions and 38 to 47 of 60

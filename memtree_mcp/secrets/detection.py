@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memtree_mcp.core.extractive import MARKER as MARKER  # what redacted() puts in a secret's place
+from memtree_mcp.core.trees.extractive import MARKER as MARKER  # what redacted() puts in a secret's place
 from memtree_mcp.secrets.passwords import bare_end, named_secrets, stand_in
 
 MODES = ("redact", "refuse", "keep")

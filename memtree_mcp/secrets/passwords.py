@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memtree_mcp.core.extractive import MARKER  # a value holding one is no credential
+from memtree_mcp.core.trees.extractive import MARKER  # a value holding one is no credential
 
 _LINE = r"{}[^\n]{{0,200}}?\s"  # a command, then the rest of its line
 _QUOTED = r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)"

@@ -56,7 +56,7 @@ from mcp.types import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, ValidationError
 
-from memtree_mcp.core.extractive import gist
+from memtree_mcp.core.trees.extractive import gist
 from memtree_mcp.core.wording import counted
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.server.fields import MemoryContext

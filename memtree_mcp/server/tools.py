@@ -22,7 +22,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field
 
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Move, Strategy, TreeName
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.errors import MemtreeError, failure_reason
 from memtree_mcp.llm.sampling import ReplayChat, answer_text
 from memtree_mcp.server.confirmations import ANSWERED, answered_once, confirm_forget

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from memtree_mcp.config import AUTO_NAMESPACE, NAMESPACE_PATTERN, NAMESPACE_RULE
-from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.names import TREES, TreeName
+from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.secrets.detection import NAME_CHARS, quoted
 
@@ -62,7 +62,7 @@ MAX_SUPERSEDES = 16
 # A memory's id: "m" and 15 hexadecimal digits (``writing.new_leaf_id``).
 MEMORY_ID_CHARS = 16
 _MEMORY_ID = re.compile("m[0-9a-f]{15}")
-# A summary's id (core/semantic.py, core/temporal.py): a branch's, or a root's.
+# A summary's id (core/trees/semantic.py, core/trees/temporal.py): a branch's, or a root's.
 _SUMMARY_ID = re.compile("b[0-9a-f]{15}|semantic-root|temporal-root")
 _ALLOWED_CONTROLS = {"\n", "\r", "\t"}
 # Characters that change what a reader sees without being seen, removed from every text stored or

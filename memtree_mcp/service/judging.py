@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.trees.model import Leaf
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import judge_prompt, parse_verdicts

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memtree_mcp.core.calendar import Calendar
-from memtree_mcp.core.checks import Problem, memory_problems
+from memtree_mcp.core.checks.memory import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.links import break_circles
-from memtree_mcp.core.model import Branch, Leaf, makers_of
-from memtree_mcp.core.segmenting import CompatibilityPolicy
-from memtree_mcp.core.temporal import TEMPORAL_ROOT_ID, time_key
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.links import break_circles
+from memtree_mcp.core.trees.model import Branch, Leaf, makers_of
+from memtree_mcp.core.trees.segmenting import CompatibilityPolicy
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID, time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import format_timestamp
@@ -118,7 +118,7 @@ class Maintenance:
 
         With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
         ids, same texts, same vectors, same order; of each circle of update links, the link from
-        its oldest memory undone: :func:`~memtree_mcp.core.links.break_circles`), written as one
+        its oldest memory undone: :func:`~memtree_mcp.core.trees.links.break_circles`), written as one
         commit; the problems found before the repair are returned either way. Raises NotFound for
         an empty namespace.
         """

@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.checks import Problem
+from memtree_mcp.core.checks.memory import Problem
 from memtree_mcp.core.embedding import Embedder
-from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import LinkMaker
 from memtree_mcp.core.names import DEFAULT_STRATEGY
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.model import LinkMaker
 from memtree_mcp.errors import ConfigurationError, InvalidInput
 from memtree_mcp.service.forgetting import forget_preview, stored_since
 from memtree_mcp.service.inputs import (

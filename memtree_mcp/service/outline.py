@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TreeName
-from memtree_mcp.core.representative import PERIOD_SEPARATOR
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.representative import PERIOD_SEPARATOR
 from memtree_mcp.core.wording import counted
 from memtree_mcp.service.inputs import MAX_OUTLINE_DEPTH, check_range, check_tree
 

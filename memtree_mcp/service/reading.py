@@ -17,19 +17,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memtree_mcp.core import recall as ranking
-from memtree_mcp.core.agent import EmbeddingPolicy, Policy, run_agent
-from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.embedding import Embedder, embed_queries, recall_weights
-from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
-from memtree_mcp.core.navigation import CursorView, NavigationError
-from memtree_mcp.core.navigation import move as move_cursor
-from memtree_mcp.core.navigation import view as view_node
-from memtree_mcp.core.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
-from memtree_mcp.core.relevance import DEFAULT_MIN_RELEVANCE
-from memtree_mcp.core.summary import Summary, period_nodes, summarize_nodes
+from memtree_mcp.core.ranking import recall as ranking
+from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
+from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.walking.agent import EmbeddingPolicy, Policy, run_agent
+from memtree_mcp.core.walking.navigation import CursorView, NavigationError
+from memtree_mcp.core.walking.navigation import move as move_cursor
+from memtree_mcp.core.walking.navigation import view as view_node
+from memtree_mcp.core.walking.summary import Summary, period_nodes, summarize_nodes
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.secrets.detection import quoted

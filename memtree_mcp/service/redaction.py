@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
-from memtree_mcp.core.temporal import time_key
+from memtree_mcp.core.trees.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.secrets.detection import Held, redact_fields, redact_record
 from memtree_mcp.service.inputs import ImportTerms
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memtree_mcp.core.memory import Memory
-    from memtree_mcp.core.model import Leaf
+    from memtree_mcp.core.trees.model import Leaf
 
 log = logging.getLogger("memtree_mcp")
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.currency import newest_updates, restate
-from memtree_mcp.core.extractive import gist
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.ranking.currency import newest_updates, restate
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.errors import InvalidInput, ProviderError
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.llm.prompts import aggregation_prompt, annotation_prompt, strip_reasoning, update_note
@@ -474,7 +474,7 @@ class Refinement:
 
         First the semantic branches above each memory a change superseded (or made current again,
         when its update was forgotten) are recomputed without their stale members
-        (:func:`~memtree_mcp.core.currency.restate`) and added to ``changed``, so that they are
+        (:func:`~memtree_mcp.core.ranking.currency.restate`) and added to ``changed``, so that they are
         written, and summarised again, with the rest.
 
         A branch keeps showing its last LLM summary until the new one is written, unless memories

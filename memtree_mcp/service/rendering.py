@@ -13,7 +13,7 @@ included): :func:`recall_cost` prices a hit as its line will be written.
 
 from __future__ import annotations
 
-from memtree_mcp.core.recall import Hit
+from memtree_mcp.core.ranking.recall import Hit
 from memtree_mcp.core.wording import counted
 from memtree_mcp.llm.prompts import fenced
 from memtree_mcp.service.results import (
@@ -53,7 +53,7 @@ def recall_line(rank: int, hit: RecallHit | Hit, *, superseded_by: int | None = 
     """One recalled memory or summary: ``rank. [relevance · (count) · date(s)] text {id}``, with
     ``superseded by N`` among the facts when the memory ranked ``N`` in the result updates it."""
     if isinstance(hit, Hit):
-        from memtree_mcp.core.calendar import UTC_CALENDAR
+        from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 
         # A ranked hit's line is written to measure it: only its length counts, the same in any zone.
         first, last = UTC_CALENDAR.iso(hit.first_ts), UTC_CALENDAR.iso(hit.last_ts)
@@ -77,7 +77,7 @@ def recall_cost(hit: Hit) -> float:
 
 def recall_text(result: RecallResult) -> str:
     """Recall's hits, best first, one line each; a memory a later one updates points to its rank
-    (recall always shows the update in the same result: ``core/current.py``), never to an id the
+    (recall always shows the update in the same result: ``core/ranking/current.py``), never to an id the
     model cannot see."""
     if not result.hits:
         if result.unfit:

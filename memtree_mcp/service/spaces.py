@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.segmenting import CompatibilityPolicy
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.segmenting import CompatibilityPolicy
 from memtree_mcp.errors import LeaseLost, LockTimeout, StoreError, WriteConflict
 from memtree_mcp.host.heap import collector_paused, give_back_freed_memory
 from memtree_mcp.service.zones import Zones

@@ -11,8 +11,8 @@ import math
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, Calendar
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, Calendar
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service.inputs import check_version, parse_timestamp

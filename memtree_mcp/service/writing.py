@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from typing import cast
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.calendar import Calendar
-from memtree_mcp.core.candidates import update_candidates
-from memtree_mcp.core.chunking import split_into_chunks
 from memtree_mcp.core.embedding import Embedder, Vector
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import LINK_MAKERS, Leaf, LinkMaker, link_maker, may_undo
-from memtree_mcp.core.temporal import time_key
+from memtree_mcp.core.ranking.candidates import update_candidates
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.chunking import split_into_chunks
+from memtree_mcp.core.trees.model import LINK_MAKERS, Leaf, LinkMaker, link_maker, may_undo
+from memtree_mcp.core.trees.temporal import time_key
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service.forgetting import forget_targets, forget_under
 from memtree_mcp.service.inputs import (
@@ -298,7 +298,7 @@ class Writer:
         checked under the write lock, before anything is written. ``unlink``: ids whose links from
         the first chunk's stored duplicate are undone (the content must be stored already).
         A new first chunk is given the older memories it may update
-        (:func:`~memtree_mcp.core.candidates.update_candidates`), stored with it and returned to be
+        (:func:`~memtree_mcp.core.ranking.candidates.update_candidates`), stored with it and returned to be
         offered. ``judge``: with an LLM configured, the first new leaves are marked for its
         judgement of what they update (``service/judging.py``), in the same commit, and handed to
         its worker after it.

@@ -1,6 +1,6 @@
 """The time zone set for each namespace in this process, and telling when a namespace keeps another.
 
-A namespace counts its days in the zone stored with it (``core/calendar.py``, ``Memory.load``); the
+A namespace counts its days in the zone stored with it (``core/trees/calendar.py``, ``Memory.load``); the
 zone set here (MEMTREE_TIMEZONE, or a hook worker's caller's) is only the one a namespace takes
 when it has none yet. A process whose setting differs uses the stored zone, and says so once in
 its log; ``doctor`` says it too, and ``doctor --repair --timezone`` moves a namespace on purpose.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from memtree_mcp.core.calendar import Calendar
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.trees.calendar import Calendar
 
 log = logging.getLogger("memtree_mcp")
 

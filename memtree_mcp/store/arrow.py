@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.core.hierarchy import Shape
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.hierarchy import Shape
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.errors import StoreError
 from memtree_mcp.store.rows import DELETED, leaf_extras, refined
 

@@ -120,7 +120,7 @@ def m004_update_links(rows: pa.Table) -> pa.Table:
 
 @migration(5)
 def m005_sessions_and_periods(rows: pa.Table) -> pa.Table:
-    """Version 5's temporal tree groups time by session and period (``core/calendar.py``).
+    """Version 5's temporal tree groups time by session and period (``core/trees/calendar.py``).
 
     Version 4's temporal branches grouped neighbouring memories by subject alone. Each of their rows
     reads as the deletion of that branch (kind ``deleted``, no text, no time of forgetting), so a

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from memtree_mcp.core.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.host.heap import give_back_freed_memory
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store.table import NamespaceTable, Position

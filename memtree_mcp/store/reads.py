@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from memtree_mcp.core.hierarchy import Shape
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.hierarchy import Shape
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.store.arrow import branches_at, leaf_vectors, leaves_at, tree_shapes
 
 

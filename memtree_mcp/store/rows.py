@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.model import Branch, Leaf
 
 # The layout this code writes. A new version needs its step in store/migrations.py, which says how
 # the rows of the one before are read and what changed.
@@ -56,7 +56,7 @@ def node_schema(embedder: str, dimension: int) -> pa.Schema:
     Only what cannot be derived is stored. A leaf's vector (``embedding``: float32 bytes) is
     written once, when the leaf is new: moving in a tree never rewrites a leaf's row, since each
     leaf's parents are read off its parents' ``children``. A branch's row holds no vector (under
-    average linkage it is the mean of its leaves', recomputed on load, ``core/representative.py``):
+    average linkage it is the mean of its leaves', recomputed on load, ``core/trees/representative.py``):
     a remember rewrites every branch on its paths, and with a vector most of each of those rows
     would be a copy of a vector that can be derived.
     """

@@ -15,7 +15,7 @@ whole snapshot or none. It is never trusted on its own:
 
 - a file that is missing, truncated, fails its checksum, or was written for another embedder,
   dimension or format is ignored (logged), and the namespace is read whole, which writes a new one;
-- the terms are kept only if ``core/lexical.py`` is the same file that tokenized them (its hash);
+- the terms are kept only if ``core/indexes/lexical.py`` is the same file that tokenized them (its hash);
 - its rows must be what the table's rows up to its position give (:func:`disagreement`): each id's
   latest revision, kind and sequence number, read from four narrow columns of the table (16 ms
   for 59k rows, where a whole read takes 360 ms). A checksum is no proof of content: a snapshot
@@ -60,10 +60,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memtree_mcp.core import lexical as lexical_module
-from memtree_mcp.core.lexical import LexicalIndex
+from memtree_mcp.core.indexes import lexical as lexical_module
+from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch
+from memtree_mcp.core.trees.model import Branch
 from memtree_mcp.store.arrow import latest_positions, one_array
 from memtree_mcp.store.fences import NO_FENCE, unfenced
 from memtree_mcp.store.migrations import as_current

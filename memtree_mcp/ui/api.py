@@ -15,7 +15,7 @@ with a 4xx status for bad input):
 - ``POST /ui/api/forget`` ``{"ns", "id"}``: forget one memory; 403 unless edits were allowed.
 
 A memory that a later one updates (a link stored by the agent, the user or an LLM judge, read as
-every tool reads it: :func:`memtree_mcp.core.currency.newest_updates`) is
+every tool reads it: :func:`memtree_mcp.core.ranking.currency.newest_updates`) is
 marked wherever it is listed: ``stale`` and ``superseded_by`` (the id of its latest update). The
 marks are computed on each request, so forgetting the update makes the older memory current again.
 
@@ -44,14 +44,14 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memtree_mcp.core.calendar import SESSION, Calendar, period_name
-from memtree_mcp.core.currency import newest_updates
-from memtree_mcp.core.extractive import gist
-from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import TREES, TreeName
-from memtree_mcp.core.temporal import TemporalTree
+from memtree_mcp.core.ranking.currency import newest_updates
+from memtree_mcp.core.trees.calendar import SESSION, Calendar, period_name
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.temporal import TemporalTree
 from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderError
 from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service import MemoryService

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
-from memtree_mcp.core.calendar import Calendar
-from memtree_mcp.core.extractive import gist
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.core.wording import counted
 from memtree_mcp.service.outline import OutlineRow, checked_outline, outline_rows, superseded_note
 

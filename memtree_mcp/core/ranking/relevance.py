@@ -28,8 +28,8 @@ things never stored) from the middle of the region where every unrelated questio
 one hit and the most answers are kept; neighbouring values give the same counts within one or
 two answers (``docs/findings/what-the-model-reads.md``).
 
-Which memories a later one updates is only ever a stored link (:mod:`memtree_mcp.core.currency`);
-:mod:`memtree_mcp.core.candidates` proposes them.
+Which memories a later one updates is only ever a stored link (:mod:`memtree_mcp.core.ranking.currency`);
+:mod:`memtree_mcp.core.ranking.candidates` proposes them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.model import Branch, Leaf
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory

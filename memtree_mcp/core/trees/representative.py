@@ -24,8 +24,8 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.extractive import Wording, label_for, summarize_children
-from memtree_mcp.core.model import Branch, Leaf
+from memtree_mcp.core.trees.extractive import Wording, label_for, summarize_children
+from memtree_mcp.core.trees.model import Branch, Leaf
 
 # Between a temporal branch's period and its subject words in its label.
 PERIOD_SEPARATOR = " · "

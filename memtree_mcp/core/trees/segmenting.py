@@ -1,5 +1,5 @@
 """Where a session splits into topical segments (SegTreeMem's compatibility model C, seed 001 §4.2):
-the policies the temporal tree (``core/temporal.py``) asks whether a new memory continues the
+the policies the temporal tree (``core/trees/temporal.py``) asks whether a new memory continues the
 current segment of its session.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.trees.model import Leaf
 
 # Measured on the LoCoMo dev split (docs/findings/recall-quality.md): 0.2 to 0.6 move propagation's R@10 by
 # under two points; 0.4 is the best for it.

@@ -1,5 +1,5 @@
 """Invariant checks of the two trees, for ``memtree-mcp doctor`` and the tests (the whole memory's,
-its leaves and indexes too, are :mod:`memtree_mcp.core.checks`): what is wrong, never a raise.
+its leaves and indexes too, are :mod:`memtree_mcp.core.checks.memory`): what is wrong, never a raise.
 
 Each function returns a list of :class:`Problem` (empty when all is well). The checks never trust
 the structure they read: an unknown child, a missing parent, a node reached twice or a cycle is
@@ -28,11 +28,11 @@ from typing import Literal
 
 import numpy as np
 
-from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.period_checks import period_faults
-from memtree_mcp.core.semantic import ROOT_ID, SemanticTree
-from memtree_mcp.core.temporal import SESSION_HEIGHT, TEMPORAL_ROOT_ID, TemporalTree, time_key
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.period_checks import period_faults
+from memtree_mcp.core.trees.semantic import ROOT_ID, SemanticTree
+from memtree_mcp.core.trees.temporal import SESSION_HEIGHT, TEMPORAL_ROOT_ID, TemporalTree, time_key
 
 ProblemArea = Literal["semantic", "temporal", "index", "leaves"]
 

@@ -18,14 +18,14 @@ from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 
-from memtree_mcp.core.currency import (
-    newest_updates,
-)
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import NodeKind
-from memtree_mcp.core.navigation import (
+from memtree_mcp.core.ranking.currency import (
+    newest_updates,
+)
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.walking.navigation import (
     ChildPreview,
     CursorView,
     hierarchy_of,

@@ -10,7 +10,7 @@ rules every writer meets, whoever calls it:
   every memory in it superseded and none current; :func:`circles` finds one a store holds anyway
   (an earlier version's import), for ``doctor``, and :func:`break_circles` undoes it;
 - a link the user made is undone only by the user (:meth:`Linked.unlink`,
-  :func:`~memtree_mcp.core.model.may_undo`); a maker saying again what a weaker one said makes the
+  :func:`~memtree_mcp.core.trees.model.may_undo`); a maker saying again what a weaker one said makes the
   link its own;
 - forgetting a memory in the middle of a chain keeps the chain's newest current
   (:meth:`Linked.carry_over`): each memory that named the forgotten one names what it named.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from memtree_mcp.core.model import Leaf, LinkMaker, link_maker, makers_of, may_undo, stronger, weaker
-from memtree_mcp.core.temporal import time_key
+from memtree_mcp.core.trees.model import Leaf, LinkMaker, link_maker, makers_of, may_undo, stronger, weaker
+from memtree_mcp.core.trees.temporal import time_key
 
 
 class Linked:

@@ -1,10 +1,10 @@
 """Invariant checks of a whole memory, for ``memtree-mcp doctor`` and the tests: what is wrong,
 never a raise.
 
-:func:`memory_problems` checks both trees (:mod:`memtree_mcp.core.tree_checks`), then the leaves
+:func:`memory_problems` checks both trees (:mod:`memtree_mcp.core.checks.trees`), then the leaves
 and the indexes: leaf vectors (dimension, finite, unit norm), the leaf, branch and lexical indexes
 hold exactly what they should, content hashes and sequence numbers are unique, and no update links
-close a circle (:func:`~memtree_mcp.core.links.circles`).
+close a circle (:func:`~memtree_mcp.core.trees.links.circles`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from memtree_mcp.core.arrays import summary_hit
-from memtree_mcp.core.links import circles
+from memtree_mcp.core.checks.trees import Problem, ProblemArea, semantic_problems, temporal_problems
+from memtree_mcp.core.indexes.arrays import summary_hit
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.semantic import SemanticTree
-from memtree_mcp.core.temporal import TemporalTree
-from memtree_mcp.core.tree_checks import Problem, ProblemArea, semantic_problems, temporal_problems
+from memtree_mcp.core.trees.links import circles
+from memtree_mcp.core.trees.model import Leaf
+from memtree_mcp.core.trees.semantic import SemanticTree
+from memtree_mcp.core.trees.temporal import TemporalTree
 
 __all__ = ["Problem", "ProblemArea", "memory_problems", "semantic_problems", "temporal_problems"]
 

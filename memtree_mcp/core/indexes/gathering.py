@@ -10,7 +10,7 @@ get in the way of plain dense + BM25 scoring, measured on the LoCoMo dev split
   in the question pulls the question's embedding towards whatever that person said, on any
   subject, and as a BM25 term it matches half the memories. ``gather`` matches the name against
   the memories' *author* (their ``role``) instead: memories by an author the query names get a
-  fixed lift (``author_weight`` standard deviations, a field of ``core/recall.py``'s ``Weights``),
+  fixed lift (``author_weight`` standard deviations, a field of ``core/ranking/recall.py``'s ``Weights``),
   the BM25 query leaves the name out, and the dense score is the mean of the query's cosine and
   that of the query with the names replaced by "they" (:func:`without_names`), which the service
   embeds in the same batch as the query.
@@ -38,7 +38,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memtree_mcp.core.calendar import Calendar
+from memtree_mcp.core.trees.calendar import Calendar
 
 # Stand-in for a name in the query embedded without it, so the sentence stays a question about
 # someone; deleting the name instead scores the same (R@10 79.9 against 79.8 before the date lift,

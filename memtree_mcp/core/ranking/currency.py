@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memtree_mcp.core.calendar import Calendar
-from memtree_mcp.core.extractive import PART_SEPARATOR, gist
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.extractive import PART_SEPARATOR, gist
+from memtree_mcp.core.trees.model import Leaf
 
 if TYPE_CHECKING:
-    from memtree_mcp.core.hierarchy import Hierarchy
     from memtree_mcp.core.memory import Memory
+    from memtree_mcp.core.trees.hierarchy import Hierarchy
 
 # How many of the memories closest in meaning to a memory the explorer shows beside it.
 NEIGHBOURS = 8

@@ -6,7 +6,7 @@ long as the result stays within the token budget, so a larger budget reads the m
 level. Every line cites the node it comes from.
 
 A summary of the whole memory, of a subject or of a semantic node states how things are now: a
-memory that a later one says it updates (a stored link, ``core/currency.py``) gives way
+memory that a later one says it updates (a stored link, ``core/ranking/currency.py``) gives way
 to the update, in its own line and in the summaries' texts that quote it; the stale sentence is
 not kept beside it ("earlier: …"), since a model reading a summary takes what it states as true
 and the budget is better spent on what is current (recall shows both, with their dates). A
@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memtree_mcp.core.calendar import Calendar
-from memtree_mcp.core.candidates import newer_first
-from memtree_mcp.core.currency import current_text, newest_updates, period_text, quoted_leaves
-from memtree_mcp.core.extractive import gist
-from memtree_mcp.core.hierarchy import Hierarchy
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.recall import estimate_tokens
+from memtree_mcp.core.ranking.candidates import newer_first
+from memtree_mcp.core.ranking.currency import current_text, newest_updates, period_text, quoted_leaves
+from memtree_mcp.core.ranking.recall import estimate_tokens
+from memtree_mcp.core.trees.calendar import Calendar
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.core.wording import counted
 
 # How much of a later update a period summary quotes beside a memory it updates.
@@ -48,7 +48,7 @@ def summarize_nodes(memory: Memory, tree: Hierarchy, start: Sequence[str], max_t
     The nodes are refined greedily: the branch covering the most memories is replaced by its
     children while the whole still fits. Past the budget, the least covering lines are dropped.
     A memory that a later one says it updates gives way to it, and of two related memories the
-    newer is said first (``core/candidates.py``); in ``tree`` temporal (a period) updates are only
+    newer is said first (``core/ranking/candidates.py``); in ``tree`` temporal (a period) updates are only
     noted and the lines keep their time order (see the module).
     """
     frontier = [node_id for node_id in start if _covers_something(memory, tree, node_id)]

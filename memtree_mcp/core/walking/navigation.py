@@ -16,7 +16,7 @@ the next, so a client (or the server) only has to remember the id it was shown. 
 A leaf id is valid in both trees; a branch id only in its own. Every refusal is a
 ``NavigationError`` that says what was wrong and what to do instead.
 
-The memory agent that walks this cursor is :mod:`memtree_mcp.core.agent`.
+The memory agent that walks this cursor is :mod:`memtree_mcp.core.walking.agent`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from memtree_mcp.core.currency import (
+from memtree_mcp.core.embedding import Vector
+from memtree_mcp.core.memory import Memory
+from memtree_mcp.core.names import MOVES, NodeKind, as_given
+from memtree_mcp.core.ranking.currency import (
     current_text,
     first_quoted,
     newest_updates,
@@ -36,12 +39,9 @@ from memtree_mcp.core.currency import (
     quoted_leaves,
     stale_note,
 )
-from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.extractive import gist
-from memtree_mcp.core.hierarchy import Hierarchy
-from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
-from memtree_mcp.core.names import MOVES, NodeKind, as_given
+from memtree_mcp.core.trees.extractive import gist
+from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Leaf
 
 PREVIEW_CHARS = 100
 LEAF_LABEL_CHARS = 60
@@ -70,7 +70,7 @@ class CursorView:
     ``parent``, ``left`` and ``right`` preview where ``up``, ``left`` and ``right`` would go.
     ``score`` is the node's match to the query vector (average cosine to its leaves) when a query
     was given and the node has a vector, else None. ``period``: the time scale of a temporal
-    branch ("session", "day", …; ``core/calendar.py``), else None.
+    branch ("session", "day", …; ``core/trees/calendar.py``), else None.
     """
 
     id: str

@@ -2,7 +2,7 @@
 
 HAT (seed 003 §3.1) groups turns into sessions and sessions into larger stretches of time; people
 think of time the same way ("last Tuesday's session", "the week of the release"). The temporal tree
-(``core/temporal.py``) therefore has one level per time scale, counted from the leaves up:
+(``core/trees/temporal.py``) therefore has one level per time scale, counted from the leaves up:
 
 - level 0, **segment**: a topical run of turns inside a session (SegTreeMem, seed 001, decides where a
   long session splits; a short one is a single segment);
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 if TYPE_CHECKING:
-    from memtree_mcp.core.model import Leaf
+    from memtree_mcp.core.trees.model import Leaf
 
 Period = Literal["segment", "session", "day", "week", "month", "year"]
 PERIODS: tuple[Period, ...] = ("segment", "session", "day", "week", "month", "year")

@@ -11,7 +11,7 @@ result, so the mark names something the model can read:
 - an update that is itself updated brings its own update (a chain, newest first);
 - with ``move`` (a recall with a cut-off, as the tools ask it) each update is placed just before
   the hit it updates, so the newest comes first, and of two memories on one subject that no link
-  ties the newer goes first too (:func:`~memtree_mcp.core.candidates.newer_first`); without it
+  ties the newer goes first too (:func:`~memtree_mcp.core.ranking.candidates.newer_first`); without it
   (``min_relevance`` 0, the benchmarks' whole ranking) the ranked hits keep their order and the
   updates that join come after them;
 - :func:`within_budget` takes a stale hit only with its update: when ``max_tokens`` cannot fit
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memtree_mcp.core.candidates import newer_first
-from memtree_mcp.core.hits import Hit, Shown, estimate_tokens, without_quote
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.ranking.candidates import newer_first
+from memtree_mcp.core.ranking.hits import Hit, Shown, estimate_tokens, without_quote
+from memtree_mcp.core.trees.model import Leaf
 
 # An update that is itself updated brings its own update, this many links deep at most.
 CHAIN_DEPTH = 8

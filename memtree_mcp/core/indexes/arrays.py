@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memtree_mcp.core.calendar import DAY_SECONDS, Calendar
-from memtree_mcp.core.hierarchy import Shape
-from memtree_mcp.core.index import VectorIndex
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.semantic import SemanticTree
-from memtree_mcp.core.temporal import TemporalTree
+from memtree_mcp.core.indexes.vectors import VectorIndex
+from memtree_mcp.core.trees.calendar import DAY_SECONDS, Calendar
+from memtree_mcp.core.trees.hierarchy import Shape
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.semantic import SemanticTree
+from memtree_mcp.core.trees.temporal import TemporalTree
 
 
 def summary_hit(branch: Branch) -> bool:

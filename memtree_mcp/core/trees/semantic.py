@@ -50,9 +50,9 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Matrix
-from memtree_mcp.core.hierarchy import Hierarchy, Linkage, Shape
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.representative import refresh_branch
+from memtree_mcp.core.trees.hierarchy import Hierarchy, Linkage, Shape
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.representative import refresh_branch
 
 VectorMode = Literal["centroid", "summary"]
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from memtree_mcp.core.lexical import LexicalIndex, tokenize
-from memtree_mcp.core.model import Leaf
+from memtree_mcp.core.indexes.lexical import LexicalIndex, tokenize
+from memtree_mcp.core.trees.model import Leaf
 
 if TYPE_CHECKING:
     from memtree_mcp.core.memory import Memory
@@ -76,7 +76,7 @@ def _speaker_and_body(text: str) -> tuple[set[str], str]:
 
 
 def value_terms(text: str) -> set[str]:
-    """The terms (as :func:`~memtree_mcp.core.lexical.tokenize` makes them) of ``text``'s values:
+    """The terms (as :func:`~memtree_mcp.core.indexes.lexical.tokenize` makes them) of ``text``'s values:
     numbers and identifiers (a token with a digit), and names (a capitalised word inside a
     sentence, or two at its start), the speaker of a told turn left out."""
     speaker, body = _speaker_and_body(text)
@@ -166,7 +166,7 @@ def _earlier(older: Leaf, newer: Leaf) -> bool:
 
 def related(first: Leaf, second: Leaf) -> bool:
     """Whether one of two memories names the other as a candidate it may update (stored when it
-    was remembered, :attr:`~memtree_mcp.core.model.Leaf.may_update`), or they say nearly the same
+    was remembered, :attr:`~memtree_mcp.core.trees.model.Leaf.may_update`), or they say nearly the same
     (:data:`CLOSE`): the pairs whose newer memory goes first wherever both are shown."""
     if first.id in second.may_update or second.id in first.may_update:
         return True

@@ -1,6 +1,6 @@
 """Whether the temporal tree's periods are the calendar's: what ``doctor`` checks and a load heeds.
 
-A tree is built by its calendar (``core/calendar.py``): each session under the day, week, month and
+A tree is built by its calendar (``core/trees/calendar.py``): each session under the day, week, month and
 year its start names, in the calendar's time zone, and a level for each time scale the memories
 span more than one period of. A tree built by an older memtree-mcp out of time order, or under
 another zone, breaks this: :func:`period_faults` names where, so that ``doctor`` reports it and a
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memtree_mcp.core.calendar import SESSION, UTC_CALENDAR, Calendar, period_name
-from memtree_mcp.core.temporal import TemporalTree
+from memtree_mcp.core.trees.calendar import SESSION, UTC_CALENDAR, Calendar, period_name
+from memtree_mcp.core.trees.temporal import TemporalTree
 
 # (the branch at fault, what is wrong)
 Fault = tuple[str, str]

@@ -13,10 +13,10 @@ Strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/fi
   mixes in (``content_share``) the query embedded with the names replaced by "they"; after the
   propagation along time each leaf gets ``segment_weight`` times the standardised BM25 score of
   its segment of the timeline scored as one document, and memories dated within a day or month
-  the query names get ``date_weight`` more (``core/gathering.py``). Without a name or a date in
+  the query names get ``date_weight`` more (``core/indexes/gathering.py``). Without a name or a date in
   the query it is ``hybrid`` plus the segment score.
 - ``hybrid``: every leaf gets a dense score (cosine to the query) and a lexical one
-  (BM25, ``core/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
+  (BM25, ``core/indexes/lexical.py``); each is standardised over all leaves (z-scores, so neither scale
   dominates) and they are summed with the lexical one weighted by ``lexical_weight``. Relevance then
   propagates along time: each leaf adds ``neighbour_decay``^r times the score of the leaves r places
   before and after it (r ≤ ``neighbour_radius``) in the same segment of the conversation (no session
@@ -44,16 +44,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memtree_mcp.core.arrays import Positions, Timeline
-from memtree_mcp.core.current import Current
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.gathering import dated_spans, standardised, without_names
-from memtree_mcp.core.hits import Hit, Shown, hit_of
-from memtree_mcp.core.hits import estimate_tokens as estimate_tokens  # where callers find it
+from memtree_mcp.core.indexes.arrays import Positions, Timeline
+from memtree_mcp.core.indexes.gathering import dated_spans, standardised, without_names
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import DEFAULT_STRATEGY, KindFilter, Strategy
-from memtree_mcp.core.relevance import CONFIDENT, QueryRelevance
+from memtree_mcp.core.ranking.current import Current
+from memtree_mcp.core.ranking.hits import Hit, Shown, hit_of
+from memtree_mcp.core.ranking.hits import estimate_tokens as estimate_tokens  # where callers find it
+from memtree_mcp.core.ranking.relevance import CONFIDENT, QueryRelevance
+from memtree_mcp.core.trees.model import Branch, Leaf
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class Weights:
     lexical_weight: float = 0.5
     neighbour_decay: float = 0.4
     neighbour_radius: int = 2
-    # Gather recall (core/gathering.py), in standard deviations of the standardised scores: the lift
+    # Gather recall (core/indexes/gathering.py), in standard deviations of the standardised scores: the lift
     # of a memory whose author the query names, and the weight of its segment's BM25 score; and the
     # share of the query-without-names vector in the dense score.
     author_weight: float = 0.5
@@ -177,14 +177,14 @@ class Ranker:
     def recall(self, request: RecallRequest) -> list[Hit]:
         """The best ``request.k`` nodes for a query that pass ``request.where`` and fit the budget.
 
-        Hits are taken in score order. A hit below ``min_relevance`` (see ``core/relevance.py``)
+        Hits are taken in score order. A hit below ``min_relevance`` (see ``core/ranking/relevance.py``)
         is left out, and so is one that would repeat what an earlier hit shows: a summary of a
         single memory, a memory an earlier summary already quotes whole, the parts of a summary
         already shown (the rest of it stays); when no hit reaches ``CONFIDENT``, only the
         best-ranked one is kept (below the cut-off, only its latest update when it has one). With
         ``supersede``, a memory that a later one says it updates (a stored link, ``supersedes``)
         is marked ``superseded_by`` it, and that memory is always a hit of the result
-        (``core/current.py``): just before it with a cut-off, where of two memories on one subject
+        (``core/ranking/current.py``): just before it with a cut-off, where of two memories on one subject
         the newer comes first too, linked or not; with ``min_relevance`` 0 the ranking keeps its
         order and the updates that were no hits come after it. Then hits are taken in order up to ``k``
         ranked ones (updates that joined are more), each only with its update, within
@@ -314,7 +314,7 @@ class Ranker:
     def gathered(
         self, query: Vector, query_text: str, content_query: Vector | None, *, every: bool = False
     ) -> tuple[Positions, np.ndarray]:
-        """Gather scoring (``core/gathering.py``): hybrid's fusion with the authors the query names
+        """Gather scoring (``core/indexes/gathering.py``): hybrid's fusion with the authors the query names
         matched as authors, and each memory lifted by its segment's BM25 score; ``every`` as for
         :meth:`hybrid`."""
         memory, weights = self.memory, self.weights

@@ -37,7 +37,7 @@ class Leaf:
     # Who made each link of ``supersedes``, in the same order: LINK_MAKERS. Links stored before
     # this was recorded have none, and count as the agent's.
     supersedes_by: tuple[str, ...] = ()
-    # Older memories this one may update, found when it was remembered (``core/candidates.py``)
+    # Older memories this one may update, found when it was remembered (``core/ranking/candidates.py``)
     # and offered to the agent: not a claim; they only put the newer of the two first.
     may_update: tuple[str, ...] = ()
     # Awaiting an LLM's judgement of which older memories this one updates (``service/judging.py``): set
@@ -102,6 +102,6 @@ class Branch:
     summary_seq: int = -1
     pending: bool = False
     # The temporal root's alone: the time zone of the calendar its tree was built by
-    # (``core/calendar.py``), stored with the namespace; empty elsewhere, and in a root written
+    # (``core/trees/calendar.py``), stored with the namespace; empty elsewhere, and in a root written
     # before zones were stored.
     zone: str = ""

@@ -2,7 +2,7 @@
 
 Leaves hang in time order (:func:`time_key`: their timestamp, then their arrival for memories of the
 same moment), whatever order they arrive in, and every branch covers a contiguous run of them. The
-levels are time scales (``core/calendar.py``), from the leaves up: topical **segments** of a session,
+levels are time scales (``core/trees/calendar.py``), from the leaves up: topical **segments** of a session,
 **sessions**, then **days**, **weeks**, **months** and **years**, each present only once the memory
 spans more than one period of the level below. So a depth means a time scale, and ``navigate
 left/right`` at a session walks the sessions in order, at a day the days, and so on.
@@ -10,13 +10,12 @@ left/right`` at a session walks the sessions in order, at a day the days, and so
 Where a new leaf goes. A leaf later than every other (the usual case) joins a node of the *rightmost
 frontier*, the path from the root down to the last leaf (seed 001 eq. 2):
 
-- It continues the current session (:meth:`~memtree_mcp.core.calendar.Calendar.session_break` says no break,
-  and the session node holds fewer than ``MAX_SESSION`` memories; past that the session goes on in
-  a new node, as if it were a new session of the same day):
-  it joins the current segment while that segment holds fewer than ``min_segment`` memories (a
-  short session stays one segment, however its subjects change) or while the compatibility policy
-  (SegTreeMem's model C, judging content alone) says it continues it; otherwise it opens a new
-  segment in the session.
+- It continues the current session (:meth:`~memtree_mcp.core.trees.calendar.Calendar.session_break`
+  says no break, and the session node holds fewer than ``MAX_SESSION`` memories; past that the
+  session goes on in a new node, as if it were a new session of the same day): it joins the current
+  segment while that segment holds fewer than ``min_segment`` memories (a short session stays one
+  segment, however its subjects change) or while the compatibility policy (SegTreeMem's model C,
+  judging content alone) says it continues it; otherwise it opens a new segment in the session.
 - It starts a new session: the new session hangs under the current period that still holds it, the
   current day when it starts on the same day, else the current week, month or year, or the root.
   When it falls outside every period the tree has (the first session of a second day, week, month
@@ -55,7 +54,7 @@ import bisect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 
-from memtree_mcp.core.calendar import (
+from memtree_mcp.core.trees.calendar import (
     DAY,
     SEGMENT,
     SESSION,
@@ -64,11 +63,11 @@ from memtree_mcp.core.calendar import (
     Calendar,
     period_name,
 )
-from memtree_mcp.core.hierarchy import Hierarchy, Shape
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.representative import PERIOD_SEPARATOR, refresh_branch
-from memtree_mcp.core.segmenting import Candidate, CompatibilityPolicy
-from memtree_mcp.core.semantic import new_branch_id
+from memtree_mcp.core.trees.hierarchy import Hierarchy, Shape
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.representative import PERIOD_SEPARATOR, refresh_branch
+from memtree_mcp.core.trees.segmenting import Candidate, CompatibilityPolicy
+from memtree_mcp.core.trees.semantic import new_branch_id
 
 TEMPORAL_ROOT_ID = "temporal-root"
 Entry = tuple[float, int, str]

@@ -9,8 +9,8 @@ from typing import Literal
 import numpy as np
 
 from memtree_mcp.core.embedding import Vector
-from memtree_mcp.core.model import Branch, Leaf
-from memtree_mcp.core.representative import refresh_branch
+from memtree_mcp.core.trees.model import Branch, Leaf
+from memtree_mcp.core.trees.representative import refresh_branch
 
 Linkage = Literal["average", "centroid"]
 
@@ -18,7 +18,7 @@ Linkage = Literal["average", "centroid"]
 @dataclass(frozen=True, slots=True)
 class Shape:
     """One tree's shape as a store's columns give it, for a load of that tree's branches in a
-    given order: what :meth:`Hierarchy._adopt` and the recall arrays (``core/arrays.py``) would
+    given order: what :meth:`Hierarchy._adopt` and the recall arrays (``core/indexes/arrays.py``) would
     otherwise work out node by node (0.7 s of a 100k load).
 
     - ``parent_of``: each leaf's parent, in the order the branches list them; ``height``: the
@@ -58,7 +58,7 @@ class Hierarchy:
     parent_of: dict[str, str]
     height: int
     # How a branch is compared with a vector: by the mean cosine to its leaves ("average") or by
-    # the cosine to its centroid ("centroid"); see core/semantic.py for the measurements.
+    # the cosine to its centroid ("centroid"); see core/trees/semantic.py for the measurements.
     linkage: Linkage = "average"
 
     def _adopt(self, by_id: dict[str, Branch], root: Branch, shape: Shape | None = None) -> None:

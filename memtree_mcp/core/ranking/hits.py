@@ -1,8 +1,8 @@
 """What a recall returns: :class:`Hit`, one recalled node ready to show to a model, made by
 :func:`hit_of`, and :class:`Shown`, what a result already shows so that no text appears in it twice.
 
-Recall (``core/recall.py``) ranks and picks the hits; the step that brings each stale hit's update
-into the result (``core/current.py``) makes hits of its own. Both build them here.
+Recall (``core/ranking/recall.py``) ranks and picks the hits; the step that brings each stale hit's update
+into the result (``core/ranking/current.py``) makes hits of its own. Both build them here.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from memtree_mcp.core.extractive import PART_SEPARATOR, gist
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.model import Branch, Leaf
 from memtree_mcp.core.names import HitKind
+from memtree_mcp.core.trees.extractive import PART_SEPARATOR, gist
+from memtree_mcp.core.trees.model import Branch, Leaf
 
 
 def estimate_tokens(text: str) -> int:
@@ -24,7 +24,7 @@ def estimate_tokens(text: str) -> int:
 @dataclass(slots=True)
 class Hit:
     """One recalled node, ready to show to a model. ``superseded_by`` is the id of the later
-    memory that updates this one, always a hit of the same result (``core/current.py``)."""
+    memory that updates this one, always a hit of the same result (``core/ranking/current.py``)."""
 
     id: str
     text: str
