@@ -354,9 +354,9 @@ def test_a_cold_session_start_stays_within_its_budget(env: dict[str, str]) -> No
 def test_the_first_prompt_gets_its_session_s_brief_while_the_model_still_loads(
     tmp_path: Path, embedder: object
 ) -> None:
-    from memtree_mcp.cli.hook import _Worker
-    from memtree_mcp.cli.hook_settings import caller_of
     from memtree_mcp.config import Settings
+    from memtree_mcp.hook.settings import caller_of
+    from memtree_mcp.hook.worker import _Worker
     from memtree_mcp.service import MemoryService
 
     settings = Settings(home=str(tmp_path / "store"))
@@ -530,8 +530,8 @@ def test_doctor_redact_reaches_a_keep_mode_turn_still_in_the_queue(
 
 def test_every_setting_is_served_per_request_or_names_the_worker_or_is_the_process_s_own() -> None:
     from memtree_mcp import config
-    from memtree_mcp.cli import hook_settings
     from memtree_mcp.config import OTHER_VARIABLES, Settings
+    from memtree_mcp.hook import settings as hook_settings
 
     groups = [
         hook_settings.PER_REQUEST,
@@ -559,7 +559,7 @@ def test_every_setting_is_served_per_request_or_names_the_worker_or_is_the_proce
 def test_the_quick_path_still_imports_no_settings_library() -> None:
     probe = (
         "import sys, io\n"
-        "from memtree_mcp.cli import hook_client\n"
+        "from memtree_mcp.hook import client as hook_client\n"
         "hook_client.caller_of({'MEMTREE_HOME': '/tmp/x', 'MEMTREE_TIMEZONE': 'Europe/Berlin'})\n"
         "print(sorted(m for m in ('pydantic', 'numpy', 'lancedb', 'platformdirs') if m in sys.modules))\n"
     )

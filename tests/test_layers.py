@@ -164,7 +164,7 @@ def test_the_read_path_depends_on_nothing_of_the_write_path() -> None:
 
 # Which folder may import which (the top-level modules config and errors count as folders). The
 # table runs one way, from the ground up: host, core; secrets; config; store, llm; providers;
-# service; interchange, server, transports, ui; cli. Each folder's __init__.py states its own line.
+# service; interchange, hook, server, transports, ui; cli. Each folder's __init__.py states its own line.
 MAY_IMPORT: dict[str, set[str]] = {
     "host": set(),
     "core": set(),
@@ -176,12 +176,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "providers": {"core", "host", "config", "errors", "llm"},
     "service": {"core", "host", "secrets", "config", "errors", "store", "providers", "llm"},
     "interchange": {"core", "secrets", "errors", "service"},
+    "hook": {"core", "host", "secrets", "config", "errors", "service", "llm"},
     "server": {"core", "host", "config", "errors", "service", "llm"},
     "transports": {"host", "secrets", "errors"},
     "ui": {"core", "secrets", "errors", "service", "transports"},
     "cli": {
         "core", "host", "secrets", "config", "errors", "store", "providers", "llm", "service",
-        "interchange", "server", "transports", "ui",
+        "interchange", "hook", "server", "transports", "ui",
     },
     # The package itself hands on the public API; ``python -m memtree_mcp`` runs the CLI.
     "__init__": {"config", "service"},

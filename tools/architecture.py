@@ -32,6 +32,7 @@ ORDER = [
     "providers",
     "service",
     "interchange",
+    "hook",
     "server",
     "transports",
     "ui",

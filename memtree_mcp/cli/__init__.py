@@ -1,11 +1,13 @@
 """The ``memtree-mcp`` command: serve the memory over MCP, or use it from a shell.
 
 ``app`` runs one command (its settings, its service, its exit status); ``parser`` the arguments of
-every command; ``commands/`` what each command runs, a module for each family; ``client_config``
-the MCP client configurations that ``install`` prints or writes; ``hook`` Claude Code's hooks.
+every command; ``commands/`` what each command runs, a module for each family (``commands/hook``
+hands ``memtree-mcp hook`` to :mod:`memtree_mcp.hook`); ``client_config`` the MCP client
+configurations that ``install`` prints or writes.
 
-The top of the house: it may import every folder. A command imports what it needs when it runs,
-so that nothing heavy loads before a client's MCP handshake.
+The top of the house: it may import every folder but ``store``, ``providers`` and ``llm``, which
+it reaches through the service. A command imports what it needs when it runs, so that nothing
+heavy loads before a client's MCP handshake.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     take, goes to the full command."""
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["hook"]:
-        from memtree_mcp.cli.hook_client import quick
+        from memtree_mcp.hook.client import quick
 
         done = quick(words[1:])
         if done is not None:

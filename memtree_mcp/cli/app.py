@@ -99,8 +99,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"memtree-mcp: {problem}", file=sys.stderr)
         if args.command == "hook":
             if getattr(args, "worker", False):  # started by a hook, which says it on its next try
-                from memtree_mcp.cli.hook_client import leave_problem
-                from memtree_mcp.cli.hook_settings import home_of, key_flags, worker_key
+                from memtree_mcp.hook.client import leave_problem
+                from memtree_mcp.hook.settings import home_of, key_flags, worker_key
 
                 home = home_of(getattr(args, "home", None))
                 leave_problem(home, worker_key(home, os.environ, key_flags(args)), str(problem))

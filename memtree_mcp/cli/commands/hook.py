@@ -1,13 +1,13 @@
 """``memtree-mcp hook``: the command Claude Code's hooks run (the quick path is
-:mod:`memtree_mcp.cli.hook_client`, the worker and the rest :mod:`memtree_mcp.cli.hook`)."""
+:mod:`memtree_mcp.hook.client`, the worker and the rest :mod:`memtree_mcp.hook.worker`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from memtree_mcp.cli import hook as claude_hook
 from memtree_mcp.cli.commands import Commands
-from memtree_mcp.cli.hook import HOOK_SECONDS
+from memtree_mcp.hook import worker as claude_hook
+from memtree_mcp.hook.worker import HOOK_SECONDS
 
 
 def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:

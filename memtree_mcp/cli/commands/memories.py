@@ -137,7 +137,7 @@ def forget(args: argparse.Namespace, settings: Settings, service: MemoryService)
     """Delete memories by id, or list what a query finds (the text an agent reads) and with --yes
     delete exactly those listed, or with --all-under NODE --yes every memory under a summary or
     root: the only bulk wipe, a person's own act."""
-    from memtree_mcp.cli.hook_queue import drain_first
+    from memtree_mcp.hook.queue import drain_first
     from memtree_mcp.service.rendering import forget_text
 
     if sum([bool(args.ids), args.query is not None, args.all_under is not None]) != 1:

@@ -58,7 +58,7 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
 
 def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     if args.redact:  # a turn still queued is stored now, so that its secrets are redacted too
-        from memtree_mcp.cli.hook_queue import drain_first
+        from memtree_mcp.hook.queue import drain_first
 
         drain_first(args, settings, service)
     names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()

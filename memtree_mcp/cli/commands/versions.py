@@ -65,7 +65,7 @@ def restore(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 
 def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    from memtree_mcp.cli.hook_queue import drain_first
+    from memtree_mcp.hook.queue import drain_first
 
     drain_first(args, settings, service)  # a turn queued before a forget is purged with it, not after
     names = [settings.namespace] if getattr(args, "namespace", None) else service.store.namespaces()

@@ -3,7 +3,7 @@
 The queue is the record of what is still to store: a turn's file is deleted only after its memory
 is committed, and the writer skips a text the namespace holds already, so a worker killed in the
 middle of a drain loses nothing and the next drain stores nothing twice. Each turn names its
-namespace and its store (:data:`~memtree_mcp.cli.hook_settings.STORE_KEY`), and was made ready by
+namespace and its store (:data:`~memtree_mcp.hook.settings.STORE_KEY`), and was made ready by
 its own hook (redacted, fitted to its limit): a drain stores the turns of its own store as they
 are, and leaves the others to a worker with theirs. A file that is not a turn (a FIFO, a link,
 a directory, bad JSON) is moved aside to ``bad/`` without being waited on.
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memtree_mcp.cli.hook_settings import (
+from memtree_mcp.errors import EmbedderMismatch, InvalidInput
+from memtree_mcp.hook.settings import (
     CONTENT_CHARS,
     home_of,
     key_flags,
@@ -33,7 +34,6 @@ from memtree_mcp.cli.hook_settings import (
     queue_folder,
     store_key,
 )
-from memtree_mcp.errors import EmbedderMismatch, InvalidInput
 
 if TYPE_CHECKING:
     import argparse
@@ -72,7 +72,7 @@ class Drained:
 
 
 def drain(home: str, store: str, service: MemoryService) -> Drained:
-    """Store every queued turn of ``store`` (:func:`~memtree_mcp.cli.hook_settings.store_key`) in
+    """Store every queued turn of ``store`` (:func:`~memtree_mcp.hook.settings.store_key`) in
     its namespace, one drain at a time, with ``service``, each as its hook queued it. A turn's
     file goes only once its memory is committed; a turn of another store, or of a namespace made
     by another model, stays for a worker with theirs. Raises StoreError when a commit fails (the

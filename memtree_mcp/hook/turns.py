@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from memtree_mcp.cli.hook_settings import Caller, log, private_folder, private_open, queue_folder
+from memtree_mcp.hook.settings import Caller, log, private_folder, private_open, queue_folder
 
 GIST_CHARS = 600
 """How much of the answer a remembered turn keeps."""
@@ -151,7 +151,7 @@ def without_secrets(record: dict[str, Any], mode: str, home: str) -> dict[str, A
     """``record`` with the secrets of every field it stores (content, role, tags, session) dealt
     with as MEMTREE_SECRETS ``mode`` (the caller's) says; None when ``refuse`` keeps it out. No
     secret of a turn reaches the queue on disk, or the worker. The mode goes with the record, so
-    the drain stores it as its caller said (``hook_queue.drain``)."""
+    the drain stores it as its caller said (``hook.queue.drain``)."""
     from memtree_mcp.secrets.detection import (  # detect-secrets: when it finds one
         redact_fields,
         redact_record,

@@ -8,7 +8,7 @@ Input, as Claude Code sends it (hooks reference, checked November 2026): every e
 exit 2 would block the prompt (or make Claude go on after Stop), so a malformed input exits 1,
 which Claude Code shows as a non-blocking error and goes on.
 
-Hooks normally take the quick path (:mod:`memtree_mcp.cli.hook_client`) and ask the worker served
+Hooks normally take the quick path (:mod:`memtree_mcp.hook.client`) and ask the worker served
 here (:func:`serve_worker`): one process per home and per the settings that change what it loads,
 holding the model and the store, answering on a Unix socket only its user can reach, storing the
 turns Stop queued, and exiting when idle. Each request is served by its caller's namespace, time
@@ -24,8 +24,8 @@ store 0.1 to 0.2 s; reading a namespace of 2,000 memories 0.1 s; the model 0.3 t
 brief is answered as soon as the namespace is open, and a prompt that comes before the model is
 loaded gets its session's brief rather than waiting past its budget.
 
-The queue of turns and its drain are :mod:`memtree_mcp.cli.hook_queue`; the hook's own settings
-and files :mod:`memtree_mcp.cli.hook_settings`; what Claude Code sends :mod:`memtree_mcp.cli.hook_turns`.
+The queue of turns and its drain are :mod:`memtree_mcp.hook.queue`; the hook's own settings
+and files :mod:`memtree_mcp.hook.settings`; what Claude Code sends :mod:`memtree_mcp.hook.turns`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memtree_mcp.cli.hook_client import HOOK_SECONDS, STARTED, hold_worker_lock, leave_problem, reachable
-from memtree_mcp.cli.hook_queue import drain, waiting_line
-from memtree_mcp.cli.hook_settings import (
+from memtree_mcp.errors import InvalidInput, MemtreeError
+from memtree_mcp.hook.client import HOOK_SECONDS, STARTED, hold_worker_lock, leave_problem, reachable
+from memtree_mcp.hook.queue import drain, waiting_line
+from memtree_mcp.hook.settings import (
     HOOK_CHARS,
     HOOK_MEMORIES,
     Caller,
@@ -61,8 +62,7 @@ from memtree_mcp.cli.hook_settings import (
     worker_key,
     worker_paths,
 )
-from memtree_mcp.cli.hook_turns import HookInputError, queue_turn, read_event
-from memtree_mcp.errors import InvalidInput, MemtreeError
+from memtree_mcp.hook.turns import HookInputError, queue_turn, read_event
 
 if TYPE_CHECKING:
     import argparse
@@ -399,7 +399,7 @@ def _listening(
 def serve_worker(settings: Settings, service: MemoryService, key: str, store: str) -> int:
     """Serve hooks on the socket of worker ``key`` of ``settings.home`` until idle for
     MEMTREE_WORKER_IDLE, or stopped by SIGTERM or SIGHUP; the socket goes with it. The caller
-    holds the worker lock (:func:`~memtree_mcp.cli.hook_client.hold_worker_lock`) and made
+    holds the worker lock (:func:`~memtree_mcp.hook.client.hold_worker_lock`) and made
     ``service`` stores the turns as their hooks queued them."""
     home = home_of(settings.home)
     address, _ = worker_paths(home, key)

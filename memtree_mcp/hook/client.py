@@ -13,7 +13,7 @@ worker, ``memtree-mcp hook --worker``, that keeps the model and the store open:
   nothing is logged at INFO to ``hook.log`` beside the queue.
 - Each request carries its caller's settings and is served by them; the settings that change what
   a worker loads name it, so hooks whose settings differ there never share one
-  (:mod:`memtree_mcp.cli.hook_settings`).
+  (:mod:`memtree_mcp.hook.settings`).
 
 The channel is a Unix socket in a folder only the user can enter (mode 0700, owned by the user,
 checked, and one under the user's cache folder when another user made it first) and is itself
@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from memtree_mcp.cli.hook_settings import (
+from memtree_mcp.hook.settings import (
     Caller,
     SettingProblem,
     caller_of,
@@ -51,7 +51,7 @@ from memtree_mcp.cli.hook_settings import (
     worker_key,
     worker_paths,
 )
-from memtree_mcp.cli.hook_turns import HookInputError, read_event, turn_record, without_secrets, write_queued
+from memtree_mcp.hook.turns import HookInputError, read_event, turn_record, without_secrets, write_queued
 
 
 def _process_start() -> float:
