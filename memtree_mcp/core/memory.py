@@ -2,8 +2,12 @@
 
 :class:`Memory` holds the state and keeps it up to date: a load from the store, each leaf added or
 removed, what other processes committed (:meth:`Memory.apply`), and every index following each
-change. How its nodes are ranked for a query is ``core/ranking/recall.py`` (:meth:`Memory.recall` hands
-each request to it); the trees' arrays and the timeline are ``core/indexes/arrays.py``.
+change. How its nodes are ranked for a query is ``core/ranking/recall.py``, which reads it; the
+trees' arrays and the timeline are ``core/indexes/arrays.py``.
+
+One module, not several: one object, Memory, whose every change (a load, a leaf added or removed,
+what another process committed) is followed by both trees, every index and the links together;
+split, each part would reach into the others' state.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ MemTree's aggregation prompt (``providers.llm.aggregation_prompt``) uses the sam
 This module is standard library only: builders take plain values or objects with the attributes
 they read (``core.trees.temporal.Candidate``, ``core.walking.agent.ScoredNode`` fit), so it can be imported
 anywhere without pulling in a provider.
+
+One module, not several: every prompt sent to a model and the parsing of every answer in one place,
+so that the fencing of memory text against prompt injection is reviewed in one file.
 """
 
 from __future__ import annotations

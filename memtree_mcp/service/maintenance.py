@@ -1,10 +1,10 @@
 """Looking after a store: versions (history, restore), checks and repair, re-embedding, and moving
-memories out (export, the list of namespaces). Import is a write
-(:class:`~memtree_mcp.service.writing.Writer`) and the memory as it was is read-only
-(:mod:`memtree_mcp.service.versions`).
+memories out (export, the list of namespaces).
 
-None of it is on the path of a tool call an agent makes after every turn; all of it is what a
-person runs from the CLI, so it may read a whole table and rebuild whole trees.
+Import is a write (:class:`~memtree_mcp.service.writing.Writer`) and the memory as it was is
+read-only (:mod:`memtree_mcp.service.versions`). None of it is on the path of a tool call an agent
+makes after every turn; all of it is what a person runs from the CLI, so it may read a whole table
+and rebuild whole trees.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ A thin facade over named parts, each in its own module and each changeable alone
 
 The service resolves the namespace a call means and hands the call to its part. Heavy modules
 (lancedb, onnxruntime) load on first use, never at import time.
+
+One module, not several: the facade: one short method per operation the server, the CLI and the
+explorer call, each handing to its part; split, the API would be in two places.
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
 
 It knows nothing of LLMs: a part that must hear about loads (refinement picks up the branches
 still waiting for a summary) registers ``on_load``.
+
+One module, not several: one object, Spaces, that owns every open namespace with its locks, table,
+followers, zone and snapshot; whatever reads or writes a namespace goes through it.
 """
 
 from __future__ import annotations

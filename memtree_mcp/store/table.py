@@ -33,6 +33,10 @@ Forgetting appends deletion rows: the forgotten text stays in the files of earli
 live rows alone and deletes every earlier version and unreferenced file. The
 deletion rows survive the squash and go only with a purge, so the time of the oldest of them
 (:attr:`NamespaceTable.oldest_forget`) says how long forgotten text has stayed on disk.
+
+One module, not several: one object, NamespaceTable, whose reads, commits, following and rewrites
+all share its view of the table (rows seen, revision, generation, write guard); split, each half
+would reach into the other's state.
 """
 
 from __future__ import annotations

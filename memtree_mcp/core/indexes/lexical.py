@@ -44,6 +44,9 @@ ours, :data:`STOPWORDS`, stemming (default)   55.1   62.1   70.5
   instead (a lone character yields itself), the usual way of indexing CJK text without a
   dictionary ("看護師" → "看護", "護師"). English text never meets this rule; what it gives on
   Japanese memories is measured by ``bench/run.py multilingual``.
+
+One module, not several: one BM25 index with its packed postings and its tokeniser; they are tuned
+together (docs/findings/recall-quality.md) and read together.
 """
 
 from __future__ import annotations

@@ -46,6 +46,10 @@ Forgetting undoes it: a root left with one child period loses that level again.
 
 Labels. A branch's label starts with its period ("2026-03-11 · SAML, onboarding", "week of
 2026-03-09 · …"), read from its first memory's time; the words after it are the extractive label.
+
+One module, not several: one tree, TemporalTree, whose ways in (a memory at the end, a memory placed
+inside its time, a removal, a new level) share its levels, frontier, calendar and time-order index;
+split, each would reach into the others' state.
 """
 
 from __future__ import annotations
