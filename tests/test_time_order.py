@@ -364,3 +364,64 @@ def test_an_unknown_time_zone_is_one_line_naming_it(
     err = capsys.readouterr().err
     assert "MEMTREE_TIMEZONE" in err and "'Mars/Olympus'" in err and "Europe/Berlin" in err
     assert not empty_home.exists()
+
+
+def test_a_session_cut_at_its_size_where_a_long_memory_s_chunks_share_a_time_keeps_time_order(
+    service: MemoryService,
+) -> None:
+    from memtree_mcp.core.temporal import MAX_SESSION
+    from tests.tree_checks import assert_temporal_invariants
+
+    def iso(seconds: float) -> str:
+        return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+    start = 1_795_000_000.0
+    records = [
+        {"content": f"Standup note {i}: ticket {1000 + i} moved to review.", "timestamp": iso(start + i)}
+        for i in range(MAX_SESSION - 6)
+    ]
+    service.import_memories(records)
+    # Twelve chunks of one moment: the session fills up with its first ones, the rest go on in a
+    # node of their own that starts at the same moment.
+    long_note = "\n\n".join(
+        f"Part {p} of the retro: "
+        + " ".join(f"item {p}-{w} was about the deploy pipeline" for w in range(14))
+        for p in range(12)
+    )
+    service.remember(long_note, timestamp=iso(start + 500))
+    # A memory that arrives late, before the long one: its session is grouped again and overflows.
+    service.remember("The retro moved to Thursday.", timestamp=iso(start + 400))
+    memory = service.memory()
+    assert memory is not None
+    assert_temporal_invariants(memory.temporal)
+    assert service.doctor() == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_writers_taking_turns_with_late_memories_and_full_sessions_keep_time_order(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    import random
+
+    from memtree_mcp.core import temporal
+    from tests.tree_checks import assert_temporal_invariants
+
+    monkeypatch.setattr(temporal, "MAX_SESSION", 6)  # sessions fill up within a few memories
+    rnd = random.Random(seed)
+    home = str(tmp_path / "home")
+    writers = [MemoryService(Settings(home=home), embedder=embedder) for _ in range(3)]  # type: ignore[arg-type]
+    start = 1_795_000_000.0
+    for i in range(30):
+        moment = datetime.fromtimestamp(start + i * 0.5 - rnd.uniform(0, 3), UTC).isoformat()
+        if rnd.random() < 0.2:  # a memory of several chunks, all of one moment
+            text = "\n\n".join(
+                f"Note {i} part {p}: " + "the build cache moved to the new bucket " * 30 for p in range(3)
+            )
+        else:
+            text = f"Note {i}: the on-call rota is owned by person {1000 + i}."
+        rnd.choice(writers).remember(text, timestamp=moment)
+    checker = MemoryService(Settings(home=home), embedder=embedder)  # type: ignore[arg-type]
+    memory = checker.memory()
+    assert memory is not None
+    assert_temporal_invariants(memory.temporal)
+    assert checker.doctor() == []

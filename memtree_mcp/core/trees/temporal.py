@@ -546,8 +546,21 @@ class TemporalTree(Hierarchy):
         return branch
 
     def _insert_child(self, parent: Branch, child: Branch) -> None:
-        starts = [self.branches[c].first_ts for c in parent.children]
-        parent.children.insert(bisect.bisect_right(starts, child.first_ts), child.id)
+        """Put ``child`` among ``parent``'s children in time order: by its first memory's time key
+        (time, then arrival), as the leaves are ordered. Two sessions can start at the same moment:
+        a session past MAX_SESSION goes on in a new node, and the chunks of one long memory share
+        their time (only their arrival tells them apart)."""
+        keys = [self._start_key(c) for c in parent.children]
+        parent.children.insert(bisect.bisect_right(keys, self._start_key(child.id)), child.id)
+
+    def _start_key(self, node_id: str) -> tuple[float, int]:
+        """The time key of the first memory under a node in time order (``first_seq`` is the
+        earliest arrival under it, which need not be its first memory); an empty branch, which is
+        being made for a session that starts at its ``first_ts``, comes before that session's
+        memories."""
+        first = self.ends(node_id)[0]
+        leaf = self.leaves.get(first)
+        return time_key(leaf) if leaf is not None else (self.branches[node_id].first_ts, -1)
 
     def _prune_empty(self, vacated: set[str]) -> set[str]:
         """Delete the branches among ``vacated`` (and above them) that lost every child, up to the
