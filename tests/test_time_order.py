@@ -369,7 +369,7 @@ def test_an_unknown_time_zone_is_one_line_naming_it(
 def test_a_session_cut_at_its_size_where_a_long_memory_s_chunks_share_a_time_keeps_time_order(
     service: MemoryService,
 ) -> None:
-    from memtree_mcp.core.temporal import MAX_SESSION
+    from memtree_mcp.core.trees.temporal import MAX_SESSION
     from tests.tree_checks import assert_temporal_invariants
 
     def iso(seconds: float) -> str:
@@ -403,7 +403,7 @@ def test_writers_taking_turns_with_late_memories_and_full_sessions_keep_time_ord
 ) -> None:
     import random
 
-    from memtree_mcp.core import temporal
+    from memtree_mcp.core.trees import temporal
     from tests.tree_checks import assert_temporal_invariants
 
     monkeypatch.setattr(temporal, "MAX_SESSION", 6)  # sessions fill up within a few memories
