@@ -3,6 +3,7 @@
     python bench/bucket_soak.py soak --out bench/results/bucket-soak.json [--writers 3 --remembers 200]
     python bench/bucket_soak.py lone --out bench/results/bucket-lone.json [--baseline-rev 28aee11]
     python bench/bucket_soak.py faults --out bench/results/bucket-faults.json [--runs 3]
+    python bench/bucket_soak.py ordinary --out bench/results/bucket-ordinary.json [--baseline-rev e3db866]
 
 ``soak``: WRITERS processes (``tests/bucket_writer.py``), each with a lock folder of its own as if on
 a machine of its own, remember REMEMBERS facts each at once, forgetting one of theirs every
@@ -13,6 +14,11 @@ recalls answered identically by a fresh service per "machine".
 ``lone``: one writer's ``remember`` latency on a bucket home, this checkout against the code at
 BASELINE_REV (extracted with ``git archive`` under the temp dir), runs interleaved (old, new, old,
 new, …) so that the machine's load falls on both alike; each run on a prefix of its own.
+
+``ordinary``: the soak's three writers without faults, this checkout against the code at
+BASELINE_REV in turns (baseline, this, baseline, this, ...), each run on a prefix of its own: the
+wall time and each remember's latency, so that a change to the commit protocol shows what it costs
+when nothing goes wrong.
 
 ``faults``: the lease misbehaving under the writers, as issue 48 found it. Scenario ``deleted``:
 three servers with lease lengths of 2, 10 and 5 seconds, 60 remembers each (every 7th a large one,
@@ -325,9 +331,58 @@ def lone(rounds: int, remembers: int, baseline_rev: str) -> dict[str, Any]:
     }
 
 
+def ordinary(rounds: int, writers: int, remembers: int, baseline_rev: str) -> dict[str, Any]:
+    old = baseline_tree(baseline_rev)
+    server, env = moto_env()
+    runs: list[dict[str, Any]] = []
+    every: dict[str, list[float]] = {"baseline": [], "this": []}
+    walls: dict[str, list[float]] = {"baseline": [], "this": []}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for round_ in range(rounds):
+                for code, path in (("baseline", str(old)), ("this", str(ROOT))):
+                    run_env = {**env, "PYTHONPATH": path}
+                    home = f"s3://{BUCKET}/ordinary-{code}-{round_}"
+                    work = Path(scratch) / f"{code}{round_}"
+                    started = time.perf_counter()
+                    results = run_writers(run_env, home, work, writers, [str(remembers)])
+                    wall = time.perf_counter() - started
+                    lines = [r for rs in results for r in rs]
+                    ms = [r["ms"] / 1000 for r in lines if "acked" in r]
+                    every[code] += ms
+                    walls[code].append(wall)
+                    package = next(r["code"] for r in lines if "ready" in r)
+                    runs.append(
+                        {
+                            "code": code,
+                            "package": package,
+                            "round": round_,
+                            "wall_s": round(wall, 1),
+                            "acked": len(ms),
+                            "errors": len([r for r in lines if "error" in r]),
+                            "remember": summary_ms(ms),
+                        }
+                    )
+    finally:
+        server.stop()
+    base, this = summary_ms(every["baseline"]), summary_ms(every["this"])
+    return {
+        "baseline_rev": baseline_rev,
+        "rounds": rounds,
+        "writers": writers,
+        "remembers_per_writer": remembers,
+        "remember_baseline": base,
+        "remember_this": this,
+        "p50_ratio": round(float(this["p50"]) / float(base["p50"]), 2),
+        "wall_s_baseline": [round(w, 1) for w in walls["baseline"]],
+        "wall_s_this": [round(w, 1) for w in walls["this"]],
+        "runs": runs,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("mode", choices=["soak", "lone", "faults"])
+    parser.add_argument("mode", choices=["soak", "lone", "faults", "ordinary"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--writers", type=int, default=3)
     parser.add_argument("--remembers", type=int, default=200)
@@ -341,6 +396,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.mode == "soak":
         found = soak(args.writers, args.remembers, args.forget_every, args.recall_every, args.lease)
+    elif args.mode == "ordinary":
+        found = ordinary(args.rounds, args.writers, args.remembers, args.baseline_rev)
     elif args.mode == "faults":
         found = faults(args.runs, args.scenario or ["deleted", "unequal"])
     else:
