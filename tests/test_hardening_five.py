@@ -9,14 +9,24 @@ import os
 import resource
 import socket
 import subprocess
+import zlib
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from mcp import Client
+from mcp.types import CallToolResult
 
+from memtree_mcp.config import Settings
+from memtree_mcp.core import summary
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transports.http import MAX_CONNECTIONS, http_app, server_config
 from tests.loopback import INITIALIZE, running
+from tests.mcp_text import text_of
 from tests.test_http_limits import (
     COMMAND,
     PARTIAL_HEAD,
@@ -257,3 +267,155 @@ def test_a_slow_client_keeps_its_connection_while_another_address_floods(service
             finally:
                 for conn in flood:
                     conn.close()
+
+
+# -- every answer within its budget on stores of 10,000 memories -----------------------------------
+
+VERBS = ["played", "cooked", "repaired", "painted", "studied", "sold", "planted", "photographed"]
+THINGS = [
+    "the violin",
+    "a risotto",
+    "the bicycle",
+    "the fence",
+    "Portuguese",
+    "the old car",
+    "tulips",
+    "owls",
+]
+PLACES = ["in Lisbon", "at the cabin", "in the garden", "at work", "in Oslo", "by the river", "at school"]
+
+
+class WordsEmbedder:
+    """A deterministic stand-in for the model: each word a fixed random direction, a text the
+    normalised sum of its words, so texts that share words are near (the trees and the tools'
+    answers are what is tested here, not the model)."""
+
+    identity = "test:words-64"
+    dimension = 64
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            for word in text.lower().split():
+                row += np.random.default_rng(zlib.crc32(word.strip(".,").encode())).normal(
+                    size=self.dimension
+                )
+            row /= np.linalg.norm(row) or 1.0
+        return rows
+
+
+def memories(spread: str, count: int = 10_000) -> Iterator[dict[str, str]]:
+    """``count`` memories one after another: over the 300 years timestamps may name ("centuries"),
+    or one a day from 1999 ("days", 27 years)."""
+    first = (
+        datetime(1900, 1, 1, 12, tzinfo=UTC)
+        if spread == "centuries"
+        else datetime(1999, 1, 1, 12, tzinfo=UTC)
+    )
+    step = timedelta(days=300 * 365.2425 / count) if spread == "centuries" else timedelta(days=1)
+    for i in range(count):
+        what = f"{VERBS[i % 8]} {THINGS[i // 8 % 8]} {PLACES[i // 64 % 7]}"
+        yield {"content": f"Note {i}: the user {what}.", "timestamp": (first + i * step).isoformat()}
+
+
+@pytest.fixture(scope="module", params=["centuries", "days"])
+def big_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MemoryService]:
+    home = tmp_path_factory.mktemp(request.param)
+    service = MemoryService(Settings(home=str(home), namespace="default"), embedder=WordsEmbedder())
+    assert service.import_memories(memories(request.param)) == (10_000, 0)
+    yield service
+    service.close()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_every_answer_stays_within_its_budget_on_ten_thousand_memories(
+    big_store: MemoryService,
+) -> None:
+    # Issue 47: on 10,000 memories one a year, navigate at the temporal root answered 1.5 million
+    # characters (the outline resource 1.9 million at 300 years).
+    # In characters, from service/rendering.py: CHILDREN_CHARS 4,000, LISTING_CHARS 4,000,
+    # OUTLINE_CHARS 16,000; summarize's default max_tokens 400 (4 characters a token).
+    budgets = {
+        "navigate": 6_000,  # its children, and the node, its text and neighbours beside them
+        "agent": 6_000 + 7 * 1_100,  # and the agent's moves and findings (up to 6 of a chunk each)
+        "recall": 8 * 1_100,  # k lines of at most one chunk each
+        "summarize": 1_600,
+        "forget": 4_200,
+        "remember": 5 * 1_100,
+        "outline": 16_200,
+        "node": 12_000,
+        "structured": 2_000,
+    }
+    answers: dict[str, list[int]] = {name: [] for name in budgets}
+    async with Client(build_server(big_store)) as client:
+
+        async def call(name: str, args: dict[str, object], budget: str | None = None) -> CallToolResult:
+            result = await client.call_tool(name, args)
+            assert not result.is_error, text_of(result)
+            answers[budget or name].append(len(text_of(result)))
+            answers["structured"].append(len(json.dumps(result.structured_content)))
+            return result
+
+        for tree in ("temporal", "semantic"):
+            here = await call("navigate", {"tree": tree})
+            # Down to a memory, the child that best matches a query at each level.
+            while here.structured_content and here.structured_content["kind"] != "leaf":
+                node = here.structured_content["node_id"]
+                here = await call(
+                    "navigate", {"tree": tree, "node_id": node, "move": "down", "query": "owls"}
+                )
+            await call("navigate", {"tree": tree, "agent": True, "query": "the violin in Oslo"}, "agent")
+        await call("recall", {"query": "who repaired the bicycle?"})
+        await call("summarize", {})
+        await call("summarize", {"time_from": "1900-01-01", "time_to": "2199-12-31"})
+        await call("forget", {"query": "the user cooked a risotto"})
+        await call(
+            "remember", {"content": "The user painted the fence in Oslo again.", "timestamp": "2001-05-05"}
+        )
+        for tree in ("temporal", "semantic"):
+            outline = await client.read_resource(f"memtree://default/outline/{tree}")
+            answers["outline"].append(len(outline.contents[0].text))  # type: ignore[union-attr]
+        node = await client.read_resource("memtree://default/node/temporal-root")
+        answers["node"].append(len(node.contents[0].text))  # type: ignore[union-attr]
+    over = {
+        name: max(lengths) for name, lengths in answers.items() if lengths and max(lengths) > budgets[name]
+    }
+    assert not over, f"over budget: {over}"
+
+
+@pytest.mark.slow
+def test_a_summary_of_a_day_of_a_thousand_sessions_prices_few_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A period whose fewest covering nodes are the 1,000 sessions of one day: summarize priced the
+    # lines of all of them again for each one it dropped to fit max_tokens, which took 48 s for
+    # 2,000 sessions and 96 s for 3,000 here. Lines priced stand for the time, which tests leave to
+    # benchmarks: now only those of the sessions that can fit are priced.
+    day = datetime(2020, 5, 5, tzinfo=UTC)
+    sessions = (
+        {"content": f"Note {i}: the user {VERBS[i % 8]} {THINGS[i // 8 % 8]}.", "session": f"s{i}"}
+        | {"timestamp": (day + timedelta(seconds=8 * i)).isoformat()}
+        for i in range(1_000)
+    )
+    service = MemoryService(
+        Settings(home=str(tmp_path / "store"), namespace="default"), embedder=WordsEmbedder()
+    )
+    try:
+        assert service.import_memories(sessions) == (1_000, 0)
+        priced = 0
+        line = summary._line
+
+        def counted_line(*args: Any, **kwargs: Any) -> str:
+            nonlocal priced
+            priced += 1
+            return line(*args, **kwargs)
+
+        monkeypatch.setattr(summary, "_line", counted_line)
+        found = service.summarize(time_from="2020-05-05", time_to="2020-05-06")
+        assert len(found.summary) <= 1_600 and found.summary.count("\n") >= 2
+        assert priced < 20_000, f"{priced:,} lines priced"
+    finally:
+        service.close()
