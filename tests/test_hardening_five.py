@@ -419,3 +419,15 @@ def test_a_summary_of_a_day_of_a_thousand_sessions_prices_few_lines(
         assert priced < 20_000, f"{priced:,} lines priced"
     finally:
         service.close()
+
+
+@pytest.mark.anyio
+async def test_forget_lists_long_matches_within_its_budget(service: MemoryService) -> None:
+    # Ten matches of a chunk (1,000 characters) each made forget's list over 10,000 characters.
+    for i in range(10):
+        words = " ".join(f"{THINGS[(i + j) % 8].split()[-1]}{j}" for j in range(120))
+        service.remember(f"Garage inventory list number {i} for the user's workshop: {words}"[:990])
+    async with Client(build_server(service)) as client:
+        listed = text_of(await client.call_tool("forget", {"query": "the garage inventory of the workshop"}))
+    assert listed.startswith("Nothing deleted.") and listed.count("{m") >= 5
+    assert len(listed) <= 4_200
