@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from memtree_mcp.core.navigation import one_line
 from memtree_mcp.core.recall import Hit
 from memtree_mcp.core.wording import counted
 from memtree_mcp.llm.prompts import fenced
@@ -225,17 +226,10 @@ def forget_text(result: ForgetResult, delete_with: str = "pass their ids as ids"
     # Each memory gets an equal share of the listing; a line's own facts take about 60 characters.
     share = max(80, LISTING_CHARS // len(result.candidates) - 60)
     lines += [
-        recall_line(rank, hit.model_copy(update={"text": clipped(flat(hit.text), share)}))
+        recall_line(rank, hit.model_copy(update={"text": one_line(hit.text, share)}))
         for rank, hit in enumerate(result.candidates, start=1)
     ]
     return "\n".join(lines)
-
-
-def clipped(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters at a word boundary, "…" marking the cut."""
-    if len(text) <= limit:
-        return text
-    return (text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]) + "…"
 
 
 def bounded_outline(depth_text: Callable[[int], str], depth: int) -> str:
