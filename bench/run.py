@@ -238,7 +238,7 @@ BENCHES: dict[str, Bench] = {
     "longrun": Bench(
         "longrun.py",
         "A long-running server: RSS of `memtree-mcp serve` (stdio) after 4,000 remembers and 30 s "
-        "idle, next to a fresh server on the same store after one recall (target: at most 1.3 "
+        "idle, next to a fresh server on the same store after one recall (target: at most 1.2 "
         "times; ~10 min).",
         ("--remembers", "4000", "--idle", "30"),
         quick=("--remembers", "50", "--idle", "1", "--every", "10"),

@@ -212,7 +212,7 @@ LIBRARIES: dict[str, set[str]] = {
     "interchange": {"yaml"},
     "hook": {"filelock", "platformdirs"},
     "server": {"mcp", "mcp_types", "pydantic", "anyio"},
-    "transports": {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn"},
+    "transports": {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "h11"},
     "ui": {"starlette", "uvicorn", "rich"},
     "cli": set(),
     "__init__": set(),

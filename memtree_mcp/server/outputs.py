@@ -17,6 +17,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memtree_mcp.core.names import HitKind, NodeKind, TreeName
+from memtree_mcp.service.rendering import shown_children
 from memtree_mcp.service.results import (
     ForgetResult,
     NavigateResult,
@@ -92,7 +93,8 @@ class NavigateOutput(BaseModel):
             node_id=node.id,
             tree=node.tree,
             kind=node.kind,
-            children=[child.id for child in node.children],
+            # Those the text lists (rendering.shown_children), each at its index for 'down'.
+            children=[child.id for child in node.children[: shown_children(node)]],
             parent=node.parent.id if node.parent else None,
             left=node.left.id if node.left else None,
             right=node.right.id if node.right else None,

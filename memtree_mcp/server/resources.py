@@ -7,6 +7,7 @@ the SDK reports as resource errors rather than as a crash.
 """
 
 import functools
+import json
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,17 +17,32 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from memtree_mcp.errors import MemtreeError, NotFound
 from memtree_mcp.server.fields import MemoryContext
 from memtree_mcp.server.instructions import USE_MEMORY_PROMPT
+from memtree_mcp.service import rendering
+
+OUTLINE_DEPTH = 3  # levels below the root, fewer when they would not fit (rendering.bounded_outline)
 
 T = TypeVar("T")
 
 
 async def outline(namespace: str, tree: str, ctx: MemoryContext) -> str:
-    return await _read(ctx.request_context.lifespan_context.outline, tree, 3, namespace)
+    service = ctx.request_context.lifespan_context
+
+    def within_budget() -> str:
+        return rendering.bounded_outline(lambda depth: service.outline(tree, depth, namespace), OUTLINE_DEPTH)
+
+    return await _read(within_budget)
 
 
 async def node(namespace: str, node_id: str, ctx: MemoryContext) -> str:
+    """The node as navigate shows it, as JSON: its children those navigate lists, and
+    ``more_children`` counting the rest."""
     shown = await _read(ctx.request_context.lifespan_context.node_view, node_id, namespace)
-    return shown.model_dump_json()
+    listed = rendering.shown_children(shown)
+    data = shown.model_dump(mode="json")
+    if listed < len(shown.children):
+        data["children"] = data["children"][:listed]
+        data["more_children"] = len(shown.children) - listed
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def use_memory() -> str:

@@ -25,6 +25,7 @@ from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, 
 from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.hierarchy import Hierarchy
+from memtree_mcp.core.trees.model import Branch
 from memtree_mcp.core.walking.agent import EmbeddingPolicy, Policy, run_agent
 from memtree_mcp.core.walking.navigation import CursorView, NavigationError
 from memtree_mcp.core.walking.navigation import move as move_cursor
@@ -62,6 +63,8 @@ from memtree_mcp.service.versions import memory_as_of
 T = TypeVar("T")
 # The summaries (or, before there are any, the memories) a subject's summary starts from.
 SUBJECT_START = 5
+# The fewest tokens a summary line takes: "- x (2026-11-20) [m0123456789abcdef]" and its line break.
+SHORTEST_SUMMARY_LINE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +268,7 @@ class Reader:
                     tree = memory.tree(branch.tree)
             elif period:
                 tree = memory.temporal
-                start = period_nodes(memory, low, high)
+                start = _largest(memory, period_nodes(memory, low, high), max_tokens)
             elif vector is not None:
                 assert text is not None
                 picked = ranking.recall(
@@ -437,6 +440,22 @@ def _period(
             f"time_from {time_from} is after time_to {time_to}: the range is empty; swap them."
         )
     return low, high
+
+
+def _largest(memory: Memory, nodes: list[str], max_tokens: int) -> list[str]:
+    """Of ``nodes``, at most as many as summary lines can fit in ``max_tokens``: the largest, in
+    their order. ``summarize_nodes`` keeps those when they do not all fit, but prices the whole
+    list again for each one it drops: a period holding a day of 5,000 sessions took it 288 s."""
+    room = max(1, max_tokens // SHORTEST_SUMMARY_LINE)
+    if len(nodes) <= room:
+        return nodes
+
+    def size(node_id: str) -> tuple[int, str]:
+        node = memory.node(node_id)
+        return (node.leaf_count if isinstance(node, Branch) else 1, node_id)
+
+    kept = set(sorted(nodes, key=size, reverse=True)[:room])
+    return [node_id for node_id in nodes if node_id in kept]
 
 
 def _first_group(hits: Sequence[Hit]) -> list[Hit]:

@@ -8,18 +8,28 @@ labels. Programs get the same facts as structured content (ids, numbers, dates),
 second time (``server/tools.py`` says why).
 
 ``max_tokens`` of recall bounds this text (about four characters a token, ids and dates
-included): :func:`recall_cost` prices a hit as its line will be written.
+included): :func:`recall_cost` prices a hit as its line will be written. Every other text has a
+budget too, whatever the store holds: summarize its ``max_tokens``; navigate lists a node's
+children up to :data:`CHILDREN_CHARS` and counts the rest (a day can hold thousands of sessions,
+the temporal root 300 years: navigate there answered 1.5 million characters, issue 47); forget's
+listing clips each memory to its share of :data:`LISTING_CHARS`; remember quotes at most three
+older memories of one chunk each (``core/candidates.py``); the outline resource fits in
+:data:`OUTLINE_CHARS` (:func:`bounded_outline`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from memtree_mcp.core.ranking.recall import Hit
+from memtree_mcp.core.walking.navigation import one_line
 from memtree_mcp.core.wording import counted
 from memtree_mcp.llm.prompts import fenced
 from memtree_mcp.service.results import (
     ForgetResult,
     NavigateResult,
     NodePreview,
+    NodeView,
     RecallHit,
     RecallResult,
     RememberResult,
@@ -28,6 +38,12 @@ from memtree_mcp.service.results import (
 
 CHARS_PER_TOKEN = 4
 NOTHING_FOUND = "Nothing in memory matches."
+CHILDREN_CHARS = 4_000
+"""What navigate's list of a node's children may take of its text, lines as written."""
+LISTING_CHARS = 4_000
+"""What forget's list of the memories a query matches may take, lines as written."""
+OUTLINE_CHARS = 16_000
+"""What the outline resource may take (it is read by clients, and some hand it to the model)."""
 # Ranks and references are priced as if they had three digits, so a budget computed before the
 # final order is known still holds whatever rank each line gets (k is at most 100).
 _WIDEST_RANK = 100
@@ -136,6 +152,21 @@ def _preview(preview: NodePreview) -> str:
     return f"{flat(preview.line)}{size} {{{preview.id}}}"
 
 
+def shown_children(node: NodeView) -> int:
+    """How many of ``node``'s children navigate lists: from the first, as many as fit in
+    :data:`CHILDREN_CHARS` with their lines as written, and at least one."""
+    used = 0
+    for index, child in enumerate(node.children):
+        used += len(_child_line(index, child)) + 1
+        if used > CHILDREN_CHARS and index > 0:
+            return index
+    return len(node.children)
+
+
+def _child_line(index: int, child: NodePreview) -> str:
+    return f"  {index}. {_preview(child)}"
+
+
 def navigate_text(result: NavigateResult) -> str:
     """Where the cursor is, what is below and beside it, and for the agent what it found."""
     node = result.node
@@ -149,8 +180,14 @@ def navigate_text(result: NavigateResult) -> str:
     if node.text:
         lines.append(flat(node.text))
     if node.children:
+        shown = shown_children(node)
         lines.append("children (move 'down' with index):")
-        lines += [f"  {i}. {_preview(child)}" for i, child in enumerate(node.children)]
+        lines += [_child_line(i, child) for i, child in enumerate(node.children[:shown])]
+        if shown < len(node.children):
+            lines.append(
+                f"  … {len(node.children) - shown} more, {shown} to {len(node.children) - 1}: move 'down' "
+                "with one of them, or with a query for the best match"
+            )
     for name, neighbour in (("up", node.parent), ("left", node.left), ("right", node.right)):
         if neighbour is not None:
             lines.append(f"{name}: {_preview(neighbour)}")
@@ -186,5 +223,34 @@ def forget_text(result: ForgetResult, delete_with: str = "pass their ids as ids"
     if not result.candidates:
         return "Nothing was deleted: no memory matches."
     lines = [f"Nothing deleted. Matching memories (to delete some, {delete_with}):"]
-    lines += [recall_line(rank, hit) for rank, hit in enumerate(result.candidates, start=1)]
+    # Each memory gets an equal share of the listing; a line's own facts take about 60 characters.
+    share = max(80, LISTING_CHARS // len(result.candidates) - 60)
+    lines += [
+        recall_line(rank, hit.model_copy(update={"text": one_line(hit.text, share)}))
+        for rank, hit in enumerate(result.candidates, start=1)
+    ]
     return "\n".join(lines)
+
+
+def bounded_outline(depth_text: Callable[[int], str], depth: int) -> str:
+    """The outline ``depth_text(d)`` writes for the deepest ``d`` up to ``depth`` that fits in
+    :data:`OUTLINE_CHARS`; past it even one level deep, its first lines and how many are left out.
+
+    A temporal tree of 10,000 memories over 300 years is 1.9 million characters three levels deep.
+    """
+    for shallower in range(depth, 0, -1):
+        text = depth_text(shallower)
+        if len(text) <= OUTLINE_CHARS:
+            if shallower < depth:
+                text += f"\n(shown {counted(shallower, 'level', 'levels')} deep to fit; navigate goes deeper)"
+            return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        used += len(line) + 1
+        if used > OUTLINE_CHARS:
+            break
+        kept.append(line)
+    left = len(lines) - len(kept)
+    return "\n".join([*kept, f"(… {counted(left, 'line', 'lines')} more; navigate shows every node)"])

@@ -13,12 +13,14 @@ locked down by default rather than by configuration:
 * **Bounded connections and sessions** (:func:`~memtree_mcp.transports.guards.server_config`, shared
   with ``memtree-mcp ui``). At most :data:`MAX_CONNECTIONS` requests at once (more are answered
   503); a connection must send a complete request head within :data:`HEADER_TIMEOUT_SECONDS`
-  (uvicorn waits for ever, so one slow client could hold sockets open), and connections still
-  waiting for theirs take no request's slot: past :data:`MAX_CONNECTIONS` of them the oldest is
-  closed; at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
+  (uvicorn waits for ever, so one slow client could hold sockets open) and a request's body within
+  :data:`~memtree_mcp.transports.guards.BODY_TIMEOUT_SECONDS` of its head (408); connections still
+  waiting for their client take no request's slot, and past :data:`MAX_CONNECTIONS` of them the
+  longest waiting is closed; at most :data:`MAX_SESSIONS` streamable-HTTP sessions, each closed after
   :data:`SESSION_IDLE_SECONDS` without a request (the client then starts a new one). A local
   memory server has a handful of clients: the SDK's defaults (10,000 sessions, kept 30 minutes)
-  let one client exhaust it.
+  let one client exhaust it. Out of file descriptors it goes on serving
+  (:func:`~memtree_mcp.transports.guards.guarded_socket`).
 
 Start-up: :func:`serve_http` binds the port itself before uvicorn starts, so a busy port is one
 line naming the port and the flag to change (not uvicorn's ``[Errno 98]`` and exit 3), and it
@@ -51,6 +53,7 @@ from memtree_mcp.transports.guards import (
     MAX_CONNECTIONS,
     BearerTokenMiddleware,
     HostGuardMiddleware,
+    guarded_socket,
     security_settings,
     server_config,
 )
@@ -219,7 +222,7 @@ def serve_http(
     # here, the stop ends the call instead of killing the process.
     previous = signal.signal(signal.SIGTERM, lambda _number, _frame: None)
     try:
-        Announcing(config).run(sockets=[sock])
+        Announcing(config).run(sockets=[guarded_socket(sock, config)])
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()

@@ -28,7 +28,12 @@ from starlette.types import ASGIApp
 
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.inputs import check_range
-from memtree_mcp.transports.guards import HostGuardMiddleware, security_settings, server_config
+from memtree_mcp.transports.guards import (
+    HostGuardMiddleware,
+    guarded_socket,
+    security_settings,
+    server_config,
+)
 from memtree_mcp.ui.api import ui_app
 
 __all__ = ["UI_HOST", "explorer_token", "guarded_ui_app", "may_open_browser", "open_in_browser", "serve_ui"]
@@ -76,7 +81,7 @@ def serve_ui(
         config = server_config(app, host=UI_HOST, port=bound, lifespan="off", graceful_shutdown=2)
         url = f"http://{UI_HOST}:{bound}/ui/" + (f"#token={quote(token, safe='')}" if token else "")
         on_ready(url)
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[guarded_socket(sock, config)])
     finally:
         sock.close()
 

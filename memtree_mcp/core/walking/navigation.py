@@ -212,7 +212,8 @@ def _neighbour(hierarchy: Hierarchy, tree: str, node_id: str, step: int) -> str 
     return _sibling(hierarchy, node_id, step)
 
 
-def _one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
+def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters at a word boundary ("…" marks the cut)."""
     line = " ".join(text.split())
     if len(line) <= limit:
         return line
@@ -223,10 +224,10 @@ def _one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
 def _preview_line(hierarchy: Hierarchy, node_id: str) -> str:
     branch = hierarchy.branches.get(node_id)
     if branch is None:
-        return _one_line(hierarchy.text_of(node_id))
+        return one_line(hierarchy.text_of(node_id))
     if branch.label:
-        return _one_line(f"{branch.label} — {gist(branch.text)}")
-    return _one_line(branch.text)
+        return one_line(f"{branch.label} — {gist(branch.text)}")
+    return one_line(branch.text)
 
 
 def _preview(
