@@ -17,44 +17,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memtree_mcp.core.commands import command_passwords
+
 MARKER = re.compile(r"\[redacted: [a-z0-9-]+\]")
 """What redaction puts in a secret's place (``core.secrets.redacted``; labels leave its words out):
 never a credential itself."""
 
-_LINE = r"{}[^\n]{{0,200}}?\s"  # a command, then the rest of its line
 _QUOTED = r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)"
 
-# The password of a command, (kind, pattern) with the secret as the group ``value``: mysql's glued
-# -pX, a registry login's -p X, sshpass, redis-cli's -a X, curl's -u user:X, SQL's IDENTIFIED BY 'X'
-# and PASSWORD('X'), PowerShell's secure string, .netrc, sudo -S.
+# A password written in a form that is no tool's command line (those are core/commands.py's table):
+# SQL's IDENTIFIED BY 'X' and PASSWORD('X'), PowerShell's secure string, .netrc, and an XML element
+# named for a credential (Maven's settings.xml: <password>X</password>); (kind, pattern) with the
+# secret as the group ``value``.
 COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # (The rest of a command's line is read up to 200 characters: a text of many "mysql" must
-    # not make each one read to its end.)
-    (
-        "password",
-        re.compile(_LINE.format(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b") + r"-p(?P<value>[^\s-]\S*)"),
-    ),
-    (
-        "password",
-        re.compile(
-            _LINE.format(r"\b(?:docker|podman|helm|buildah|skopeo)\s+(?:registry\s+)?login\b")
-            + r"-p[ =](?P<value>\S+)"
-        ),
-    ),
-    ("password", re.compile(r"\bsshpass\s+-p\s*(?P<value>\S+)")),
-    ("password", re.compile(_LINE.format(r"\bredis-cli\b") + r"-a\s+(?P<value>\S+)")),
-    (
-        "password",
-        re.compile(
-            _LINE.format(r"\b(?:curl|wget|http)\b")
-            + r"(?:-u|--user)[ =]+[\"']?[^\s:\"'@/]+:(?P<value>[^\s\"'@]+)"
-        ),
-    ),
     ("password", re.compile(r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by|\bpassword\s*\()\s*" + _QUOTED)),
     ("password", re.compile(r"(?i:convertto-securestring)\s+(?:-string\s+)?" + _QUOTED)),
     ("password", re.compile(r"(?m:^|\s)login\s+\S+\s+password\s+(?P<value>\S+)")),  # .netrc
-    ("password", re.compile(r"\becho\s+(?P<value>[^\s|]+)\s*\|\s*sudo\s+(?:-\w+\s+)*-S\b")),
-    # An XML element named for a credential (Maven's settings.xml: <password>X</password>).
     (
         "password",
         re.compile(
@@ -107,11 +85,12 @@ _PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin")
 
 # What stands in a credential's place without being one: a variable, a template, a type, a state.
 _STAND_IN = re.compile(
-    r"^(?:\$[{(]|\$[A-Za-z_]\w*$|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
+    r"^(?:\$[{(]|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
     r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*://|(?i:your[_-]?|enc\[|vault:|env:|arn:)"
     r"|(?:required|nullable|sometimes|confirmed)\b)",  # and a form's rules (Laravel's required|min:8)
     re.IGNORECASE,
 )
+_REFERENCE = re.compile(r"\$[A-Za-z_]\w*")  # $DB_PASSWORD, $pass: a shell's or a template's variable
 _NOT_A_VALUE = frozenset(
     """none null nil undefined true false yes no on off empty blank required optional unset default
     str string bytes int integer bool boolean secretstr any object text char varchar
@@ -160,12 +139,18 @@ def _kind_of(word: str) -> str:
     return next(named for part, named in _NAMED_KINDS if part in word)
 
 
-def stand_in(value: str, quoted: bool = False) -> bool:
+def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
     """Whether ``value`` holds a credential's place without being one: a placeholder, a variable,
     a template, a path, a URL, a type or a state ("required", "expired"), or code that reads it;
-    ``quoted``: written in quotes (then ``!x`` is no YAML tag)."""
+    ``quoted``: written in quotes (then ``!x`` is no YAML tag); ``literal``: in single quotes,
+    where neither a shell nor dotenv reads ``$name`` as a variable, so ``'$unsh1ne'`` is the text
+    itself (but ``'$DB_PASSWORD'``, in capitals or named for a credential, is still written as a
+    reference)."""
     if not value or _STAND_IN.match(value) or MARKER.search(value):
         return True
+    if _REFERENCE.fullmatch(value):
+        name = value[1:]
+        return not literal or name.isupper() or _CREDENTIAL_WORD.search(name) is not None
     if not quoted and _YAML_TAG.match(value):
         return True
     if value.lower().strip(".,;:!?") in _NOT_A_VALUE or _CALL.match(value) or _DOTTED.match(value):
@@ -177,10 +162,10 @@ def stand_in(value: str, quoted: bool = False) -> bool:
     return bool(_VARIABLE.match(value) and _CREDENTIAL_WORD.search(value) and joined)
 
 
-def _assigned_value(value: str, word: str, quoted: bool = False) -> bool:
+def _assigned_value(value: str, word: str, quoted: bool = False, literal: bool = False) -> bool:
     """Whether ``value``, assigned to a credential named ``word``, is a secret: anything but a
     stand-in, of four characters or more (digits alone only for a password, or twelve of them)."""
-    if stand_in(value, quoted) or len(value) < 4:
+    if stand_in(value, quoted, literal) or len(value) < 4:
         return False
     if value.isdigit():
         return bool(_PASSWORD_WORD.match(word.lower()) and word.lower() != "pass") or len(value) >= 12
@@ -221,6 +206,7 @@ def _rest_of_line(text: str, end: int) -> str:
 def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
     """The credentials written by name in ``text``, each as (kind, start, end): a command's,
     assigned, said in a sentence, or right after the name."""
+    yield from _commands(text)
     for kind, pattern in COMMANDS:
         for match in pattern.finditer(text):
             start, end = match.span("value")
@@ -237,6 +223,26 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
         value, start = match.group("value").rstrip("."), match.start("value")
         if _credential_like(value, match.group("word")) and _STRONGISH.fullmatch(value):
             yield (_kind_of(match.group("word")), start, start + len(value))
+
+
+def _commands(text: str) -> Iterator[tuple[str, int, int]]:
+    """The passwords on command lines (core/commands.py) that are no stand-in. A plain word is
+    taken where the line says it is a password (user%X, pass:X, -pX, quoted) or follows a flag of
+    a command that begins its line; elsewhere ("use zip -P with care", "nmcli asks for the
+    password interactively") the value must look like one (letters with digits or signs)."""
+    for given in command_passwords(text):
+        start, end = given.start, given.end
+        if not given.quoted:
+            end = bare_end(text, start, end)
+        value = text[start:end]
+        if stand_in(value, quoted=bool(given.quoted), literal=given.quoted == "'"):
+            continue
+        if given.shaped or given.quoted or given.command_line:
+            found = _assigned_value(value, "password", quoted=bool(given.quoted))
+        else:
+            found = _credential_like(value, "password")
+        if found:
+            yield ("password", start, end)
 
 
 def _unquoted(text: str, start: int, end: int) -> tuple[int, int]:
@@ -274,7 +280,7 @@ def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
                 assigned = False  # "The secret: patience." (a key or token is never a plain word)
             if not (_assigned_value(value, word) if assigned else _credential_like(value, word)):
                 continue
-        elif not _assigned_value(value, word, quoted=group != "bare"):
+        elif not _assigned_value(value, word, quoted=group != "bare", literal=group == "sq"):
             continue
         yield (_kind_of(word), start, end)
 
@@ -286,7 +292,7 @@ def _said(text: str) -> Iterator[tuple[str, int, int]]:
         group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
         start, end = match.span(group)
         if group != "bare":
-            if _assigned_value(text[start:end], word, quoted=True):
+            if _assigned_value(text[start:end], word, quoted=True, literal=group == "sq"):
                 yield (_kind_of(word), start, end)
             continue
         end = bare_end(text, start, end)

@@ -1,0 +1,160 @@
+"""Passwords people choose, wherever an agent's memories meet them (issue 47): on a command line
+that takes one, in a file format that holds one, and said in a sentence or a chat; and the lines
+that only talk about a password are left as they are. Each case is a line a user could remember;
+the test reads what would be stored (``redacted``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memtree_mcp.core.secrets import find_secrets, redacted
+
+# -- 1. commands whose documented syntax takes a password (core/commands.py's table)
+
+COMMANDS = [
+    ("zip -r -P Summer99 backup.zip ./exports", "Summer99"),
+    ("unzip -P goldfish42 invoices.zip -d /tmp/inv", "goldfish42"),
+    ("7z a -mhe=on -pDaisy2020 archive.7z ./private", "Daisy2020"),
+    ("unrar x -pParsnip!9 scans.rar", "Parsnip!9"),
+    ("smbclient //fs01/finance -U jdoe%Marigold7 -c 'ls'", "Marigold7"),
+    ("ldapsearch -x -D cn=admin,dc=acme,dc=local -w Quokka2021 -b dc=acme,dc=local", "Quokka2021"),
+    ("sqlcmd -S sql01 -U sa -P 'Pastel#44' -Q \"SELECT 1\"", "Pastel#44"),
+    ("mongo -u admin -p tortuga12 --authenticationDatabase admin", "tortuga12"),
+    ("wget --http-user=ci --http-password=hedgehog88 https://artifacts.local/app.tgz", "hedgehog88"),
+    ("keytool -genkeypair -alias tomcat -keystore ks.jks -storepass Elephant22 -validity 365", "Elephant22"),
+    ("keytool -importkeystore -srckeystore a.jks -srcstorepass Kestrel99 -destkeystore b.p12", "Kestrel99"),
+    ("openssl pkcs12 -export -in c.pem -inkey k.pem -out b.p12 -passout pass:Chocolat3", "Chocolat3"),
+    ("openssl rsa -in server.key -passin pass:Toffee33 -out plain.key", "Toffee33"),
+    ("openssl enc -aes-256-cbc -in notes.txt -out notes.enc -pass pass:Hazelnut8", "Hazelnut8"),
+    ('useradd -m -p "$(openssl passwd -1 Cupcake9)" builder', "Cupcake9"),
+    ("rabbitmqctl add_user monitoring 'Guinness!1' && rabbitmqctl set_user_tags monitoring x", "Guinness!1"),
+    ("rabbitmqctl change_password guest 'Gnocchi!3'", "Gnocchi!3"),
+    ("htpasswd -b -c /etc/nginx/.htpasswd admin Cheddar42", "Cheddar42"),
+    ("htpasswd -nbB admin Otter-2020 >> traefik/users", "Otter-2020"),
+    ("$ net use Z: \\\\fileserver\\shared /user:CORP\\jsmith l3tm31n", "l3tm31n"),
+    ("net user kiosk Yellow88 /add", "Yellow88"),
+    ("nmcli dev wifi connect HomeNet-5G password lollipop123", "lollipop123"),
+    ('wpa_passphrase HomeNet "my cat is fat" >> /etc/wpa_supplicant.conf', "my cat is fat"),
+    ("mkpasswd -m sha-512 'Waffles2020' gives the hash for the kickstart file", "Waffles2020"),
+    ("sqlplus scott/tiger@//db01:1521/ORCLPDB1", "tiger"),
+    ("xfreerdp /u:administrator /p:Banana42 /v:10.1.2.3", "Banana42"),
+    ("ipmitool -I lanplus -H idrac-01 -U root -P calvin55 chassis power status", "calvin55"),
+    ("mosquitto_pub -h broker.local -u sensor -P Peach2018 -t home/temp -m 21.5", "Peach2018"),
+    ("lftp -u backup,Cobalt77 sftp://nas.local", "Cobalt77"),
+    ("psexec \\\\ws042 -u CORP\\helpdesk -p Pumpkin#1 cmd /c ipconfig", "Pumpkin#1"),
+    ("ssh-keygen -t ed25519 -N 'Moose!2022' -f ~/.ssh/deploy_key", "Moose!2022"),
+    ("mysqladmin -u root password hammock5", "hammock5"),
+    ("http -a admin:Blossom2024 POST :8080/api/reindex", "Blossom2024"),
+    ("echo 'deploy:Rainbow77' | sudo chpasswd", "Rainbow77"),
+    ("echo walrus2023 | passwd --stdin svc_backup", "walrus2023"),
+    ("echo 'Mango#12' | docker login registry.acme.local -u ci --password-stdin", "Mango#12"),
+    ("sudo mysql -u root -pHausboot7 shop_db < migrations/0042.sql", "Hausboot7"),
+]
+
+
+@pytest.mark.parametrize(("line", "password"), COMMANDS)
+def test_a_password_given_to_a_command_is_redacted_and_the_command_kept(line: str, password: str) -> None:
+    out = redacted(line)
+    assert password not in out, out
+    assert out.count("[redacted: password]") >= 1
+    # Only the password goes: the tool, its flags and the rest of the line stay.
+    assert out.split()[0] == line.split()[0]
+    assert len(out) - len("[redacted: password]") * out.count("[redacted: ") <= len(line) - len(password)
+
+
+def test_every_password_a_keytool_line_gives_is_redacted() -> None:
+    line = "keytool -genkey -alias jetty -keystore jetty.jks -keypass Ocelot2019 -storepass Ocelot2019"
+    assert redacted(line) == (
+        "keytool -genkey -alias jetty -keystore jetty.jks -keypass [redacted: password] "
+        "-storepass [redacted: password]"
+    )
+
+
+COMMANDS_WITHOUT_ONE = [
+    "zip -r backup.zip ./exports   # no -P: the archive is encrypted later with age",
+    "7z x -p archive.7z   # prompts for the password",
+    "ldapsearch -x -D cn=admin,dc=acme,dc=local -W -b dc=acme,dc=local",
+    "smbclient //fs01/finance -U jdoe",
+    "keytool -list -keystore app.jks -storepass:env KEYSTORE_PASS",
+    "openssl pkcs12 -export -in c.pem -inkey k.pem -out b.p12 -passout env:P12_PASSWORD",
+    "openssl rsa -in server.key -passin file:/run/secrets/keypass -out plain.key",
+    "openssl req -new -key server.key -out server.csr -passin stdin",
+    "rabbitmqctl add_user monitoring",
+    "htpasswd -c /etc/nginx/.htpasswd admin",
+    "htpasswd -B /etc/nginx/.htpasswd alice   # prompts twice",
+    "net use Z: \\\\fileserver\\shared * /user:CORP\\jsmith",
+    'echo "$DEPLOY_PASSWORD" | sudo chpasswd',
+    'echo "deploy:$NEW_PASSWORD" | chpasswd',
+    'echo "$ROOT_PW" | passwd --stdin root',
+    "cat ~/ghcr_token.txt | docker login ghcr.io -u bot --password-stdin",
+    'ssh-keygen -t ed25519 -N "" -f ~/.ssh/ci_key',
+    "sqlplus / as sysdba",
+    "sqlplus -s /nolog @report.sql",
+    "wpa_passphrase HomeNet < passphrase.txt",
+    "mongo -u admin -p --authenticationDatabase admin",
+    "mysqladmin -u root -p status",
+    "mysql -u root -p   # it will prompt for the password",
+    'unzip -P "$ZIP_PASSWORD" invoices.zip',
+    "use zip -P with care: the old ZipCrypto cipher is weak",
+    "nmcli asks for the password interactively when --ask is given",
+    "mkpasswd -m sha-512",
+]
+
+
+@pytest.mark.parametrize("line", COMMANDS_WITHOUT_ONE)
+def test_a_command_that_prompts_or_reads_a_variable_is_left_alone(line: str) -> None:
+    assert find_secrets(line) == [], redacted(line)
+
+
+# -- 2. file formats
+
+
+def test_a_single_quoted_dollar_value_is_a_password_and_a_variable_is_not() -> None:
+    # In single quotes neither a shell nor dotenv reads $name as a variable: the text is the value.
+    line = "the .env line needs quotes because of the dollar sign: KEYCLOAK_ADMIN_PASSWORD='$unsh1ne'"
+    assert redacted(line).endswith("KEYCLOAK_ADMIN_PASSWORD='[redacted: password]'")
+    assert "$ilverfox" not in redacted("ADMIN_PASS='$ilverfox' in single quotes so compose leaves it")
+    for reference in [
+        "DB_PASSWORD='$DB_PASSWORD'",
+        "PASSWORD='${PW}'",
+        'ADMIN_PASS="$admin_pass_from_vault"',
+        "password = '$password'",
+        "password=$unsh1ne",
+        'DB_PASSWORD: "$DB_PASSWORD"',
+    ]:
+        assert find_secrets(reference) == [], reference
+
+
+# -- the detector's cost
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "htpasswd -b " * 8_400,
+        "net use \\\\a\\b " * 6_700,
+        "echo 'a:b' | chpasswd " * 4_600,
+        "keytool " + "-storepass x " * 7_700,
+        "u@h: " + "a " * 50_000,
+        "the password is " * 6_300,
+        "admin / " * 12_500,
+        "- name: DB_PASSWORD\n" * 5_000,
+        "a:" * 50_000,
+        "-" * 100_000,
+    ],
+    ids=lambda text: repr(text[:16]),
+)
+def test_a_pathological_text_of_100_000_characters_is_read_in_under_half_a_second(text: str) -> None:
+    # Not a speed target (those are the benchmark's: bench/secret_redaction.py): a guard against a
+    # pattern that reads a text in more than linear time, which would take seconds or minutes, not
+    # a fraction more. The best of three runs, so another process on the machine does not decide it.
+    find_secrets("warm")  # detect-secrets' plugins load once
+    times = []
+    for _ in range(3):
+        began = time.perf_counter()
+        find_secrets(text)
+        times.append(time.perf_counter() - began)
+    assert min(times) < 0.5, times
