@@ -128,6 +128,70 @@ def test_a_single_quoted_dollar_value_is_a_password_and_a_variable_is_not() -> N
         assert find_secrets(reference) == [], reference
 
 
+FORMATS = [
+    ("echo 'db.internal:5432:app:app:Buster2012' >> ~/.pgpass && chmod 600 ~/.pgpass", "Buster2012"),
+    ("PGPASSFILE=/etc/app/pgpass with the line db01.internal:5432:*:reporting:Goulash2020", "Goulash2020"),
+    ("~/.pgpass now has\n*:*:analytics:etl:Sardine7\n", "Sardine7"),
+    (
+        'env:\n  - name: DB_USER\n    value: app\n  - name: DB_PASSWORD\n    value: "orange-giraffe-17"',
+        "orange-giraffe-17",
+    ),
+    (
+        "env:\n  - name: REDIS_PASSWORD\n    value: Pistachio8\n  - name: LOG_LEVEL\n    value: info",
+        "Pistachio8",
+    ),
+    (
+        'task env: [{"name": "DB_PASSWORD", "value": "Bagel2021"}, {"name": "DB_HOST", "value": "db"}]',
+        "Bagel2021",
+    ),
+    (
+        "aws cloudformation deploy --parameter-overrides ParameterKey=DBPassword,ParameterValue=Dumpling5",
+        "Dumpling5",
+    ),
+    ('{"wifi": {"ssid": "Office-5G", "psk": "coffeebeans88", "band": "5GHz"}}', "coffeebeans88"),
+    ("wifi:\n  ssid: Cabin\n  psk: meadowlark\n", "meadowlark"),
+    ('network={\n  ssid="Cabin"\n  psk="sparrowhawk"\n}', "sparrowhawk"),
+    ("alarm_panel:\n  code_arm_required: true\n  pin: 7391\n", "7391"),
+    ('{"smtp": {"user": "bot", "pwd": "Lantern5"}}', "Lantern5"),
+    ('"credentials": "deploy:Pretzel22"', "Pretzel22"),
+    ("BASIC_AUTH=admin:Hammock!7", "Hammock!7"),
+    ("redis.conf: requirepass foobared22 and masterauth foobared22", "foobared22"),
+    ("# ks.cfg\nrootpw --plaintext Pelican9\n", "Pelican9"),
+    ("/etc/ldap.conf\nbinddn cn=proxy,dc=acme,dc=local\nbindpw tundra\n", "tundra"),
+    ("Kennwort: Kuchen2021!", "Kuchen2021!"),
+    ("mot de passe : chaton42", "chaton42"),
+    ("contraseña: Girasol2020", "Girasol2020"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), FORMATS)
+def test_a_password_in_a_file_formats_own_place_is_redacted(text: str, password: str) -> None:
+    assert password not in redacted(text), redacted(text)
+
+
+FORMATS_WITHOUT_ONE = [
+    "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        key: password",
+    "env:\n  - name: DB_PASSWORD_FILE\n    value: /run/secrets/db_password",
+    "env:\n  - name: DB_HOST\n    value: postgres.default.svc",
+    'env:\n  - name: DB_PASSWORD\n    value: "$(DB_PASSWORD)"',
+    "~/.pgpass lines look like hostname:port:database:username:password",
+    "the timestamps read 10:42:13:07:55 in the log",
+    "gpio:\n  pin: 18\n  mode: output",
+    '"pin": "2.31.0"',
+    "pin: GPIO18",
+    "credentials: aws-prod (profile in ~/.aws/credentials)",
+    "auth: https://sso.example.com/oauth2",
+    "the requirepass directive is off by default",
+    "rootpw --iscrypted $6$saltsalt$0123456789abcdef",
+    "PGPASSFILE points at /etc/app/pgpass; the file must be mode 0600.",
+]
+
+
+@pytest.mark.parametrize("text", FORMATS_WITHOUT_ONE)
+def test_a_file_format_without_a_password_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 # -- the detector's cost
 
 
@@ -141,7 +205,9 @@ def test_a_single_quoted_dollar_value_is_a_password_and_a_variable_is_not() -> N
         "u@h: " + "a " * 50_000,
         "the password is " * 6_300,
         "admin / " * 12_500,
-        "- name: DB_PASSWORD\n" * 5_000,
+        "- name: DB_PASSWORD\n  " * 4_600,
+        "pgpass " + "a:1:b:c:" * 12_500,
+        "credentials: " * 7_700,
         "a:" * 50_000,
         "-" * 100_000,
     ],

@@ -46,12 +46,25 @@ COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # A credential's name: a word of these, on its own or ending a longer name (DB_PASSWORD, dbPassword,
 # PGPASSWORD, client_secret, AWS_SECRET_ACCESS_KEY, authToken), not one that goes on (password_file).
 _KEYS = r"apikey|(?:api|access|secret|private|encryption|signing|master|client|app|auth)[_ -]?key"
-# The longest first; "pass" only ending a longer name (DB_PASS, smtp.pass) or right before "=".
-_WORDS = _KEYS + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|secret|token"
+# A password's name in the languages people write to an agent in (Passwort, Kennwort, contraseña,
+# mot de passe, senha, wachtwoord).
+_FOREIGN = r"passwort|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|mot[_ ]de[_ ]passe|motdepasse"
+# The longest first; "pass" only ending a longer name (DB_PASS, smtp.pass) or right before "=";
+# psk: a Wi-Fi passphrase; pin: a PIN of digits (_PIN).
+_WORDS = (
+    _KEYS
+    + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|secret|token"
+    + r"|psk|pre[_-]?shared[_-]?key|pin|"
+    + _FOREIGN
+)
+# Where a name's word begins: not inside a word, at a camel hump (dbPassword), after an acronym
+# (DBPassword, APIToken), or at a word in capitals (PGPASSWORD).
 _NAME = (
-    r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN)\b))"
+    r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
+    r"|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN)\b))"
     r"(?P<word>(?i:" + _WORDS + r"))(?![\w-])"
 )
+_PIN = re.compile(r"\d{4,8}")  # a PIN is digits (a GPIO pin is 18, a pinned version is 2.31.0)
 # An assignment: NAME=value, NAME: value, "name": "value", name := value, --name value, name 'value'.
 _ASSIGNED = re.compile(
     r"(?P<dashes>--?)?" + _NAME + r"(?:[\"'\]]?[ \t]*(?P<sep>:=|==|=>|=|:(?!:))[ \t]*|(?P<space>[ \t]+))"
@@ -74,6 +87,13 @@ _BARE = re.compile(
 )
 _NAMED_KINDS = (
     ("pass", "password"),
+    ("psk", "password"),
+    ("shared", "password"),
+    ("wort", "password"),
+    ("contras", "password"),
+    ("senha", "password"),
+    ("woord", "password"),
+    ("clave", "password"),
     ("pwd", "password"),
     ("pw", "password"),
     ("pin", "password"),
@@ -81,7 +101,7 @@ _NAMED_KINDS = (
     ("token", "token"),
     ("key", "api-key"),
 )
-_PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin")
+_PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin|psk|pre[_-]?shared|" + _FOREIGN + r"|clave")
 
 # What stands in a credential's place without being one: a variable, a template, a type, a state.
 _STAND_IN = re.compile(
@@ -207,6 +227,7 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
     """The credentials written by name in ``text``, each as (kind, start, end): a command's,
     assigned, said in a sentence, or right after the name."""
     yield from _commands(text)
+    yield from _formats(text)
     for kind, pattern in COMMANDS:
         for match in pattern.finditer(text):
             start, end = match.span("value")
@@ -282,7 +303,77 @@ def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
                 continue
         elif not _assigned_value(value, word, quoted=group != "bare", literal=group == "sq"):
             continue
+        if word.lower() == "pin" and not _PIN.fullmatch(value):
+            continue
         yield (_kind_of(word), start, end)
+
+
+# -- file formats that hold a password in a place of their own
+
+# A .pgpass line, host:port:database:user:password (read where the text names .pgpass or
+# PGPASSFILE: elsewhere five fields joined by colons are too many other things).
+_PGPASS = re.compile(r"(?<![\w.:*-])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(?P<value>[^\s'\"]+)")
+# A name and its value side by side: Kubernetes' env (- name: DB_PASSWORD / value: X), an ECS task
+# definition ({"name": "DB_PASSWORD", "value": "X"}), CloudFormation's ParameterKey=DBPassword,
+# ParameterValue=X; not valueFrom.
+_PAIR = re.compile(
+    r"(?<![A-Za-z])(?i:(?:parameter)?(?:name|key))[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[\w.-]{1,80})[\"']?"
+    r"[ \t]*(?:,|\n)\s{0,40}?(?:-[ \t]+)?[\"']?(?i:(?:parameter)?value)[\"']?[ \t]*[:=][ \t]*"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',}\]]+))"
+)
+_NAMED = re.compile(_NAME + r"\Z")  # a name that ends in a credential's word
+# A user and password under a credential's key: credentials: deploy:X, BASIC_AUTH=admin:X.
+_USER_PASS = re.compile(
+    r"(?<![A-Za-z])(?i:credentials?|creds|userpass|user_pass|basic[_-]?auth|auth)[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?P<user>[A-Za-z][\w.@+\\-]{0,63}):(?P<value>[^\s\"',;}]+)"
+)
+# A configuration directive that takes a password after a space: redis.conf's requirepass and
+# masterauth, ldap.conf's bindpw, a kickstart's rootpw, keepalived's auth_pass, bitcoin.conf's
+# rpcpassword.
+_DIRECTIVE = re.compile(
+    r"(?<![\w-])(?:requirepass|masterauth|bindpw|rootpw|auth_pass|rpcpassword)(?:[ \t]+--plaintext)?[ \t]+"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`-][^\s\"'`]*))"  # not a flag: --iscrypted
+)
+
+
+def _formats(text: str) -> Iterator[tuple[str, int, int]]:
+    """The passwords in the places file formats keep them: a .pgpass line, a credential's name
+    and value side by side, user:password under a credentials key, a configuration directive."""
+    if "pgpass" in text.lower():
+        for match in _PGPASS.finditer(text):
+            start, end = match.span("value")
+            end = bare_end(text, start, end)
+            if _assigned_value(text[start:end], "password"):
+                yield ("password", start, end)
+    for match in _PAIR.finditer(text):
+        named = _NAMED.search(match.group("name"))
+        found = _value_of(text, match, "password" if named is None else named.group("word"))
+        if named is not None and found is not None:
+            yield (_kind_of(named.group("word")), *found)
+    for match in _USER_PASS.finditer(text):
+        start, end = match.span("value")
+        end = bare_end(text, start, end)
+        if _assigned_value(text[start:end], "password"):
+            yield ("password", start, end)
+    for match in _DIRECTIVE.finditer(text):
+        line = text.rfind("\n", 0, match.start()) + 1
+        found = _value_of(text, match, "password", plain=not text[line : match.start()].strip())
+        if found is not None:
+            yield ("password", *found)
+
+
+def _value_of(text: str, match: re.Match[str], word: str, plain: bool = True) -> tuple[int, int] | None:
+    """The place of ``match``'s value (group dq, sq or bare) when it is a password's: any that is
+    no stand-in, or, unless ``plain``, one that looks like one (letters with digits or signs)."""
+    group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+    start, end = match.span(group)
+    if group == "bare":
+        end = bare_end(text, start, end)
+    value = text[start:end]
+    if stand_in(value, quoted=group != "bare", literal=group == "sq"):
+        return None
+    found = _assigned_value(value, word, quoted=group != "bare") if plain else _credential_like(value, word)
+    return (start, end) if found else None
 
 
 def _said(text: str) -> Iterator[tuple[str, int, int]]:
