@@ -192,6 +192,113 @@ def test_a_file_format_without_a_password_is_left_alone(text: str) -> None:
     assert find_secrets(text) == [], redacted(text)
 
 
+# -- 3. said in a sentence or a chat
+
+SAID = [
+    ("The router password is still Contraseña1 from when Diego set it up.", "Contraseña1"),
+    ("lol the NAS password was literally 'password1' this whole time", "password1"),
+    ("temporary pw for the kiosk account is 1qaz2wsx! - change on first login", "1qaz2wsx!"),
+    ("[10:42] sam: pass is correct-horse-staple-77, copy it exactly", "correct-horse-staple-77"),
+    ("the kiosk pw is literally snowcone", "snowcone"),
+    ("the staging password is still skylark, nobody rotated it", "skylark"),
+    ("FYI the vpn password was changed to Gazebo12 this morning", "Gazebo12"),
+    ("I changed the admin password to purplemonkey yesterday.", "purplemonkey"),
+    ("Tom changed the Grafana admin login to ilovepizza, which is why the old bookmark fails.", "ilovepizza"),
+    ("<alex> the old wiki is back, same password as before: thebluecastle", "thebluecastle"),
+    ("Login for staging is admin / stagingrocks (the prod one is in 1Password).", "stagingrocks"),
+    ("hey can you try logging in with bob / Qwerty2024? should work now", "Qwerty2024"),
+    ("@maria the sftp login is uploads / FrenchToast#5", "FrenchToast#5"),
+    ("creds for the test tenant are qa_user / Peanut88", "Peanut88"),
+    ("credentials: admin:Orchid2019 (change them after the workshop)", "Orchid2019"),
+    ("wifi password changed again, new one: velvet99", "velvet99"),
+    ("password for the demo account is the same as the old one: hunter22", "hunter22"),
+    (
+        "<dana> what's the password for the lab router?\n<li> it's on the whiteboard, or just: Kayak2022",
+        "Kayak2022",
+    ),
+    ("La contraseña del wifi es Girasol2020, no la compartas.", "Girasol2020"),
+    ("la clave de la base de datos es perro123", "perro123"),
+    ("Das Passwort für den Server lautet Sonnenblume7.", "Sonnenblume7"),
+    ("das WLAN-Passwort ist Wolke-42", "Wolke-42"),
+    ("Le mot de passe de la box est Soleil2023.", "Soleil2023"),
+    ("a senha do roteador é Abacaxi9", "Abacaxi9"),
+    ("het wachtwoord is Tulp2020", "Tulp2020"),
+    ("la password del router è Gattino7", "Gattino7"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), SAID)
+def test_a_password_said_in_a_sentence_or_a_chat_is_redacted_and_the_sentence_kept(
+    text: str, password: str
+) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text  # nothing else is touched
+
+
+SAID_WITHOUT_ONE = [
+    "set the password to expire after 90 days",
+    "changed the password to something longer",
+    "I changed the login to use SSO",
+    "send the password to Jennifer.",
+    "password was rotated: see ticket OPS-1234",
+    "password rotation job failed, commit: 3f9a2c1",
+    "the password policy changed in v2.3: see the docs",
+    "the pass is closed because of snow",
+    "my bus pass is valid until June",
+    "# Second pass: sanitize/disambiguate names that need rewriting.",
+    "Login for staging is through Okta / SSO now.",
+    "log in with your username / password and approve the push",
+    "I logged in with my laptop / phone both times",
+    "Sign in with Google / GitHub is on the roadmap for Q3.",
+    "The credentials page shows read / write scopes.",
+    "login: admin / ******** (see 1Password)",
+    "# Format: arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE-NAME/SESSION-NAME",
+    "# Assuming cache_type, cache_host, cache_port, and cache_password are strings",
+    "Renaming secret in secret manager: current_secret_name=%s new_secret_name=%s",
+    "auth:\n  password: ${AUTH_PASSWORD}\n  hasher: argon2id",
+    "La contraseña es incorrecta, inténtalo otra vez.",
+    "la clave es tener paciencia",
+    "Das Passwort ist abgelaufen, bitte zurücksetzen.",
+    "Le mot de passe est trop court.",
+    "mot de passe : voir le coffre-fort",
+    "Kennwort ändern: Einstellungen > Sicherheit",
+]
+
+
+@pytest.mark.parametrize("text", SAID_WITHOUT_ONE)
+def test_a_sentence_about_a_password_without_one_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
+def test_a_password_sent_after_talk_of_one_is_caught_only_close_to_it() -> None:
+    # The sentence before or a chat's line before: the colon answers the talk of a password.
+    assert "hunter2" not in redacted("what's the password?\nin case it didn't arrive: hunter2")
+    assert "Biscuit2017" not in redacted(
+        "<bo> what's the wifi password?\n<al> it's the dog's name plus the year we got him: Biscuit2017"
+    )
+    # Alone, or two lines and more away, a colon and a word are no password's.
+    assert find_secrets("dm'd you already but in case it didn't arrive: hunter2") == []
+    far = "the password is in the vault.\nunrelated line\nthe build that broke: build42"
+    assert find_secrets(far) == []
+
+
+# Lines whose words name a credential in another sense, which 1733d21 flagged.
+ORDINARY = [
+    "it); and every line of the dev set's not-secret lines that the detector flags",
+    "Google AI Studio uses the x-goog-api-key header for authentication.",
+    "information can be provided via the --username and --password options",
+    '"output_cost_per_token": 9e-06,',
+    "username, password = value",
+    "and SQL's `IDENTIFIED BY 'X'`, and one",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_a_credentials_word_in_another_sense_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 # -- the detector's cost
 
 
@@ -208,6 +315,8 @@ def test_a_file_format_without_a_password_is_left_alone(text: str) -> None:
         "- name: DB_PASSWORD\n  " * 4_600,
         "pgpass " + "a:1:b:c:" * 12_500,
         "credentials: " * 7_700,
+        "login is a / " * 7_700,
+        "password x: y1!\n" * 6_300,
         "a:" * 50_000,
         "-" * 100_000,
     ],

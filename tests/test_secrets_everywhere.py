@@ -361,19 +361,20 @@ def test_passwords_assigned_by_name_are_caught_and_their_stand_ins_are_not() -> 
     found, alarms = caught(dev)
     assert len(passwords) >= 60 and len(dev) - len(passwords) >= 60
     # 75 of the 142 caught when the last 74 were added, before the detector was changed for them.
-    assert len(found) >= 72, [e["sentence"] for e in passwords if e not in found]
+    assert len(found) >= len(passwords) - 3, [e["sentence"] for e in passwords if e not in found]
     assert alarms == []
 
 
 def test_the_second_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
     # Written by another hand apart from the detector and measured once at 57 of 77 (0 of 50
-    # flagged) before the detector was tuned on it: a dev set since (the missed are listed by
-    # bench/secret_redaction.py).
+    # flagged) before the detector was tuned on it: a dev set since, 75 of 77 caught after (the
+    # missed are listed by bench/secret_redaction.py: a password after a colon with no talk of
+    # one in the text).
     dev2 = lines("passwords_dev2.jsonl")
     not_secrets = lines("passwords_not_secrets.jsonl")
-    assert len(dev2) >= 40 and len(not_secrets) >= 40
+    assert len(dev2) >= 40 and len(not_secrets) >= 80
     found, _ = caught(dev2)
-    assert len(found) >= 36, [e["sentence"] for e in dev2 if e not in found]
+    assert len(found) >= 72, [e["sentence"] for e in dev2 if e not in found]
     assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
@@ -388,7 +389,7 @@ def test_redacting_twice_changes_nothing_more() -> None:
 def test_a_password_remembered_is_stored_nowhere(service: MemoryService, tmp_path: Path) -> None:
     passwords = [e for e in lines("passwords_dev.jsonl") if e["kind"] == "password" and len(e["secret"]) >= 6]
     missed = [e for e in passwords if e["secret"] in redacted(e["sentence"])]
-    assert len(missed) <= 66, missed  # the dev set's known misses (commands, formats, prose added last)
+    assert len(missed) <= 3, missed
     for entry in passwords:
         if entry not in missed:
             service.remember(entry["sentence"])

@@ -67,18 +67,61 @@ _NAME = (
 _PIN = re.compile(r"\d{4,8}")  # a PIN is digits (a GPIO pin is 18, a pinned version is 2.31.0)
 # An assignment: NAME=value, NAME: value, "name": "value", name := value, --name value, name 'value'.
 _ASSIGNED = re.compile(
-    r"(?P<dashes>--?)?" + _NAME + r"(?:[\"'\]]?[ \t]*(?P<sep>:=|==|=>|=|:(?!:))[ \t]*|(?P<space>[ \t]+))"
+    r"(?:(?<![\w-])(?P<dashes>--?))?"  # a flag's dashes, not a word's hyphen (not-secret lines)
+    + _NAME
+    + r"(?:[\"'\]]?[ \t]*(?P<sep>:=|==|=>|=|:(?!:))[ \t]*|(?P<space>[ \t]+))"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>[^\s\"'`]+))"
 )
 # A credential named in a sentence: "the wifi password is X", "my password for the box is X",
-# "changed the password to X".
+# "changed the password to X", "the password is still X", "same password as before: X", "pass is
+# X", "temporary pw for the kiosk is X", and in the languages of _FOREIGN ("la contraseña del wifi
+# es X", "das Passwort für den Server lautet X", "le mot de passe de la box est X").
 _SAID = re.compile(
-    r"(?<![A-Za-z])(?P<word>(?i:" + _KEYS + r"|password|passwd|passphrase|passcode|pin|secret|token))"
-    r"(?:\s+(?i:for|of|on|to|at|i|we|you|he|she|they|that)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
-    r"(?:\s+(?:is|was|(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to)\s*:?|\s+(?P<to>to)|\s*:)"
-    r"\s+(?:now\s+)?"
+    r"(?<![A-Za-z])(?P<word>(?i:"
+    + _KEYS
+    + r"|password|passwd|passphrase|passcode|pin|secret|token|pw|pass|"
+    + _FOREIGN
+    + r"|clave))"
+    r"(?:\s+(?i:for|of|on|to|at|as|from|in|with|i|we|you|he|she|they|that|de|del|da|do|du|des|für|fürs|vom"
+    r"|von|zum|zur|pour|para|per|van|voor)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
+    r"(?:\s+(?:(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
+    r"|es|era|ist|lautet|war|est|était|é|è)\s*:?|\s+(?P<to>to)|\s*:)"
+    r"\s+(?:(?:now|still|just|literally|actually|currently|simply|again|also|always|really|probably"
+    r"|temporarily|noch|immer|toujours|ainda|ancora|todavía)\s+)?"
     r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
 )
+# A password or login set to a value: "I reset the root password to hotpotato", "changed the
+# Grafana admin login to ilovepizza" (a plain word too, which "sent the password to Jennifer" is
+# not: no verb of setting).
+_SET_TO = re.compile(
+    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated|switched)"
+    r"(?:\s+[^\s.,;:!?\"']+){1,3}?\s+(?P<word>(?i:password|passwd|passphrase|passcode|pw|login))\s+to\s+"
+    r"(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# What follows "set the password to" that is a verb, not a password ("to expire after 90 days").
+_INFINITIVE = frozenset(
+    """expire never rotate change match require include contain use reset be have allow accept
+    reject prompt redirect sync unlock lock remember forget force something anything whatever
+    nothing blank random automatic automatically protect prevent avoid ensure""".split()
+)
+# A user and password after a login's or credentials' name: "the sftp login is uploads /
+# FrenchToast#5", "logging in with bob / Qwerty2024", "creds are root:Pizza4all".
+_LOGIN_PAIR = re.compile(
+    r"(?<![A-Za-z:])(?i:log(?:ged|ging)?[ -]?in|login|sign(?:ed|ing)?[ -]?in|creds?|credentials|account)"
+    r"(?:\s+[^\s.,;:!?\"'/]+){0,4}?(?:\s+(?:is|are|was|were|with|as|using)\s+|\s*[:=]\s*)"
+    r"(?P<user>[A-Za-z][\w.@+\\-]{0,63})(?:[ \t]*/[ \t]*|:)(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+_FUNCTION_WORDS = frozenset(
+    "my your his her our their the a an this that these those its me him them us you it".split()
+)
+# A password said a little after talk of one: "the password? in case it didn't arrive: hunter2";
+# the talk within _TALK_BACK characters before, on the same line or the one before.
+_TALK = re.compile(
+    r"(?<![A-Za-z])(?i:password|passwd|passphrase|passcode|pw|clave|" + _FOREIGN + r")(?![A-Za-z])"
+)
+_LAST_WORD = re.compile(r"(?m):[ \t]+(?P<value>[^\s\"'`<>\[\]{}()]+)[ \t]*$")
+_TALK_BACK = 160
+_PASSWORD_SHAPE = re.compile(r"(?=\S*[a-z])(?=\S*[0-9!#$%&*+?~^])[\w!#$%&*+?~^-]{6,64}")
 # A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
 # ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
 _BARE = re.compile(
@@ -124,7 +167,9 @@ _NOT_A_VALUE = frozenset(
     shown visible known shared private public long short reset changed updated mine yours his hers
     ours theirs it this that what something nothing there here gone fixed simple secure insecure
     personal current stale below above inside elsewhere somewhere everywhere case-sensitive
-    await async yield lambda function typeof self cls""".split()
+    await async yield lambda function typeof self cls
+    value values flag flags option options argument arguments parameter parameters field fields
+    variable variables setting settings""".split()  # and what names a place for a value
 )
 # A word a sentence ends on after "the password is" that says how it is (outdated, expiring,
 # guessable), not what it is.
@@ -139,10 +184,13 @@ _VARIABLE = re.compile(r"^[A-Za-z_][\w-]*$")
 # A credential's word as a part of a variable's name: raw_password, userPassword, DB_PASS (not
 # the "key" inside MonkeyBusiness).
 _CREDENTIAL_WORD = re.compile(
-    r"(?:^|[_-]|(?<=[a-z])(?=[A-Z]))(?i:pass(?:word|wd)?|pwd|pw|secret|token|key|cred(?:ential)?s?|auth)"
+    r"(?:^|[_-]|(?<=[a-z])(?=[A-Z]))(?i:pass(?:word|wd)?|pwd|pw|psk|pin|secret|token|key|cred(?:ential)?s?|auth)"
     r"(?=$|[_-]|[A-Z0-9])"
 )
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9.-]*$")
+# Signs that make no password: an assignment (secret_name=%s), words in a choice (sanitize/merge).
+_NO_PASSWORD_SHAPE = re.compile(r"[A-Za-z_][\w.-]*=.*|[A-Za-z]+(?:/[A-Za-z]+)+")
+_FIGURE = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")  # 9e-06, 0.25: a price per token, not one
 _NAME_LIKE = re.compile(r"^[a-z]+(?:[-_.][a-z0-9]+)+$")  # billing-2024: the name of a secret
 _MIXED = r"(?=\S*[0-9])(?=\S*[a-z])(?=\S*[A-Z])"  # digits, small and capital letters
 _STRONG = re.compile(_MIXED + r"\S{16,}")
@@ -187,6 +235,8 @@ def _assigned_value(value: str, word: str, quoted: bool = False, literal: bool =
     stand-in, of four characters or more (digits alone only for a password, or twelve of them)."""
     if stand_in(value, quoted, literal) or len(value) < 4:
         return False
+    if _FIGURE.fullmatch(value) and not value.isdigit():
+        return False
     if value.isdigit():
         return bool(_PASSWORD_WORD.match(word.lower()) and word.lower() != "pass") or len(value) >= 12
     return True
@@ -196,7 +246,7 @@ def _credential_like(value: str, word: str) -> bool:
     """Whether a value named in a sentence looks like a credential: letters with digits or signs
     (or digits alone for a password or PIN); not a stand-in, a version, or, for a secret, token or
     key, a name such as billing-2024 (a password may well be one)."""
-    if stand_in(value) or len(value) < 4 or _VERSION.match(value):
+    if stand_in(value) or len(value) < 4 or _VERSION.match(value) or _NO_PASSWORD_SHAPE.fullmatch(value):
         return False
     password = bool(_PASSWORD_WORD.match(word.lower()))
     if value.isdigit():
@@ -236,7 +286,7 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
             else:
                 start, end = _unquoted(text, start, bare_end(text, start, end))
                 quoted = text[start - 1] in "\"'"  # a command's value follows its flag: start > 0
-            if end > start and not stand_in(text[start:end], quoted=quoted):
+            if end > start and _assigned_value(text[start:end], "password", quoted=quoted):
                 yield kind, start, end
     yield from _assigned(text)
     yield from _said(text)
@@ -377,7 +427,9 @@ def _value_of(text: str, match: re.Match[str], word: str, plain: bool = True) ->
 
 
 def _said(text: str) -> Iterator[tuple[str, int, int]]:
-    """The credentials named in a sentence (_SAID) whose value looks like one."""
+    """The credentials named in a sentence (_SAID) whose value looks like one, a password set to a
+    value (_SET_TO), a user and password after a login's name (_LOGIN_PAIR), and a password said
+    a little after talk of one (:func:`_after_talk`)."""
     for match in _SAID.finditer(text):
         word = match.group("word")
         group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
@@ -386,24 +438,100 @@ def _said(text: str) -> Iterator[tuple[str, int, int]]:
             if _assigned_value(text[start:end], word, quoted=True, literal=group == "sq"):
                 yield (_kind_of(word), start, end)
             continue
-        end = bare_end(text, start, end)
+        end = _sentence_end(text, start, end)
         value = text[start:end]
         if word.lower() == "pin":
             found = value.isdigit() and 4 <= len(value) <= 8  # a PIN, not a pin of a chip (5V)
         elif match.group("to"):
             # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
-            found = bool(_STRONGISH.fullmatch(value)) and not _ADDRESS.match(value)
+            found = bool(_STRONGISH.fullmatch(value)) and word.lower() != "pass"
+        elif word.lower() == "pass":  # a pass may be a bus's, or a compiler's: digits in it too
+            found = _credential_like(value, word) and any(c.isdigit() for c in value)
+        elif not _PLAIN_WORDS.fullmatch(word):
+            found = _credential_like(value, word)  # "la contraseña es X": one that looks like one
         else:
-            found = _credential_like(value, word) or _said_password(text, word, value, end)
+            found = _credential_like(value, word) or _said_password(text, value, end)
         if found and not _ADDRESS.match(value):
             yield (_kind_of(word), start, end)
+    for match in _SET_TO.finditer(text):
+        start = match.start("value")
+        end = _sentence_end(text, start, match.end("value"))
+        value = text[start:end]
+        if _credential_like(value, "password") or (
+            _plain_password(value) and value.lower() not in _INFINITIVE and not _ADDRESS.match(value)
+        ):
+            yield ("password", start, end)
+    yield from _login_pairs(text)
+    yield from _after_talk(text)
 
 
-def _said_password(text: str, word: str, value: str, end: int) -> bool:
+# The words of a password for which a plain word that ends a sentence is one ("the password is
+# purplemonkey."): English, whose words for a state the checks know (wrong, required, stored).
+_PLAIN_WORDS = re.compile(r"(?i)password|passwd|passphrase|pw")
+
+
+def _sentence_end(text: str, start: int, end: int) -> int:
+    """Where a bare value in a sentence ends: bare_end, and before a question or exclamation
+    mark that ends the sentence ("logging in with bob / Qwerty2024? should work")."""
+    end = bare_end(text, start, end)
+    if end - start > 1 and text[end - 1] == "?":
+        end -= 1
+    return end
+
+
+def _plain_password(value: str) -> bool:
+    """Whether a plain word can be a password said in a sentence: small letters, six or more, no
+    stand-in, no word for a state (outdated, expiring, guessable)."""
+    return (
+        len(value) >= 6
+        and value.isalpha()
+        and value.islower()
+        and not stand_in(value)
+        and not _STATE.search(value)
+    )
+
+
+def _said_password(text: str, value: str, end: int) -> bool:
     """Whether a plain word is a password named in a sentence ("my password is purplemonkey."):
-    for a password only, a word that is no state (wrong, required, stored) and ends the sentence."""
-    if not re.match(r"(?i)pass", word) or stand_in(value) or len(value) < 6 or not value.isalpha():
-        return False
-    if _STATE.search(value):
+    one that is no state (wrong, required, stored) and ends the sentence."""
+    if stand_in(value) or len(value) < 6 or not value.isalpha() or _STATE.search(value):
         return False
     return re.match(r"\s*(?:[.!;,\n]|$)", text[end:]) is not None
+
+
+def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
+    """The passwords of user / password pairs after a login's name (_LOGIN_PAIR): one that looks
+    like a password, or a plain word of small letters after a user name ("admin / stagingrocks");
+    not "sign in with Google / GitHub", "log in with your username / password"."""
+    for match in _LOGIN_PAIR.finditer(text):
+        user = match.group("user")
+        start = match.start("value")
+        end = _sentence_end(text, start, match.end("value"))
+        value = text[start:end]
+        if user.lower() in _FUNCTION_WORDS or stand_in(user) or stand_in(value) or _ADDRESS.match(value):
+            continue
+        if "/" in value or _VERSION.match(value):
+            continue  # a path, a role in an ARN (ACCOUNT:assumed-role/NAME), a version
+        if _credential_like(value, "password") or (_plain_password(value) and user.islower()):
+            yield ("password", start, end)
+
+
+def _after_talk(text: str) -> Iterator[tuple[str, int, int]]:
+    """A password given after a colon that ends its line, in a sentence that follows talk of a
+    password ("the password? in case it didn't arrive: hunter2", "wifi password changed again, new
+    one: velvet99"). How far back: _TALK_BACK characters, on the same line or the one before (the
+    sentence before, a chat's previous line); never further, where talk of a password is no longer
+    what a colon answers. The value must have the shape of one: small letters with digits or signs,
+    no dot, slash or @ (a file, a host, a path, an address), no hexadecimal (a commit)."""
+    for match in _LAST_WORD.finditer(text):
+        start = match.start("value")
+        end = start + len(match.group("value").rstrip(".!?,;"))
+        value = text[start:end]
+        if not _PASSWORD_SHAPE.fullmatch(value) or re.fullmatch(r"[0-9a-f]+", value) or _VERSION.match(value):
+            continue
+        line = text.rfind("\n", 0, match.start()) + 1
+        if len(text[line : match.start()].split()) < 2:
+            continue  # "hasher: argon2id": a key of a file's, not a sentence
+        back = max(text.rfind("\n", 0, max(line - 1, 0)) + 1 if line else 0, match.start() - _TALK_BACK)
+        if _TALK.search(text, back, match.start()) and not stand_in(value):
+            yield ("password", start, end)
