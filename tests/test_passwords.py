@@ -52,6 +52,14 @@ COMMANDS = [
     ("echo walrus2023 | passwd --stdin svc_backup", "walrus2023"),
     ("echo 'Mango#12' | docker login registry.acme.local -u ci --password-stdin", "Mango#12"),
     ("sudo mysql -u root -pHausboot7 shop_db < migrations/0042.sql", "Hausboot7"),
+    ("mysqldump -uroot -p'Kiwi 2021' --all-databases > all.sql", "Kiwi 2021"),
+    ("echo -n 'Sesame#55' | cryptsetup luksOpen /dev/sdb1 vault -", "Sesame#55"),
+    ("wp config create --dbname=wp --dbuser=wp --dbpass=Basil2019", "Basil2019"),
+    (
+        'expect -c \'spawn ssh root@10.0.0.9; expect "password:"; send "Harbor2019\\r"; interact\'',
+        "Harbor2019",
+    ),
+    ("child.expect('Password:')\nchild.sendline('Gumdrop4')", "Gumdrop4"),
 ]
 
 
@@ -161,6 +169,10 @@ FORMATS = [
     ("Kennwort: Kuchen2021!", "Kuchen2021!"),
     ("mot de passe : chaton42", "chaton42"),
     ("contraseña: Girasol2020", "Girasol2020"),
+    (
+        "vault kv get shows\n==== Data ====\nKey         Value\npassword    quartz-lamp-9\nusername    app",
+        "quartz-lamp-9",
+    ),
 ]
 
 
@@ -224,6 +236,16 @@ SAID = [
     ("a senha do roteador é Abacaxi9", "Abacaxi9"),
     ("het wachtwoord is Tulp2020", "Tulp2020"),
     ("la password del router è Gattino7", "Gattino7"),
+    ("my password's sunnyday, all lowercase", "sunnyday"),
+    ("I use the same pw everywhere, it's pancake99", "pancake99"),
+    ("he told me the password, it's 'dolphin-moon'", "dolphin-moon"),
+    ("pwd for the staging db = Tofu2023", "Tofu2023"),
+    ("try hunter22 for the password", "hunter22"),
+    ("he typed letmein! as the password and it worked", "letmein!"),
+    ("the code to the gate is 4821", "4821"),
+    ("Zugangsdaten: Benutzer admin, Passwort Kaffee123", "Kaffee123"),
+    ("identifiant : admin / mdp : Baguette2020", "Baguette2020"),
+    ("Jira service account svc-jira / J1raRocks!", "J1raRocks!"),
 ]
 
 
@@ -263,6 +285,17 @@ SAID_WITHOUT_ONE = [
     "Le mot de passe est trop court.",
     "mot de passe : voir le coffre-fort",
     "Kennwort ändern: Einstellungen > Sicherheit",
+    "we switched the login to passkeys",
+    "of the password's SHA-1 hash ever leave the proxy",
+    "the error code is 5003, see the runbook",
+    'AUTHORIZATION_CODE = "authorization_code"',
+    "token = b64encode(userpass).decode()",
+    "host, port, access_key, secret_key = s3_server['connection']",
+    "token  document_id",
+    "MDP: states, actions and rewards",
+    "use SSO for the password, not a local account",
+    "sign in as guest / anonymous to browse",
+    "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
 ]
 
 

@@ -362,8 +362,8 @@ def test_passwords_assigned_by_name_are_caught_and_their_stand_ins_are_not() -> 
     assert len(passwords) >= 60 and len(dev) - len(passwords) >= 60
     # 75 of the first 142 caught when their last 74 were added, before the detector was changed
     # for them; 39 of the next 55 (1 of their 44 lines without one flagged), measured the same way.
-    assert len(found) >= 178, [e["sentence"] for e in passwords if e not in found]
-    assert len(alarms) <= 1, alarms
+    assert len(found) >= len(passwords) - 5, [e["sentence"] for e in passwords if e not in found]
+    assert alarms == []
 
 
 def test_the_second_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
@@ -390,7 +390,7 @@ def test_redacting_twice_changes_nothing_more() -> None:
 def test_a_password_remembered_is_stored_nowhere(service: MemoryService, tmp_path: Path) -> None:
     passwords = [e for e in lines("passwords_dev.jsonl") if e["kind"] == "password" and len(e["secret"]) >= 6]
     missed = [e for e in passwords if e["secret"] in redacted(e["sentence"])]
-    assert len(missed) <= 16, missed
+    assert len(missed) <= 5, missed
     for entry in passwords:
         if entry not in missed:
             service.remember(entry["sentence"])

@@ -33,6 +33,14 @@ COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("password", re.compile(r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by|\bpassword\s*\()\s*" + _QUOTED)),
     ("password", re.compile(r"(?i:convertto-securestring)\s+(?:-string\s+)?" + _QUOTED)),
     ("password", re.compile(r"(?m:^|\s)login\s+\S+\s+password\s+(?P<value>\S+)")),  # .netrc
+    # What an expect script (or pexpect) sends when a password is asked for.
+    (
+        "password",
+        re.compile(
+            r"\bexpect\W{1,3}[^\n]{0,40}?(?:assword|assphrase)[^\n]{0,40}?\n?[^\n]{0,40}?\bsend(?:line)?\W{1,3}"
+            r"(?P<q>[\"'])(?P<value>[^\"'\\\n]{1,200})(?:\\[rn])?(?P=q)"
+        ),
+    ),
     (
         "password",
         re.compile(
@@ -61,10 +69,13 @@ _WORDS = (
 # (DBPassword, APIToken), or at a word in capitals (PGPASSWORD).
 _NAME = (
     r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
-    r"|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN)\b))"
+    r"|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN)\b)"
+    # a name glued to "pass" before "=" (--dbpass=, rootpass=), but not bypass, compass, overpass
+    r"|(?<=[a-z])(?<!by)(?<!com)(?<!sur)(?<!tres)(?<!over)(?<!under)(?=pass=))"
     r"(?P<word>(?i:" + _WORDS + r"))(?![\w-])"
 )
 _PIN = re.compile(r"\d{4,8}")  # a PIN is digits (a GPIO pin is 18, a pinned version is 2.31.0)
+_LOCKED = re.compile(r"(?i)\b(?:door|gate|alarm|lock|safe|garage|entry|keypad|locker|building|lockbox)")
 # An assignment: NAME=value, NAME: value, "name": "value", name := value, --name value, name 'value'.
 _ASSIGNED = re.compile(
     r"(?:(?<![\w-])(?P<dashes>--?))?"  # a flag's dashes, not a word's hyphen (not-secret lines)
@@ -79,13 +90,16 @@ _ASSIGNED = re.compile(
 _SAID = re.compile(
     r"(?<![A-Za-z])(?P<word>(?i:"
     + _KEYS
-    + r"|password|passwd|passphrase|passcode|pin|secret|token|pw|pass|"
+    + r"|password|passwd|passphrase|passcode|pin|secret|token|pwd|pw|pass|code|mdp|"
     + _FOREIGN
     + r"|clave))"
     r"(?:\s+(?i:for|of|on|to|at|as|from|in|with|i|we|you|he|she|they|that|de|del|da|do|du|des|für|fürs|vom"
     r"|von|zum|zur|pour|para|per|van|voor)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
     r"(?:\s+(?:(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
-    r"|es|era|ist|lautet|war|est|était|é|è)\s*:?|\s+(?P<to>to)|\s*:)"
+    r"|es|era|ist|lautet|war|est|était|é|è)\s*:?"
+    # my password's X; the pw, it's X
+    r"|(?P<its>['’]s|(?:\s+[^\s.,;:!?\"']+)?,\s+(?:it's|it’s|it\s+is|that's|which\s+is))"
+    r"|\s+(?P<to>to)|\s*:|\s+=)"
     r"\s+(?:(?:now|still|just|literally|actually|currently|simply|again|also|always|really|probably"
     r"|temporarily|noch|immer|toujours|ainda|ancora|todavía)\s+)?"
     r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
@@ -94,7 +108,7 @@ _SAID = re.compile(
 # Grafana admin login to ilovepizza" (a plain word too, which "sent the password to Jennifer" is
 # not: no verb of setting).
 _SET_TO = re.compile(
-    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated|switched)"
+    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated)"
     r"(?:\s+[^\s.,;:!?\"']+){1,3}?\s+(?P<word>(?i:password|passwd|passphrase|passcode|pw|login))\s+to\s+"
     r"(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
 )
@@ -108,9 +122,20 @@ _INFINITIVE = frozenset(
 # FrenchToast#5", "logging in with bob / Qwerty2024", "creds are root:Pizza4all".
 _LOGIN_PAIR = re.compile(
     r"(?<![A-Za-z:])(?i:log(?:ged|ging)?[ -]?in|login|sign(?:ed|ing)?[ -]?in|creds?|credentials|account)"
-    r"(?:\s+[^\s.,;:!?\"'/]+){0,4}?(?:\s+(?:is|are|was|were|with|as|using)\s+|\s*[:=]\s*)"
+    r"(?:\s+[^\s.,;:!?\"'/]+){0,4}?(?P<connector>\s+(?:is|are|was|were|with|as|using)\s+|\s*[:=]\s*|\s+)"
     r"(?P<user>[A-Za-z][\w.@+\\-]{0,63})(?:[ \t]*/[ \t]*|:)(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
 )
+# A value given as a password, named after it: "try hunter22 for the password", "typed letmein!
+# as the password".
+_GIVEN_AS = re.compile(
+    r"(?<![A-Za-z])(?i:try|tried|use|used|using|type|typed|enter|entered|paste|pasted)\s+"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))\s+(?i:as|for)\s+"
+    r"(?:(?i:the|my|your|his|her|our|their|a|an|its)\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?i:password|passwd|passphrase|passcode|pw|pin)(?![A-Za-z])"
+)
+# A row of a table a tool prints (vault kv get, a describe): a credential's name, two spaces or
+# more, and a value that ends the line.
+_ROW = re.compile(r"(?m)^[ \t]*" + _NAME + r"[ \t]{2,}(?P<value>[^\s\"'`]+)[ \t]*$")
 _FUNCTION_WORDS = frozenset(
     "my your his her our their the a an this that these those its me him them us you it".split()
 )
@@ -125,7 +150,11 @@ _PASSWORD_SHAPE = re.compile(r"(?=\S*[a-z])(?=\S*[0-9!#$%&*+?~^])[\w!#$%&*+?~^-]
 # A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
 # ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
 _BARE = re.compile(
-    r"(?<![A-Za-z])(?P<word>(?i:" + _KEYS + r"|password|passwd|passphrase|pwd|secret|token|pass(?=:)))"
+    r"(?<![A-Za-z])(?P<word>(?i:"
+    + _KEYS
+    + r"|password|passwd|passphrase|pwd|secret|token|pass(?=:)|"
+    + _FOREIGN
+    + r"))"
     r":?\s+(?P<value>[^\s\"'`,;()<>\[\]{}]{8,})"
 )
 _NAMED_KINDS = (
@@ -204,7 +233,7 @@ _CLOSING = ".,;:)]}>"
 
 def _kind_of(word: str) -> str:
     word = word.lower()
-    return next(named for part, named in _NAMED_KINDS if part in word)
+    return next((named for part, named in _NAMED_KINDS if part in word), "password")
 
 
 def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
@@ -431,28 +460,9 @@ def _said(text: str) -> Iterator[tuple[str, int, int]]:
     value (_SET_TO), a user and password after a login's name (_LOGIN_PAIR), and a password said
     a little after talk of one (:func:`_after_talk`)."""
     for match in _SAID.finditer(text):
-        word = match.group("word")
-        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
-        start, end = match.span(group)
-        if group != "bare":
-            if _assigned_value(text[start:end], word, quoted=True, literal=group == "sq"):
-                yield (_kind_of(word), start, end)
-            continue
-        end = _sentence_end(text, start, end)
-        value = text[start:end]
-        if word.lower() == "pin":
-            found = value.isdigit() and 4 <= len(value) <= 8  # a PIN, not a pin of a chip (5V)
-        elif match.group("to"):
-            # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
-            found = bool(_STRONGISH.fullmatch(value)) and word.lower() != "pass"
-        elif word.lower() == "pass":  # a pass may be a bus's, or a compiler's: digits in it too
-            found = _credential_like(value, word) and any(c.isdigit() for c in value)
-        elif not _PLAIN_WORDS.fullmatch(word):
-            found = _credential_like(value, word)  # "la contraseña es X": one that looks like one
-        else:
-            found = _credential_like(value, word) or _said_password(text, value, end)
-        if found and not _ADDRESS.match(value):
-            yield (_kind_of(word), start, end)
+        found = _said_value(text, match)
+        if found is not None:
+            yield (_kind_of(match.group("word")), *found)
     for match in _SET_TO.finditer(text):
         start = match.start("value")
         end = _sentence_end(text, start, match.end("value"))
@@ -461,8 +471,53 @@ def _said(text: str) -> Iterator[tuple[str, int, int]]:
             _plain_password(value) and value.lower() not in _INFINITIVE and not _ADDRESS.match(value)
         ):
             yield ("password", start, end)
+    for match in _GIVEN_AS.finditer(text):
+        found = _value_of(text, match, "password", plain=False)
+        if found is not None:
+            yield ("password", *found)
+    for match in _ROW.finditer(text):  # a cell may be a name (token  document_id): one that looks like one
+        start, end = match.span("value")
+        if _credential_like(text[start:end], match.group("word")):
+            yield (_kind_of(match.group("word")), start, end)
     yield from _login_pairs(text)
     yield from _after_talk(text)
+
+
+def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """The place of the value a _SAID match names, when it is a credential: a PIN's or a door
+    code's digits, a quoted value that is no stand-in, or a bare one that looks like one."""
+    word = match.group("word").lower()
+    group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+    start, end = match.span(group)
+    if group == "bare":
+        if text[end : end + 1] in ("(", "["):
+            return None  # token = b64encode(...), key = row['key']: code's value, not a credential
+        end = _sentence_end(text, start, end)
+    value = text[start:end]
+    if word in ("pin", "code"):
+        # A PIN, not a pin of a chip (5V); a door's, a gate's or an alarm's code, not an error's.
+        said = text[max(0, match.start() - 24) : match.end()]
+        found = _PIN.fullmatch(value) is not None and (word == "pin" or _LOCKED.search(said) is not None)
+    elif group != "bare":
+        found = _assigned_value(value, word, quoted=True, literal=group == "sq")
+    elif match.group("its") and not _ends_clause(text, end):
+        found = False  # "the password's SHA-1 hash": a possessive, not "is"
+    elif word == "mdp":
+        found = _credential_like(value, "password")  # French shorthand; an MDP is a model too
+    elif match.group("to"):
+        # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
+        found = bool(_STRONGISH.fullmatch(value)) and word != "pass"
+    elif word == "pass":  # a pass may be a bus's, or a compiler's: digits in it too
+        found = _credential_like(value, word) and any(c.isdigit() for c in value)
+    elif not _PLAIN_WORDS.fullmatch(word):
+        found = _credential_like(value, word)  # "la contraseña es X": one that looks like one
+    else:
+        found = _credential_like(value, word) or _said_password(text, value, end)
+    return (start, end) if found and not _ADDRESS.match(value) else None
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    return re.match(r"\s*(?:[.!?;,\n]|$)", text[end:]) is not None
 
 
 # The words of a password for which a plain word that ends a sentence is one ("the password is
@@ -496,7 +551,7 @@ def _said_password(text: str, value: str, end: int) -> bool:
     one that is no state (wrong, required, stored) and ends the sentence."""
     if stand_in(value) or len(value) < 6 or not value.isalpha() or _STATE.search(value):
         return False
-    return re.match(r"\s*(?:[.!;,\n]|$)", text[end:]) is not None
+    return _ends_clause(text, end)
 
 
 def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
@@ -512,6 +567,8 @@ def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
             continue
         if "/" in value or _VERSION.match(value):
             continue  # a path, a role in an ARN (ACCOUNT:assumed-role/NAME), a version
+        if not match.group("connector").strip() and not _STRONGISH.fullmatch(value):
+            continue  # "service account svc-jira / J1raRocks!": without "is" or ":", a strong one
         if _credential_like(value, "password") or (_plain_password(value) and user.islower()):
             yield ("password", start, end)
 
