@@ -1,15 +1,18 @@
 """Credentials people write by name, which no pattern of a key's shape can find: passwords above all.
 
 A password a person chose looks like a word or a name (sunshine2024, hunter2, Fluffy-Cat-9), so it
-is found by what is around it: an assignment to a credential's name (``DB_PASSWORD=X``,
-``password: X``, ``"password": "X"``, ``--password X``, ``<password>X</password>``), where any
-value counts that is not a stand-in for one (:func:`stand_in`: ``${DB_PASSWORD}``,
-``os.environ["X"]``, ``<your-password>``, ``null``, ``required``); a command's password
-(``mysql -pX``, ``docker login -p X``, ``curl -u user:X``, ``IDENTIFIED BY 'X'``); and a
-credential named in a sentence ("the wifi password is bananas4breakfast"), where the value must
-look like one (letters with digits or signs) or, for a password, be a word that ends the sentence
-and names no state (wrong, required, stored). ``core/secrets.py`` adds these to what detect-secrets
-and its own patterns find (:func:`named_secrets`), on the same normalised view of the text.
+is found by what is around it: an assignment to a credential's name (``DB_PASSWORD=X``, ``password:
+X``, ``--password X``, ``psk``, a ``pin`` of digits, Passwort, contraseña), where any value counts
+that is no stand-in (:func:`stand_in`: ``${DB_PASSWORD}``, ``os.environ["X"]``, ``null``; but
+single-quoted ``'$unsh1ne'`` is the text itself); a tool's command line (``core/commands.py``'s
+table: ``zip -P X``, ``keytool -storepass X``, ``echo 'user:X' | chpasswd``), ``IDENTIFIED BY
+'X'``, an expect script's answer to a password prompt; the places file formats keep one (a
+``.pgpass`` line, Kubernetes' ``name:``/``value:`` pair, ``requirepass X``); and a credential named
+in a sentence or a chat ("the wifi password is still X", "the sftp login is uploads / X", "la
+contraseña del wifi es X"), where the value must look like one (letters with digits or signs) or,
+for a password in English, be a word that ends the sentence and names no state (wrong, stored), or
+follow a colon on the line after talk of one (:func:`_after_talk`). ``core/secrets.py`` adds these
+to what detect-secrets finds (:func:`named_secrets`), on the same normalised view of the text.
 """
 
 from __future__ import annotations

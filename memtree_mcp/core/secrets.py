@@ -24,8 +24,9 @@ OpenAI, Google and Hugging Face keys, ``Bearer`` tokens, and the credentials peo
 (``core/passwords.py``): any value assigned to a credential's name (``DB_PASSWORD=sunshine2024``,
 ``password: hunter2``, ``"password": "iloveyou"``, ``--password X``) that is not a placeholder or
 a reference to one (``${DB_PASSWORD}``, ``os.environ["X"]``, ``<your-password>``, ``null``), the
-password of a few commands (``mysql -pX``, ``docker login -p X``, ``curl -u user:X``,
-``IDENTIFIED BY 'X'``), and a credential named in a sentence ("the wifi password is
+password a command line gives a tool (``core/commands.py``'s table: ``mysql -pX``, ``zip -P X``,
+``keytool -storepass X``), ``IDENTIFIED BY 'X'``, the places file formats keep one (``.pgpass``,
+Kubernetes' env pairs), and a credential named in a sentence ("the wifi password is
 bananas4breakfast"). Left out on purpose, for the false alarms they raise in ordinary engineering
 text: detect-secrets' high-entropy string plugins (commit hashes, UUIDs, memory ids, base64 data)
 and its public IP address plugin (an address is not a secret).
