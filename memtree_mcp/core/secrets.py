@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memtree_mcp.core.passwords import MARKER as MARKER  # what redacted() puts in a secret's place
-from memtree_mcp.core.passwords import bare_end, named_secrets, stand_in
+from memtree_mcp.core.credentials import MARKER as MARKER  # what redacted() puts in a secret's place
+from memtree_mcp.core.credentials import bare_end, stand_in
+from memtree_mcp.core.passwords import named_secrets
 
 MODES = ("redact", "refuse", "keep")
 

@@ -1,0 +1,205 @@
+"""Credentials named in a sentence or a chat, where no assignment or format says where the value is.
+
+"the wifi password is still X", "my password for the box is X", "changed the password to X", "try
+X for the password", "the sftp login is uploads / X", "la contraseña del wifi es X", and a password
+after a colon on the line after talk of one ("in case it didn't arrive: X"). The value must look
+like one (letters with digits or signs: ``core/credentials.py``'s :func:`credential_like`) or, for a
+password in English, be a plain word that ends the sentence and names no state (wrong, stored).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from memtree_mcp.core.credentials import (
+    ADDRESS,
+    FOREIGN,
+    KEYS,
+    PIN,
+    STATE,
+    STRONGISH,
+    VERSION,
+    assigned_value,
+    credential_like,
+    ends_clause,
+    kind_of,
+    plain_password,
+    sentence_end,
+    stand_in,
+    value_of,
+)
+
+_LOCKED = re.compile(r"(?i)\b(?:door|gate|alarm|lock|safe|garage|entry|keypad|locker|building|lockbox)")
+# A credential named in a sentence: "the wifi password is X", "my password for the box is X",
+# "changed the password to X", "the password is still X", "same password as before: X", "pass is
+# X", "temporary pw for the kiosk is X", and in the languages of FOREIGN ("la contraseña del wifi
+# es X", "das Passwort für den Server lautet X", "le mot de passe de la box est X").
+_SAID = re.compile(
+    r"(?<![A-Za-z])(?P<word>(?i:"
+    + KEYS
+    + r"|password|passwd|passphrase|passcode|pin|secret|token|pwd|pw|pass|code|mdp|"
+    + FOREIGN
+    + r"|clave))"
+    r"(?:\s+(?i:for|of|on|to|at|as|from|in|with|i|we|you|he|she|they|that|de|del|da|do|du|des|für|fürs|vom"
+    r"|von|zum|zur|pour|para|per|van|voor)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
+    r"(?:\s+(?:(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
+    r"|es|era|ist|lautet|war|est|était|é|è)\s*:?"
+    # my password's X; the pw, it's X
+    r"|(?P<its>['’]s|(?:\s+[^\s.,;:!?\"']+)?,\s+(?:it's|it’s|it\s+is|that's|which\s+is))"
+    r"|\s+(?P<to>to)|\s*:|\s+=)"
+    r"\s+(?:(?:now|still|just|literally|actually|currently|simply|again|also|always|really|probably"
+    r"|temporarily|noch|immer|toujours|ainda|ancora|todavía)\s+)?"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
+)
+# A password or login set to a value: "I reset the root password to hotpotato", "changed the
+# Grafana admin login to ilovepizza" (a plain word too, which "sent the password to Jennifer" is
+# not: no verb of setting).
+_SET_TO = re.compile(
+    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated)"
+    r"(?:\s+[^\s.,;:!?\"']+){1,3}?\s+(?P<word>(?i:password|passwd|passphrase|passcode|pw|login))\s+to\s+"
+    r"(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# What follows "set the password to" that is a verb, not a password ("to expire after 90 days").
+_INFINITIVE = frozenset(
+    """expire never rotate change match require include contain use reset be have allow accept
+    reject prompt redirect sync unlock lock remember forget force something anything whatever
+    nothing blank random automatic automatically protect prevent avoid ensure""".split()
+)
+# A user and password after a login's or credentials' name: "the sftp login is uploads /
+# FrenchToast#5", "logging in with bob / Qwerty2024", "creds are root:Pizza4all".
+_LOGIN_PAIR = re.compile(
+    r"(?<![A-Za-z:])(?i:log(?:ged|ging)?[ -]?in|login|sign(?:ed|ing)?[ -]?in|creds?|credentials|account)"
+    r"(?:\s+[^\s.,;:!?\"'/]+){0,4}?(?P<connector>\s+(?:is|are|was|were|with|as|using)\s+|\s*[:=]\s*|\s+)"
+    r"(?P<user>[A-Za-z][\w.@+\\-]{0,63})(?:[ \t]*/[ \t]*|:)(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# A value given as a password, named after it: "try hunter22 for the password", "typed letmein!
+# as the password".
+_GIVEN_AS = re.compile(
+    r"(?<![A-Za-z])(?i:try|tried|use|used|using|type|typed|enter|entered|paste|pasted)\s+"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))\s+(?i:as|for)\s+"
+    r"(?:(?i:the|my|your|his|her|our|their|a|an|its)\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?i:password|passwd|passphrase|passcode|pw|pin)(?![A-Za-z])"
+)
+_FUNCTION_WORDS = frozenset(
+    "my your his her our their the a an this that these those its me him them us you it".split()
+)
+# A password said a little after talk of one: "the password? in case it didn't arrive: hunter2";
+# the talk within _TALK_BACK characters before, on the same line or the one before.
+_TALK = re.compile(
+    r"(?<![A-Za-z])(?i:password|passwd|passphrase|passcode|pw|clave|" + FOREIGN + r")(?![A-Za-z])"
+)
+_LAST_WORD = re.compile(r"(?m):[ \t]+(?P<value>[^\s\"'`<>\[\]{}()]+)[ \t]*$")
+_TALK_BACK = 160
+_PASSWORD_SHAPE = re.compile(r"(?=\S*[a-z])(?=\S*[0-9!#$%&*+?~^])[\w!#$%&*+?~^-]{6,64}")
+
+
+def said_passwords(text: str) -> Iterator[tuple[str, int, int]]:
+    """The credentials named in a sentence (_SAID) whose value looks like one, a password set to a
+    value (_SET_TO) or given as one (_GIVEN_AS), a user and password after a login's name
+    (_LOGIN_PAIR), and a password said a little after talk of one (:func:`_after_talk`), each as
+    (kind, start, end)."""
+    for match in _SAID.finditer(text):
+        found = _said_value(text, match)
+        if found is not None:
+            yield (kind_of(match.group("word")), *found)
+    for match in _SET_TO.finditer(text):
+        start = match.start("value")
+        end = sentence_end(text, start, match.end("value"))
+        value = text[start:end]
+        if credential_like(value, "password") or (
+            plain_password(value) and value.lower() not in _INFINITIVE and not ADDRESS.match(value)
+        ):
+            yield ("password", start, end)
+    for match in _GIVEN_AS.finditer(text):
+        found = value_of(text, match, "password", plain=False)
+        if found is not None:
+            yield ("password", *found)
+    yield from _login_pairs(text)
+    yield from _after_talk(text)
+
+
+def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """The place of the value a _SAID match names, when it is a credential: a PIN's or a door
+    code's digits, a quoted value that is no stand-in, or a bare one that looks like one."""
+    word = match.group("word").lower()
+    group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+    start, end = match.span(group)
+    if group == "bare":
+        if text[end : end + 1] in ("(", "["):
+            return None  # token = b64encode(...), key = row['key']: code's value, not a credential
+        end = sentence_end(text, start, end)
+    value = text[start:end]
+    if word in ("pin", "code"):
+        # A PIN, not a pin of a chip (5V); a door's, a gate's or an alarm's code, not an error's.
+        said = text[max(0, match.start() - 24) : match.end()]
+        found = PIN.fullmatch(value) is not None and (word == "pin" or _LOCKED.search(said) is not None)
+    elif group != "bare":
+        found = assigned_value(value, word, quoted=True, literal=group == "sq")
+    elif match.group("its") and not ends_clause(text, end):
+        found = False  # "the password's SHA-1 hash": a possessive, not "is"
+    elif word == "mdp":
+        found = credential_like(value, "password")  # French shorthand; an MDP is a model too
+    elif match.group("to"):
+        # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
+        found = bool(STRONGISH.fullmatch(value)) and word != "pass"
+    elif word == "pass":  # a pass may be a bus's, or a compiler's: digits in it too
+        found = credential_like(value, word) and any(c.isdigit() for c in value)
+    elif not _PLAIN_WORDS.fullmatch(word):
+        found = credential_like(value, word)  # "la contraseña es X": one that looks like one
+    else:
+        found = credential_like(value, word) or _said_password(text, value, end)
+    return (start, end) if found and not ADDRESS.match(value) else None
+
+
+# The words of a password for which a plain word that ends a sentence is one ("the password is
+# purplemonkey."): English, whose words for a state the checks know (wrong, required, stored).
+_PLAIN_WORDS = re.compile(r"(?i)password|passwd|passphrase|pw")
+
+
+def _said_password(text: str, value: str, end: int) -> bool:
+    """Whether a plain word is a password named in a sentence ("my password is purplemonkey."):
+    one that is no state (wrong, required, stored) and ends the sentence."""
+    if stand_in(value) or len(value) < 6 or not value.isalpha() or STATE.search(value):
+        return False
+    return ends_clause(text, end)
+
+
+def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
+    """The passwords of user / password pairs after a login's name (_LOGIN_PAIR): one that looks
+    like a password, or a plain word of small letters after a user name ("admin / stagingrocks");
+    not "sign in with Google / GitHub", "log in with your username / password"."""
+    for match in _LOGIN_PAIR.finditer(text):
+        user = match.group("user")
+        start = match.start("value")
+        end = sentence_end(text, start, match.end("value"))
+        value = text[start:end]
+        if user.lower() in _FUNCTION_WORDS or stand_in(user) or stand_in(value) or ADDRESS.match(value):
+            continue
+        if "/" in value or VERSION.match(value):
+            continue  # a path, a role in an ARN (ACCOUNT:assumed-role/NAME), a version
+        if not match.group("connector").strip() and not STRONGISH.fullmatch(value):
+            continue  # "service account svc-jira / J1raRocks!": without "is" or ":", a strong one
+        if credential_like(value, "password") or (plain_password(value) and user.islower()):
+            yield ("password", start, end)
+
+
+def _after_talk(text: str) -> Iterator[tuple[str, int, int]]:
+    """A password given after a colon that ends its line, in a sentence that follows talk of a
+    password ("the password? in case it didn't arrive: hunter2", "wifi password changed again, new
+    one: velvet99"). How far back: _TALK_BACK characters, on the same line or the one before (the
+    sentence before, a chat's previous line); never further, where talk of a password is no longer
+    what a colon answers. The value must have the shape of one: small letters with digits or signs,
+    no dot, slash or @ (a file, a host, a path, an address), no hexadecimal (a commit)."""
+    for match in _LAST_WORD.finditer(text):
+        start = match.start("value")
+        end = start + len(match.group("value").rstrip(".!?,;"))
+        value = text[start:end]
+        if not _PASSWORD_SHAPE.fullmatch(value) or re.fullmatch(r"[0-9a-f]+", value) or VERSION.match(value):
+            continue
+        line = text.rfind("\n", 0, match.start()) + 1
+        if len(text[line : match.start()].split()) < 2:
+            continue  # "hasher: argon2id": a key of a file's, not a sentence
+        back = max(text.rfind("\n", 0, max(line - 1, 0)) + 1 if line else 0, match.start() - _TALK_BACK)
+        if _TALK.search(text, back, match.start()) and not stand_in(value):
+            yield ("password", start, end)
