@@ -332,6 +332,38 @@ def test_a_credentials_word_in_another_sense_is_left_alone(text: str) -> None:
     assert find_secrets(text) == [], redacted(text)
 
 
+# -- 4. placeholders and references, in every tool's style
+
+REFERENCES = [
+    "psql postgresql://APP_USER:APP_PASSWORD@DB_HOST:5432/APP_DB",
+    "ftp://USER:PASS@ftp.example.com/pub/releases",
+    "git remote add origin https://oauth2:ACCESS_TOKEN@gitlab.com/group/repo.git",
+    "DB_PASSWORD=PUT_REAL_PASSWORD_HERE",
+    "aws secretsmanager get-secret-value --secret-id "
+    "arn:aws:secretsmanager:ap-south-1:000011112222:secret:svc/payments-Zx9Y8w",
+    "password: projects/123456789/secrets/smtp-password/versions/3",
+    "SMTP_PASSWORD=#{Smtp.Password}#",
+    "ADMIN_PASS=__ADMIN_PASS__",
+    "ADMIN_PASS=@@ADMIN_PASS@@",
+    '"password": "@Microsoft.KeyVault(VaultName=ops-kv;SecretName=AdminPassword)"',
+    "DB_PASSWORD=sm://acme-prod/db-password",
+    "jwt_secret: ssm:/prod/api/jwt",
+    "$dbPassword = $env:SQL_PASSWORD",
+]
+
+
+@pytest.mark.parametrize("text", REFERENCES)
+def test_a_placeholder_or_a_reference_to_a_secret_store_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
+def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
+    assert "SUMMER2024" not in redacted("postgres://app:SUMMER2024@db:5432/app")
+    assert "TIGER" not in redacted("ADMIN_PASSWORD=TIGER")
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # a key's base64 has folders' slashes too
+    assert key not in redacted(f"aws_secret_access_key = {key}")
+
+
 # -- the detector's cost
 
 

@@ -393,8 +393,7 @@ def test_the_third_dev_sets_passwords_are_caught_and_the_lines_without_one_are_l
     assert len(dev3) == 100 and len(not_secrets) == 58
     found, _ = caught(dev3)
     assert len(found) >= 85, [e["sentence"] for e in dev3 if e not in found]
-    flagged = [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])]
-    assert len(flagged) <= 2, flagged
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
 def test_the_fourth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
@@ -405,7 +404,7 @@ def test_the_fourth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_
     assert len(passwords) >= 50 and len(dev4) - len(passwords) >= 70
     found, alarms = caught(dev4)
     assert len(found) >= 4, [e["sentence"] for e in passwords if e not in found]
-    assert len(alarms) <= 14, [e["sentence"] for e in alarms]
+    assert [e["sentence"] for e in alarms] == []
 
 
 def test_redacting_twice_changes_nothing_more() -> None:

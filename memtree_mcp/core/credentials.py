@@ -60,14 +60,25 @@ _NAMED_KINDS = (
 )
 PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin|psk|pre[_-]?shared|" + FOREIGN + r"|clave")
 
-# What stands in a credential's place without being one: a variable, a template, a type, a state.
+# What stands in a credential's place without being one: a variable, a template, a type, a state,
+# and a reference to where the secret is kept, in each tool's style: a URL or a scheme with a path
+# (op://vault/item, ssm:/prod/db), an ARN, a release pipeline's token (#{Db.Password}#,
+# __DB_PASSWORD__, @@DB_PASSWORD@@), an app setting's reference (@Microsoft.KeyVault(...)).
 _STAND_IN = re.compile(
     r"^(?:\$[{(]|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
-    r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*://|(?i:your[_-]?|enc\[|vault:|env:|arn:)"
+    r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*:/|(?i:your[_-]?|enc\[|vault:|env:|arn:)"
+    r"|#\{|__\w+__$|@@\w+@@$|@\w[\w.]*\("
     r"|(?:required|nullable|sometimes|confirmed)\b)",  # and a form's rules (Laravel's required|min:8)
     re.IGNORECASE,
 )
-_REFERENCE = re.compile(r"\$[A-Za-z_]\w*")  # $DB_PASSWORD, $pass: a shell's or a template's variable
+# $DB_PASSWORD, $pass: a shell's or a template's variable; $env:DB_PASSWORD: PowerShell's.
+_REFERENCE = re.compile(r"\$(?:env:)?[A-Za-z_]\w*", re.IGNORECASE)
+# A name in capitals, which a template writes where the value goes (USER:PASSWORD@HOST, DB_PASS,
+# CHANGE_ME_IN_PROD, SET_IN_VAULT, MYPASSWORD): a constant's name, not a password.
+_CAPITALS = re.compile(r"[A-Z]+(?:_[A-Z]+)+|[A-Z]*(?:PASSWORD|PASSWD|PWD|PASS|TOKEN|SECRET)[A-Z]*")
+# A name in a secret store, with folders (projects/acme/secrets/db-password/versions/latest,
+# prod/api/db-AbCdEf): lower-case folders, which a random key's base64 (with '/') never has.
+_STORED_AT = re.compile(r"[a-z0-9][a-z0-9._-]*/(?:[a-z0-9][a-z0-9._-]*/)+[\w.-]+")
 _NOT_A_VALUE = frozenset(
     """none null nil undefined true false yes no on off empty blank required optional unset default
     str string bytes int integer bool boolean secretstr any object text char varchar
@@ -123,8 +134,9 @@ def kind_of(word: str) -> str:
 
 
 def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
-    """Whether ``value`` holds a credential's place without being one: a placeholder, a variable,
-    a template, a path, a URL, a type or a state ("required", "expired"), or code that reads it;
+    """Whether ``value`` holds a credential's place without being one: a placeholder (a name in
+    capitals too), a variable, a template, a path, a URL, a reference to a secret store, a type or
+    a state ("required", "expired"), or code that reads it;
     ``quoted``: written in quotes (then ``!x`` is no YAML tag); ``literal``: in single quotes,
     where neither a shell nor dotenv reads ``$name`` as a variable, so ``'$unsh1ne'`` is the text
     itself (but ``'$DB_PASSWORD'``, in capitals or named for a credential, is still written as a
@@ -132,11 +144,13 @@ def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
     if not value or _STAND_IN.match(value) or MARKER.search(value):
         return True
     if _REFERENCE.fullmatch(value):
-        name = value[1:]
+        name = value[value.index(":") + 1 :] if ":" in value else value[1:]
         return not literal or name.isupper() or _CREDENTIAL_WORD.search(name) is not None
     if not quoted and _YAML_TAG.match(value):
         return True
     if value.lower().strip(".,;:!?") in _NOT_A_VALUE or _CALL.match(value) or _DOTTED.match(value):
+        return True
+    if _CAPITALS.fullmatch(value) or _STORED_AT.fullmatch(value):
         return True
     # A variable named for a credential (raw_password, userPassword, pwd), not a password that
     # holds such a word (password123, Password1!).

@@ -151,6 +151,8 @@ def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
         elif spaced and word.lower() not in ("password", "passwd", "passphrase"):
             continue  # token "abc": a quoted word after a word, not an assignment
         value = text[start:end]
+        if match.group("sep") == ":" and text[match.start() - 1 : match.start()] == ":":
+            continue  # a field of an ARN or a URN (arn:aws:secretsmanager:...:secret:prod/db), not a key
         if match.group("sep") == ":" and group == "bare":
             # "Password: the one in the vault": after a colon, a bare value is assigned when it
             # ends the line (YAML, INI) or a comment follows; in a sentence it must look like one.

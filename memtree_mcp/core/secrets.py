@@ -161,6 +161,8 @@ def _matches(text: str) -> Iterator[Found]:
                 group = pattern.groups if value and (kind == "password" or len(value) >= 6) else 0
                 if match.end(group) > match.start(group):
                     start, end = match.start(group), match.end(group)
+                    if kind == "password" and stand_in(text[start:end]):
+                        continue  # a URL's template: postgres://USER:PASSWORD@HOST/DB
                     if group == 0 and kind != "private-key":  # a token: no space in it, none cut short
                         end = _token_end(text, min(end, _space_after(text, start)))
                     yield Found(kind, start, end)
