@@ -117,6 +117,43 @@ def test_a_command_that_prompts_or_reads_a_variable_is_left_alone(line: str) -> 
     assert find_secrets(line) == [], redacted(line)
 
 
+# Any tool reads a password on its standard input when a flag says so (its name holds a password's
+# and stdin, or its value is stdin, -, /dev/stdin, fd 0), and so do tools named for one.
+STDIN = [
+    ("echo 'Saturn#V5' | openconnect -u ops --passwd-on-stdin https://vpn.example.net", "Saturn#V5"),
+    ("printf '%s\\n' 'Nebula2020' | ./unlocker open --stdin-pass", "Nebula2020"),
+    ('echo "Kettle-77" | openssl pkcs12 -in id.p12 -nokeys -passin stdin', "Kettle-77"),
+    ('echo -n "Biscotti9" | crypt-tool decrypt --passphrase-file=- secrets.bin', "Biscotti9"),
+    ("gpg --batch --passphrase-fd 0 -d backup.gpg <<< 'Paprika#3'", "Paprika#3"),
+    ("sudo chpasswd <<< 'kiosk:Lemonade5'", "Lemonade5"),
+    ("echo 'Meringue8' | vncpasswd -f > ~/.vnc/passwd", "Meringue8"),
+]
+
+
+@pytest.mark.parametrize(("line", "password"), STDIN)
+def test_a_password_piped_or_here_stringed_to_a_tool_that_reads_one_on_stdin_is_redacted(
+    line: str, password: str
+) -> None:
+    out = redacted(line)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'echo "$VPN_PASS" | openconnect --passwd-on-stdin vpn.example.net',
+        "openconnect --passwd-on-stdin vpn.example.net < ~/.vpn-pass",
+        'tool login --password-stdin <<< "$(pass show ci/registry)"',
+        "echo started | tee -a deploy.log && tool login --password-stdin",
+        "echo done | tool --password-file /etc/tool/pass",
+        "openssl enc -d -aes-256-cbc -pass stdin -in notes.enc < pw.txt",
+    ],
+)
+def test_a_tool_reading_stdin_without_a_password_given_is_left_alone(line: str) -> None:
+    assert find_secrets(line) == [], redacted(line)
+
+
 # -- 2. file formats
 
 
@@ -373,6 +410,8 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "htpasswd -b " * 8_400,
         "net use \\\\a\\b " * 6_700,
         "echo 'a:b' | chpasswd " * 4_600,
+        "<<< x " * 16_700,
+        "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,
         "u@h: " + "a " * 50_000,
         "the password is " * 6_300,

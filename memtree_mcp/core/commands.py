@@ -255,31 +255,61 @@ def _begins_line(text: str, at: int) -> bool:
     return at - line <= 80 and _PROMPT.fullmatch(text, line, at) is not None
 
 
-# A value echoed into a command that reads a password on its standard input: chpasswd (user:X),
-# passwd --stdin, smbpasswd -s, kinit, cryptsetup, sudo -S, a login's --password-stdin.
+# What reads a password on its standard input: a tool named for one (chpasswd, passwd, vncpasswd,
+# smbpasswd, htpasswd), kinit, cryptsetup, sudo -S, and any tool given a flag whose name says both a
+# password and standard input (--password-stdin, --passwd-on-stdin, --stdin-password), or a password
+# and a value that means standard input (-passin stdin, -pass stdin, --password-file /dev/stdin,
+# --password-file=-, --passphrase-fd 0).
+_STDIN_FLAG = (
+    r"\s-{1,2}(?:[\w-]*(?:pass|pw)[\w-]*stdin|stdin[\w-]*(?:pass|pw)[\w-]*"
+    r"|[\w-]*(?:pass|pw)[\w-]*(?:[ \t]+|=)(?:stdin|-|/dev/stdin|fd:0)(?![\w/-])"
+    r"|[\w-]*(?:pass|pw)[\w-]*-fd[ \t]+0)(?![\w-])"
+)
+_READER = (
+    r"(?P<tool>[\w-]*passwd\b|kinit\b|cryptsetup\b|sudo\s+(?:-\S+\s+)*-S\b"
+    r"|[^|\n;&<]{0,160}?" + _STDIN_FLAG + r")"
+)
+# A value echoed into such a command: echo 'deploy:X' | chpasswd, echo X | passwd --stdin,
+# printf '%s' X | tool --password-stdin.
 PIPED = re.compile(
     r"\b(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?:'%s[^'\n]*'|\"%s[^\"\n]*\"))?)\s+"
-    r"(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"]+)\s*\|\s*(?:sudo\s+(?:-\S+\s+)*)?"
-    r"(?P<reader>chpasswd\b|passwd\b|smbpasswd\b[^|\n;&]{0,80}?\s-s\b|kinit\b|cryptsetup\b"
-    r"|sudo\s+(?:-\S+\s+)*-S\b|[^|\n;&]{0,160}?(?:--password-stdin|--passphrase-fd\s+0|-passin\s+stdin)\b)"
+    r"(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"]+)\s*\|\s*(?:sudo\s+(?:-\S+\s+)*)?" + _READER
+)
+# A value given to such a command as a here-string: chpasswd <<< 'deploy:X', tool --passwd-on-stdin <<< X.
+_HERE = re.compile(r"<<<[ \t]*(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"]+)")
+_READS_STDIN = re.compile(
+    r"(?:^|[\s/])(?:[\w-]*passwd\b|kinit\b|cryptsetup\b|sudo\s+(?:-\S+\s+)*-S\b)|" + _STDIN_FLAG
 )
 
 
 def _piped(text: str) -> Iterator[Given]:
+    """The passwords echoed or here-stringed into a command that reads one on its standard input."""
     for match in PIPED.finditer(text):
-        start, end = match.span("value")
-        value = match.group("value")
-        quote = value[0] if value[0] in "\"'" else ""
-        if quote:
-            start, end, value = start + 1, end - 1, value[1:-1]
-        if match.group("reader").startswith("chpasswd"):
-            user, sep, _ = value.partition(":")
-            if not sep:
-                continue
-            start += len(user) + 1
-            value = value[len(user) + 1 :]
-        newline = value.find("\\n")  # echo -e "X\nX" | passwd: the first line
-        if newline >= 0:
-            end = start + newline
-        if end > start:
-            yield Given(start, end, quote, True, _begins_line(text, match.start()))
+        yield from _stdin_value(text, match, match.group("tool"), _begins_line(text, match.start()))
+    for match in _HERE.finditer(text):
+        back = max(match.start() - 200, 0)
+        begin = max(back, *(text.rfind(sign, back, match.start()) + 1 for sign in "|;&\n"))
+        reader = _READS_STDIN.search(text, begin, match.start())  # in the command the value goes to
+        if reader is not None:
+            yield from _stdin_value(text, match, reader.group().lstrip(" \t\n/"), True)
+
+
+def _stdin_value(text: str, match: re.Match[str], tool: str, begins: bool) -> Iterator[Given]:
+    """The password a command reads from ``match``'s value (group ``value``): inside its quotes,
+    after ``user:`` for chpasswd, up to an escaped newline (echo -e "X\\nX" | passwd)."""
+    start, end = match.span("value")
+    value = match.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    if quote:
+        start, end, value = start + 1, end - 1, value[1:-1]
+    if tool.startswith("chpasswd"):
+        user, sep, _ = value.partition(":")
+        if not sep:
+            return
+        start += len(user) + 1
+        value = value[len(user) + 1 :]
+    newline = value.find("\\n")
+    if newline >= 0:
+        end = start + newline
+    if end > start:
+        yield Given(start, end, quote, True, begins)

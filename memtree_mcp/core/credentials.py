@@ -66,7 +66,7 @@ PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin|psk|pre[_-]?shared|" + FOREIGN 
 # __DB_PASSWORD__, @@DB_PASSWORD@@), an app setting's reference (@Microsoft.KeyVault(...)).
 _STAND_IN = re.compile(
     r"^(?:\$[{(]|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
-    r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*:/|(?i:your[_-]?|enc\[|vault:|env:|arn:)"
+    r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*:/|(?i:your[_-]?|enc\[|vault:|env:|arn:|file:|fd:)"
     r"|#\{|__\w+__$|@@\w+@@$|@\w[\w.]*\("
     r"|(?:required|nullable|sometimes|confirmed)\b)",  # and a form's rules (Laravel's required|min:8)
     re.IGNORECASE,
@@ -84,7 +84,7 @@ _NOT_A_VALUE = frozenset(
     str string bytes int integer bool boolean secretstr any object text char varchar
     password passwd passphrase passcode pwd pass secret token key apikey api_key
     changeme change_me changeit example sample placeholder dummy todo tbd fixme
-    hidden masked omitted redacted removed elided env environment bearer basic
+    hidden masked omitted redacted removed elided env environment bearer basic stdin stdout stderr
     expired invalid missing revoked rotated valid present absent enabled disabled provided supplied
     needed set correct incorrect wrong weak strong unknown same different fine ok okay good bad
     great new old temporary generated random unique leaked compromised exposed accepted rejected
