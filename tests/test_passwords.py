@@ -6,6 +6,7 @@ the test reads what would be stored (``redacted``).
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -151,6 +152,52 @@ def test_a_password_piped_or_here_stringed_to_a_tool_that_reads_one_on_stdin_is_
     ],
 )
 def test_a_tool_reading_stdin_without_a_password_given_is_left_alone(line: str) -> None:
+    assert find_secrets(line) == [], redacted(line)
+
+
+# A flag named for a credential takes the next word: a server's (--requirepass), one glued to its
+# word (-rpcpassword=, --rootpw, --masterauth), in a list of arguments, a secret's or a token's.
+FLAGS = [
+    (
+        "  cache:\n    image: redis:7\n    command: redis-server --save 60 1 --requirepass Wagtail2024",
+        "Wagtail2024",
+    ),
+    ('    args: ["--appendonly", "yes", "--requirepass", "Pebble!Beach"]', "Pebble!Beach"),
+    ("bitcoind -rpcpassword=Nightjar77 -rpcuser=me -daemon", "Nightjar77"),
+    ("./install.sh --admin-pass Fennel-Seed-4 --domain example.com", "Fennel-Seed-4"),
+    ("plink -ssh -pw Tinsel99 admin@10.0.0.5", "Tinsel99"),
+    ("vault-init --root-pw snapdragon --quiet", "snapdragon"),
+    ("redis-server --port 6380 --masterauth gooseberry", "gooseberry"),
+    (
+        "gitlab-runner register --registration-token GR1348941xYzAbC --url https://gitlab.example.com",
+        "GR1348941xYzAbC",
+    ),
+    ("oauth2-proxy --client-id app --client-secret 9f8e7d6c5b4a3210", "9f8e7d6c5b4a3210"),
+]
+
+
+@pytest.mark.parametrize(("line", "password"), FLAGS)
+def test_a_flag_named_for_a_credential_gives_its_value_away(line: str, password: str) -> None:
+    out = redacted(line)
+    assert password not in out, out
+    assert re.sub(r"\[redacted: [a-z-]+\]", password, out) == line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "use --admin-password when the installer asks, or leave it out to be prompted",
+        "ansible-playbook --ask-vault-pass deploy.yml",
+        "pg_dump --no-password appdb > appdb.sql",
+        "aws dynamodb scan --table-name t --starting-token eyJOZXh0VG9rZW4iOiBudWxsfQ==",
+        'raise UsageError("--registry-password requires --registry-username.")',
+        "ffmpeg -i in.mp4 -c:v libx264 -pass 2 out.mp4",
+        "tool --password-file /run/secrets/pw --verbose",
+        "  --password PASSWORD  The password (default: prompt)",
+        "printf '%s' \"$PW\" | vpn-cli connect --stdin-password office",
+    ],
+)
+def test_a_flag_named_for_a_credential_without_a_value_is_left_alone(line: str) -> None:
     assert find_secrets(line) == [], redacted(line)
 
 
@@ -411,6 +458,8 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "net use \\\\a\\b " * 6_700,
         "echo 'a:b' | chpasswd " * 4_600,
         "<<< x " * 16_700,
+        "--a-password " * 7_700,
+        '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,
         "u@h: " + "a " * 50_000,

@@ -70,6 +70,37 @@ _ASSIGNED = re.compile(
     + r"(?:[\"'\]]?[ \t]*(?P<sep>:=|==|=>|=|:(?!:))[ \t]*|(?P<space>[ \t]+))"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>[^\s\"'`]+))"
 )
+# A flag named for a credential takes the next word, or the word after "=": --password X,
+# --admin-password X, --requirepass X (a server's), -rpcpassword=X, -pw X, --client-secret X,
+# --masterauth X, and "--requirepass", "X" in a list of arguments (a compose file's command). Not a
+# flag that asks for one, prompts or turns it off (--ask-become-pass, --no-password), nor an API's
+# page token (--next-token).
+_FLAG_WORD = (
+    r"password|passwd|passphrase|pwd|pw|psk|secret|token|" + KEYS + r"|(?<=[a-np-z])auth"
+    r"|(?<!by)(?<!com)(?<!sur)(?<!tres)(?<!over)(?<!under)(?<!multi)(?<!single-)(?<!two-)pass"
+)
+_FLAG = re.compile(
+    r"(?<![\w-])(?P<q>[\"'])?-{1,2}"
+    r"(?!(?i:no|ask|prompt|skip|show|hide|print|use|with|read|require|allow|disable|enable|empty|random"
+    r"|generate|gen|stdin|from|env|file|min|max|next|starting|continuation|page|pagination|resume|cursor"
+    r"|idempotency)[-_])"
+    r"(?P<name>(?:[A-Za-z][\w.-]*?)?(?P<word>(?i:" + _FLAG_WORD + r")))(?![\w.-])"
+    r"(?(q)(?P=q)[ \t]*,[ \t]*(?=[\"'])|(?:[ \t]*(?P<equals>=)[ \t]*|[ \t]+))"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`(\[{<-][^\s\"'`]*))"
+)
+# A file a flag names (--ask-vault-pass site.yml, --secret pull-secret.json): no password.
+_FILE_NAME = re.compile(
+    r"[\w.-]+\.(?:ya?ml|json|txt|conf|cfg|ini|env|pem|key|crt|p12|jks|pfx|gpg|asc|sh|py|sql|xml|toml|csv|log)"
+)
+# What may follow a flag's value on a command line (the end of the line, the next flag, a pipe, a
+# redirection, a list's comma, a continuation), where a sentence goes on with words instead.
+_COMMAND_GOES_ON = re.compile(r"[ \t]*(?:$|\n|[-|;&<>)\]\\,#\"'`])")
+# Words that go on a sentence about a flag ("--registry-password requires --registry-username").
+_PROSE = frozenset(
+    """is are was were be been has have had does do did requires require needs need must should shall
+    will would can could may might and or but nor if when then than with without for to from of in on
+    at by as instead only also not never always which that this these those the a an it its""".split()
+)
 # A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
 # ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
 _BARE = re.compile(
@@ -98,6 +129,7 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
             if end > start and assigned_value(text[start:end], "password", quoted=quoted):
                 yield kind, start, end
     yield from _assigned(text)
+    yield from _flags(text)
     yield from said_passwords(text)
     for match in _BARE.finditer(text):
         value, start = match.group("value").rstrip("."), match.start("value")
@@ -139,6 +171,8 @@ def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
         word = match.group("word")
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         start, end = match.span(group)
+        if match.group("dashes") and match.group("space") is not None:
+            continue  # a flag and the word after it: _flags
         spaced = match.group("space") is not None and match.group("dashes") is None
         if group == "bare":
             if spaced:
@@ -167,3 +201,34 @@ def _assigned(text: str) -> Iterator[tuple[str, int, int]]:
         if word.lower() == "pin" and not PIN.fullmatch(value):
             continue
         yield (kind_of(word), start, end)
+
+
+def _flags(text: str) -> Iterator[tuple[str, int, int]]:
+    """The values of flags named for a credential (_FLAG). A password's flag takes any value that is
+    no stand-in, but a plain word after a space only where a command goes on after it (the line
+    ends, or the next flag comes): "use --admin-password when asked" is a sentence. A secret's,
+    token's or key's flag takes a value that looks like one (letters with digits or signs)."""
+    for match in _FLAG.finditer(text):
+        word, name = match.group("word"), match.group("name")
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        start, end = match.span(group)
+        if group == "bare":
+            end = bare_end(text, start, end)
+        if text.startswith("pass:", start):
+            start += len("pass:")  # openssl's -pass pass:X
+        value = text[start:end]
+        if value.startswith("-") or _FILE_NAME.fullmatch(value):
+            continue
+        if stand_in(value, quoted=group != "bare", literal=group == "sq"):
+            continue
+        if not PASSWORD_WORD.match(word.lower()) and not name.lower().endswith("auth"):
+            found = credential_like(value, word)
+        elif group != "bare" or match.group("equals"):
+            found = assigned_value(value, word, quoted=group != "bare", literal=group == "sq")
+        elif value.isalpha():
+            goes_on = _COMMAND_GOES_ON.match(text, end) is not None
+            found = assigned_value(value, word) and goes_on and value.lower() not in _PROSE
+        else:
+            found = assigned_value(value, word)
+        if found:
+            yield (kind_of(word), start, end)
