@@ -98,8 +98,9 @@ EXTRA: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
         ),
     ),
-    # A URL's password, with or without a user name (redis://:pw@cache:6379).
-    ("password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s:/@]+)@")),
+    # A URL's password, with or without a user name (redis://:pw@cache:6379). A scheme is short:
+    # unbounded, a long run of "a-a-a-..." was read from each of its words (seconds, not a blink).
+    ("password", re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]*:(?P<value>[^\s:/@]+)@")),
     ("bearer-token", re.compile(r"(?i:\bbearer)\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")),
 )
 
