@@ -460,6 +460,8 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "<<< x " * 16_700,
         "--a-password " * 7_700,
         "a-" * 50_000,
+        "password" + " " * 99_990,
+        '<add key="db.password"' + " " * 99_980,
         '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,
