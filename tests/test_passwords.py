@@ -288,6 +288,52 @@ def test_a_file_format_without_a_password_is_left_alone(text: str) -> None:
     assert find_secrets(text) == [], redacted(text)
 
 
+# XML whose name or key attribute names the credential, and code that names it, then gives it.
+NAMED_THEN_GIVEN = [
+    ('<entry key="jdbc.password">Lobster#Bisque7</entry>', "Lobster#Bisque7"),
+    ('<property name="javax.net.ssl.keyStorePassword" value="Keystore!99"/>', "Keystore!99"),
+    ('<add name="SmtpPassword" value="Mailman2021" />', "Mailman2021"),
+    ('<setting name="ServicePassword" serializeAs="String">\n    <value>Gazpacho12</value>', "Gazpacho12"),
+    ("define('AUTH_DB_PASS', 'Porcupine3');", "Porcupine3"),
+    ('os.environ.setdefault("REDIS_PASSWORD", "Tugboat55")', "Tugboat55"),
+    ("$settings['databases']['default']['default']['password'] = 'Drupal!Drop8';", "Drupal!Drop8"),
+    ('System.setProperty("javax.net.ssl.trustStorePassword", "Trusty#42");', "Trusty#42"),
+    ('cfg.setPassword("Marzipan7");', "Marzipan7"),
+    ('new MySQLContainer<>("mysql:8").withPassword("Quokka-88")', "Quokka-88"),
+    ('client = Client(auth=("svc", "Paddle2022"))', "Paddle2022"),
+    ('var credential = new NetworkCredential("svc_ftp", "Windmill#6");', "Windmill#6"),
+    ('localStorage.setItem("api_token", "9f8e7d6c5b4a3210ffee")', "9f8e7d6c5b4a3210ffee"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), NAMED_THEN_GIVEN)
+def test_a_credential_named_by_xml_or_code_then_given_is_redacted(text: str, password: str) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert re.sub(r"\[redacted: [a-z-]+\]", password, out) == text
+
+
+NAMED_NOT_GIVEN = [
+    '<string name="error_invalid_password">This password is too short</string>',
+    '<string name="action_show_password">Show</string>',
+    '<property name="hibernate.connection.password" value="${db.password}"/>',
+    '<input type="password" name="password" placeholder="Password" />',
+    '<add key="DbPassword" value="" />',
+    'os.environ.setdefault("DB_PASSWORD", "")',
+    'config["password"] = os.environ["DB_PASSWORD"]',
+    'user.set_password(form.cleaned_data["password"])',
+    'prompt.setLabel("password", "Enter your password")',
+    "requests.get(url, auth=(user, password))",
+    'HTTPBasicAuth("username", "password")',
+    'REQUIRED_FIELDS = ["email", "password", "first_name"]',
+]
+
+
+@pytest.mark.parametrize("text", NAMED_NOT_GIVEN)
+def test_a_credential_named_by_xml_or_code_without_a_value_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 # -- 3. said in a sentence or a chat
 
 SAID = [
@@ -462,6 +508,11 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "a-" * 50_000,
         "password" + " " * 99_990,
         '<add key="db.password"' + " " * 99_980,
+        "define('DB_PASSWORD', " * 4_500,
+        "['password'] = " * 6_600,
+        ".setPassword('x" * 6_600,
+        "auth=('a', " * 9_000,
+        '<a name="password" ' * 5_200,
         '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,

@@ -41,6 +41,7 @@ NAME = (
     r"|(?<=[a-z])(?<!by)(?<!com)(?<!sur)(?<!tres)(?<!over)(?<!under)(?=pass=))"
     r"(?P<word>(?i:" + _WORDS + r"))(?![\w-])"
 )
+NAMED = re.compile(NAME + r"\Z")  # a name that ends in a credential's word (hibernate.connection.password)
 PIN = re.compile(r"\d{4,8}")  # a PIN is digits (a GPIO pin is 18, a pinned version is 2.31.0)
 _NAMED_KINDS = (
     ("pass", "password"),
@@ -83,6 +84,7 @@ _NOT_A_VALUE = frozenset(
     """none null nil undefined true false yes no on off empty blank required optional unset default
     str string bytes int integer bool boolean secretstr any object text char varchar
     password passwd passphrase passcode pwd pass secret token key apikey api_key
+    passwort kennwort contraseña contrasena senha wachtwoord motdepasse
     changeme change_me changeit example sample placeholder dummy todo tbd fixme
     hidden masked omitted redacted removed elided env environment bearer basic stdin stdout stderr
     expired invalid missing revoked rotated valid present absent enabled disabled provided supplied
@@ -241,3 +243,17 @@ def plain_password(value: str) -> bool:
         and not stand_in(value)
         and not STATE.search(value)
     )
+
+
+def reads_as_text(value: str) -> bool:
+    """Whether a quoted value is words for a person to read (a prompt, a label, a message: "Enter
+    your password", "This password is too short"), not a password: words apart, and a credential's
+    word among them or four words and more ("correct horse battery" may be a password)."""
+    words = value.split()
+    return len(words) > 1 and (len(words) >= 4 or _SPOKEN_WORD.search(value) is not None)
+
+
+_SPOKEN_WORD = re.compile(
+    r"(?i)(?<![A-Za-z])(?:password|passwd|passphrase|passcode|pwd|pw|pin|secret|token|key|creds?|credentials?"
+    r"|login|user(?:name)?|" + FOREIGN + r")(?![A-Za-z])"
+)

@@ -24,6 +24,7 @@ from memtree_mcp.core.credentials import (
     FOREIGN,
     KEYS,
     NAME,
+    NAMED,
     PASSWORD_WORD,
     PIN,
     STRONGISH,
@@ -31,6 +32,7 @@ from memtree_mcp.core.credentials import (
     bare_end,
     credential_like,
     kind_of,
+    reads_as_text,
     rest_of_line,
     stand_in,
 )
@@ -101,6 +103,39 @@ _PROSE = frozenset(
     will would can could may might and or but nor if when then than with without for to from of in on
     at by as instead only also not never always which that this these those the a an it its""".split()
 )
+# -- code that names a credential, then gives its value
+
+_VALUE = r"(?P<q>[\"'])(?P<value>[^\"'\n]{0,200})(?P=q)"
+# A call that stores a value under a credential's name, given first: PHP's define('DB_PASSWORD',
+# 'X'), os.environ.setdefault("DB_PASSWORD", "X"), config.set("database", "password", "X"),
+# props.setProperty("mail.smtp.password", "X"), SetEnvironmentVariable, localStorage.setItem.
+_STORED_UNDER = re.compile(
+    r"(?<![\w.$])(?:[A-Za-z_$][\w$]*\.){0,4}"
+    r"(?i:define|set\w*|put\w*|add\w*|with\w*|store\w*|save\w*|update\w*|insert\w*|write\w*|config\w*|env\w*)"
+    r"\s*\(\s*(?:[\"'][^\"'\n]{0,60}[\"']\s*,\s*)?"
+    r"(?P<nq>[\"'])(?P<name>[\w.-]{1,80})(?P=nq)\s*,\s*" + _VALUE + r"\s*[,)]"
+)
+# A value put under a credential's name by subscript, in quotes (a variable there is code's):
+# $config['db_password'] = 'X', os.environ["SMTP_PASSWORD"] = "X", ENV['DB_PASSWORD'] = 'X'.
+_SUBSCRIPT = re.compile(r"\[\s*(?P<nq>[\"'])(?P<name>[\w.-]{1,80})(?P=nq)\s*\]\s*(?::=|=(?!=))\s*" + _VALUE)
+# A setter or a builder's step named for a credential: dataSource.setPassword("X"),
+# .withPassword("X"), .password("X"), user.set_password('X'), client.setApiKey("X").
+_SETTER = re.compile(r"\.(?P<name>[A-Za-z_]\w{0,60})\s*\(\s*" + _VALUE + r"\s*\)")
+_NOT_A_SETTER = re.compile(
+    r"(?i)(?:get|has|is|find|fetch|read|load|lookup|remove|delete|clear|reset|forgot|send|request|prompt"
+    r"|ask|show|print|log|label|describe|translate|validate|check|verify|hash|encode|encrypt|compare|match)"
+)
+# A user and a password given to what signs in: requests' auth=('admin', 'X'),
+# HTTPBasicAuth('user', 'X'), pika.PlainCredentials('guest', 'X'), new NetworkCredential("u", "X"),
+# new PasswordAuthentication("u", "X".toCharArray()).
+_AUTH_PAIR = re.compile(
+    r"(?:(?<![\w.])auth\s*=\s*|(?<![\w.])(?:[A-Za-z_$][\w$]*\.){0,4}\w*(?:Auth|Credentials?|Authentication)\s*)"
+    r"[(\[]\s*[\"'](?P<user>[^\"'\n]{1,80})[\"']\s*,\s*" + _VALUE + r"(?:\.\w+\(\))?\s*[,)\]]"
+)
+# A pair whose halves are the words for what they are ("user", "pass2"; "username1", "password1"):
+# an example's, not a password.
+_EXAMPLE_USER = re.compile(r"(?i)(?:user(?:name)?|login|name)\d{0,2}")
+_EXAMPLE_PASSWORD = re.compile(r"(?i)(?:pass(?:word|wd)?|pwd|pw|secret)\d{0,2}")
 # A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
 # ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
 _BARE = re.compile(
@@ -130,6 +165,7 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
                 yield kind, start, end
     yield from _assigned(text)
     yield from _flags(text)
+    yield from _code(text)
     yield from said_passwords(text)
     for match in _BARE.finditer(text):
         value, start = match.group("value").rstrip("."), match.start("value")
@@ -232,3 +268,36 @@ def _flags(text: str) -> Iterator[tuple[str, int, int]]:
             found = assigned_value(value, word)
         if found:
             yield (kind_of(word), start, end)
+
+
+def _code(text: str) -> Iterator[tuple[str, int, int]]:
+    """The values code gives a credential it names: a call that stores one under its name
+    (_STORED_UNDER), a subscript (_SUBSCRIPT), a setter or builder named for one (_SETTER), a user
+    and password given to what signs in (_AUTH_PAIR); each quoted, no stand-in, and no words for a
+    person to read ("Enter your password")."""
+    named: list[tuple[re.Match[str], str]] = []
+    for pattern in (_STORED_UNDER, _SUBSCRIPT):
+        named += [(match, match.group("name")) for match in pattern.finditer(text)]
+    for match in _SETTER.finditer(text):
+        name = match.group("name")
+        if not _NOT_A_SETTER.match(name):
+            named.append((match, name))
+    for match, name in named:
+        word = NAMED.search(name)
+        if word is not None:
+            yield from _code_value(text, match, word.group("word"))
+    for match in _AUTH_PAIR.finditer(text):
+        user, value = match.group("user"), match.group("value")
+        if not (_EXAMPLE_USER.fullmatch(user) and _EXAMPLE_PASSWORD.fullmatch(value)):
+            yield from _code_value(text, match, "password")
+
+
+def _code_value(text: str, match: re.Match[str], word: str) -> Iterator[tuple[str, int, int]]:
+    start, end = match.span("value")
+    value = text[start:end]
+    literal = match.group("q") == "'"
+    if reads_as_text(value) or not assigned_value(value, word, quoted=True, literal=literal):
+        return
+    if not PASSWORD_WORD.match(word.lower()) and not credential_like(value, word):
+        return  # a secret's, token's or key's: letters with digits or signs (not set("token", "abc"))
+    yield (kind_of(word), start, end)
