@@ -265,7 +265,32 @@ def test_a_password_in_a_file_formats_own_place_is_redacted(text: str, password:
     assert password not in redacted(text), redacted(text)
 
 
+# Files that keep passwords in a layout of their own, where the text names the file, and lines that
+# say what they hold.
+NAMED_FILES = [
+    ('pgbouncer userlist:\n"reporting" "Halibut#12"', "Halibut#12"),
+    ("/etc/rsyncd.secrets on the nas:\nmirror:Plover-2020", "Plover-2020"),
+    ('# /etc/ppp/pap-secrets\n"dsl-user@isp.net" * "Tangelo88"', "Tangelo88"),
+    ("# /etc/davfs2/secrets\nhttps://dav.example.com/remote.php/webdav alice Croissant7", "Croissant7"),
+    ('conn home\n  # ipsec.secrets\n192.0.2.1 : PSK "Fjord-Sunset-9"', "Fjord-Sunset-9"),
+    ("passdb {\n  driver = static\n  args = password={PLAIN}Mackerel55\n}", "Mackerel55"),
+    ("auth-user-pass creds.txt\n# creds.txt:\nvpnuser\nPeregrine#4", "Peregrine#4"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), NAMED_FILES)
+def test_a_password_in_a_file_the_text_names_is_redacted(text: str, password: str) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text
+
+
 FORMATS_WITHOUT_ONE = [
+    "auth-user-pass /etc/openvpn/auth.txt\nclient\nnobind\npersist-key\npersist-tun",
+    "[pgbouncer]\nlisten_port = 6432\nauth_file = userlist.txt",
+    "the rsyncd.secrets file must be mode 600:\nchmod 600 /etc/rsyncd.secrets",
+    "# chap-secrets\n# client server secret IP addresses",
+    "PSK authentication: put the key in ipsec.secrets, never in the wiki",
     "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        key: password",
     "env:\n  - name: DB_PASSWORD_FILE\n    value: /run/secrets/db_password",
     "env:\n  - name: DB_HOST\n    value: postgres.default.svc",

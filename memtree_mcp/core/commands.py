@@ -289,7 +289,10 @@ def _piped(text: str) -> Iterator[Given]:
     for match in _HERE.finditer(text):
         back = max(match.start() - 200, 0)
         begin = max(back, *(text.rfind(sign, back, match.start()) + 1 for sign in "|;&\n"))
-        reader = _READS_STDIN.search(text, begin, match.start())  # in the command the value goes to
+        command = text[begin : match.start()]
+        if not any(word in command for word in ("pass", "pw", "kinit", "cryptsetup", "-S")):
+            continue  # (a quick look first: many here-strings feed no reader of a password)
+        reader = _READS_STDIN.search(command)  # in the command the value goes to
         if reader is not None:
             yield from _stdin_value(text, match, reader.group().lstrip(" \t\n/"), True)
 

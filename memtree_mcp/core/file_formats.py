@@ -1,7 +1,10 @@
 """Passwords in the places file formats keep them, which no assignment to a credential's name shows.
 
-A ``.pgpass`` line (``host:port:database:user:password``, read where the text names .pgpass or
-PGPASSFILE), a credential's name and value side by side (Kubernetes' ``- name: DB_PASSWORD`` /
+A line of a file that keeps passwords in a layout of its own, where the text names the file
+(``.pgpass``'s ``host:port:database:user:password``, pgbouncer's userlist.txt ``"user" "X"``, rsync's
+secrets ``user:X``, pppd's chap-secrets, davfs2's secrets, OpenVPN's auth-user-pass file of a user
+line and a password line), a line that says what it holds (ipsec.secrets' ``: PSK "X"``, dovecot's
+``{PLAIN}X``), a credential's name and value side by side (Kubernetes' ``- name: DB_PASSWORD`` /
 ``value: X``, an ECS task definition, CloudFormation's ParameterKey/ParameterValue), ``user:X``
 under a credentials key, a configuration directive that takes a password after a space (redis.conf's
 ``requirepass X``, ldap.conf's ``bindpw X``), and a row of a table a tool prints (``vault kv get``:
@@ -25,9 +28,49 @@ from memtree_mcp.core.credentials import (
     value_of,
 )
 
-# A .pgpass line, host:port:database:user:password (read where the text names .pgpass or
-# PGPASSFILE: elsewhere five fields joined by colons are too many other things).
-_PGPASS = re.compile(r"(?<![\w.:*-])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(?P<value>[^\s'\"]+)")
+# Files that keep passwords in a layout of their own, read where the text names the file (elsewhere
+# their lines are too many other things): what names it, and a line of it with the password as
+# ``value`` (or ``dq``, in quotes).
+_NAMED_FILES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    # .pgpass (or PGPASSFILE): host:port:database:user:password
+    (
+        re.compile(r"(?i)pgpass"),
+        re.compile(r"(?<![\w.:*-])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(?P<value>[^\s'\"]+)"),
+    ),
+    # pgbouncer's userlist.txt: "user" "password"
+    (
+        re.compile(r"(?i)userlist\.txt|pgbouncer"),
+        re.compile(r'(?m)^[ \t]*"[^"\n]+"[ \t]+"(?P<dq>[^"\n]+)"[ \t]*$'),
+    ),
+    # rsync's secrets file: user:password
+    (
+        re.compile(r"(?i)rsyncd?\.secrets|secrets file"),
+        re.compile(r"(?m)^[ \t]*[\w.@+-]{1,64}:(?P<value>[^\s:#]\S*)[ \t]*$"),
+    ),
+    # pppd's chap-secrets and pap-secrets: client server secret [addresses]
+    (
+        re.compile(r"(?i)(?:chap|pap)-secrets"),
+        re.compile(
+            r'(?m)^[ \t]*(?!#)(?:"[^"\n]+"|\S+)[ \t]+(?:"[^"\n]*"|\S+)[ \t]+'
+            r'(?:"(?P<dq>[^"\n]*)"|(?P<value>[^\s"]+))'
+        ),
+    ),
+    # davfs2's secrets: url user password
+    (
+        re.compile(r"(?i)davfs2"),
+        re.compile(r"(?m)^[ \t]*(?!#)\S+[ \t]+\S+[ \t]+(?P<value>\S+)[ \t]*$"),
+    ),
+)
+# What says what it holds wherever it is: ipsec.secrets' ": PSK "X"" (and XAUTH, EAP), dovecot's
+# {PLAIN}X (a password stored in the clear, as the scheme says).
+_SELF_NAMED = re.compile(
+    r"(?<![\w])(?::[ \t]*(?:PSK|XAUTH|EAP|NTLM)[ \t]+(?:\"(?P<dq>[^\"\n]*)\"|(?P<bare>[^\s\"#]+))"
+    r"|\{(?i:plain|cleartext|clear|plaintext)\}(?P<value>[^\s:'\"]+))"
+)
+# Files of lines that alternate a user and a password (OpenVPN's auth-user-pass file, vsftpd's
+# virtual users before db_load), named so: a run of lines of one word each, user then password.
+_ALTERNATING = re.compile(r"(?i)auth-user-pass|vsftpd|virtual[_ ]users")
+_ONE_WORD_LINES = re.compile(r"(?m)(?:^[ \t]*[^\s#]\S{0,127}[ \t]*(?:\n|\Z))+")  # not a comment
 # A name and its value side by side: Kubernetes' env (- name: DB_PASSWORD / value: X), an ECS task
 # definition ({"name": "DB_PASSWORD", "value": "X"}), CloudFormation's ParameterKey=DBPassword,
 # ParameterValue=X; not valueFrom.
@@ -69,12 +112,18 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
     line, a credential's name and value side by side, user:password under a credentials key, a
     configuration directive, an XML element named for one by its name or key attribute, a row of a
     table a tool prints."""
-    if "pgpass" in text.lower():
-        for match in _PGPASS.finditer(text):
-            start, end = match.span("value")
-            end = bare_end(text, start, end)
-            if assigned_value(text[start:end], "password"):
-                yield ("password", start, end)
+    for names, file_line in _NAMED_FILES:
+        if names.search(text):
+            for match in file_line.finditer(text):
+                found = _given(text, match)
+                if found is not None:
+                    yield ("password", *found)
+    for match in _SELF_NAMED.finditer(text):
+        found = _given(text, match)
+        if found is not None:
+            yield ("password", *found)
+    if _ALTERNATING.search(text):
+        yield from _alternating(text)
     for match in _PAIR.finditer(text):
         named = NAMED.search(match.group("name"))
         found = value_of(text, match, "password" if named is None else named.group("word"))
@@ -103,3 +152,31 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
         start, end = match.span("value")
         if credential_like(text[start:end], match.group("word")):
             yield (kind_of(match.group("word")), start, end)
+
+
+def _given(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """The place of a file line's password (group ``dq`` in quotes, else ``value`` or ``bare``)
+    when it is no stand-in."""
+    groups = [g for g in ("dq", "value", "bare") if g in match.re.groupindex]
+    group = next(g for g in groups if match.group(g) is not None)
+    start, end = match.span(group)
+    if group != "dq":
+        end = bare_end(text, start, end)
+    if end > start and assigned_value(text[start:end], "password", quoted=group == "dq"):
+        return start, end
+    return None
+
+
+def _alternating(text: str) -> Iterator[tuple[str, int, int]]:
+    """The passwords of a run of one-word lines that alternate a user and a password: every second
+    line of a run of an even number of lines (an odd run says no such thing)."""
+    for run in _ONE_WORD_LINES.finditer(text):
+        lines = list(re.finditer(r"\S+", run.group()))
+        if len(lines) < 2 or len(lines) % 2:
+            continue
+        for user, password in zip(lines[::2], lines[1::2], strict=True):
+            start, end = run.start() + password.start(), run.start() + password.end()
+            named = re.fullmatch(r"[\w.@+\\-]{1,64}", user.group()) is not None  # a user's name
+            # A password's shape too: OpenVPN's own one-word directives (nobind, persist-key) are none.
+            if named and credential_like(text[start:end], "password"):
+                yield ("password", start, end)
