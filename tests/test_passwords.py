@@ -404,6 +404,41 @@ SAID = [
 ]
 
 
+# Words between the credential and what the sentence says of it, a password of words apart, a
+# door's code with its keypad's sign.
+SAID_AT_LENGTH = [
+    ("The password for the projector in the big meeting room is Tangerine55.", "Tangerine55"),
+    ("Das Passwort vom Router im Büro im 3. Stock lautet Wasserfall9", "Wasserfall9"),
+    ("the wifi password at grandma's house in the country is still buttercup", "buttercup"),
+    ("the staging admin password was changed to Purple Rain 84 (spaces and all)", "Purple Rain 84"),
+    ("the code for the back gate is *4821 now", "*4821"),
+    ("La contraseña del router de la oficina 2.3 es Naranja2020", "Naranja2020"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), SAID_AT_LENGTH)
+def test_a_password_said_after_words_about_what_it_opens_is_redacted(text: str, password: str) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password for the printer on the 3rd floor is wrong in the wiki.",
+        "the password for the staging box and the build agent is broken",
+        "the vpn password got changed to Friday (the rotation day)",
+        "The password on the kiosk in the lobby is reset every night at 2 AM.",
+        "the admin password for all of the 12 build agents in the EU region is 16 characters long",
+        "Error code for the failed door sensor is 4471",
+        "the wifi password in the guest house is lowercase",
+    ],
+)
+def test_a_sentence_about_a_password_at_length_without_one_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 @pytest.mark.parametrize(("text", "password"), SAID)
 def test_a_password_said_in_a_sentence_or_a_chat_is_redacted_and_the_sentence_kept(
     text: str, password: str
@@ -538,6 +573,9 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         ".setPassword('x" * 6_600,
         "auth=('a', " * 9_000,
         '<a name="password" ' * 5_200,
+        "password for a b c d e f g h i " * 3_100,
+        "password " + "2. " * 33_300,
+        "password is A" + " 1" * 50_000,
         '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,

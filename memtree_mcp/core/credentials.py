@@ -93,7 +93,9 @@ _NOT_A_VALUE = frozenset(
     sent lost forgotten mandatory locked unlocked stored saved hashed salted encrypted encoded
     shown visible known shared private public long short reset changed updated mine yours his hers
     ours theirs it this that what something nothing there here gone fixed simple secure insecure
-    personal current stale below above inside elsewhere somewhere everywhere case-sensitive
+    personal current stale below above inside elsewhere somewhere everywhere case-sensitive nowhere
+    anywhere lowercase uppercase alphanumeric numeric complex tricky obvious easy hard written similar
+    identical memorable handwritten
     await async yield lambda function typeof self cls
     value values flag flags option options argument arguments parameter parameters field fields
     variable variables setting settings""".split()  # and what names a place for a value

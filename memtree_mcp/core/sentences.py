@@ -31,6 +31,19 @@ from memtree_mcp.core.credentials import (
 )
 
 _LOCKED = re.compile(r"(?i)\b(?:door|gate|alarm|lock|safe|garage|entry|keypad|locker|building|lockbox)")
+# A code that opens nothing: an error's, a status's, a parcel's ("error code for the door sensor").
+_NOT_A_DOOR_CODE = re.compile(
+    r"(?i)\b(?:error|status|exit|return|response|http|zip|postal|area|country|source|promo|discount|qr|bar"
+    r"|colou?r|product|ticket|booking|reference|tracking|confirmation|verification|fault|event)[ \t]+\Z"
+)
+# The words between a credential's word and what a sentence says of it ("the password on the old Pi
+# in the lab is X", "das Passwort für den Drucker im 2. Stock ist X"): nine at most, a number with
+# its dots among them, none that begins another clause ("the password for it, because the build is
+# broken").
+_BETWEEN = (
+    r"(?:\s+(?!(?i:because|since|but|although|though|while|if|unless|until|so|and|or|whereas|then|when)\b)"
+    r"(?:\d+(?:\.\d+)*\.?|[^\s.,;:!?\"']+(?:['’]\w+)?)){1,9}?"
+)
 # A credential named in a sentence: "the wifi password is X", "my password for the box is X",
 # "changed the password to X", "the password is still X", "same password as before: X", "pass is
 # X", "temporary pw for the kiosk is X", and in the languages of FOREIGN ("la contraseña del wifi
@@ -42,8 +55,8 @@ _SAID = re.compile(
     + FOREIGN
     + r"|clave))"
     r"(?:\s+(?i:for|of|on|to|at|as|from|in|with|i|we|you|he|she|they|that|de|del|da|do|du|des|für|fürs|vom"
-    r"|von|zum|zur|pour|para|per|van|voor)(?:\s+[^\s.,;:!?\"']+){1,4}?)?"
-    r"(?:\s+(?:(?:is\s+|was\s+|got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
+    r"|von|zum|zur|pour|para|per|van|voor)" + _BETWEEN + r")?"
+    r"(?:\s+(?:(?:is\s+|was\s+|(?:just\s+|finally\s+)?got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
     r"|es|era|ist|lautet|war|est|était|é|è)\s*:?"
     # my password's X; the pw, it's X
     r"|(?P<its>['’]s|(?:\s+[^\s.,;:!?\"']+)?,\s+(?:it's|it’s|it\s+is|that's|which\s+is))"
@@ -131,11 +144,17 @@ def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
         end = sentence_end(text, start, end)
     value = text[start:end]
     if word in ("pin", "code"):
-        # A PIN, not a pin of a chip (5V); a door's, a gate's or an alarm's code, not an error's.
+        # A PIN, not a pin of a chip (5V); a door's, a gate's or an alarm's code, not an error's,
+        # with the sign its keypad takes (7391#, *2580).
         said = text[max(0, match.start() - 24) : match.end()]
-        found = PIN.fullmatch(value) is not None and (word == "pin" or _LOCKED.search(said) is not None)
+        digits = value.strip("#*") if word == "code" else value
+        before = text[max(0, match.start() - 40) : match.start()]
+        locked = _LOCKED.search(said) is not None and not _NOT_A_DOOR_CODE.search(before)
+        found = PIN.fullmatch(digits) is not None and (word == "pin" or locked)
     elif group != "bare":
         found = assigned_value(value, word, quoted=True, literal=group == "sq")
+    elif _PLAIN_WORDS.fullmatch(word) and (spaced := _spaced(text, start, end)) is not None:
+        end, found = spaced, True  # "changed to Rocket Man 1972 (with the spaces)"
     elif match.group("its") and not ends_clause(text, end):
         found = False  # "the password's SHA-1 hash": a possessive, not "is"
     elif word == "mdp":
@@ -150,6 +169,22 @@ def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     else:
         found = credential_like(value, word) or _said_password(text, value, end)
     return (start, end) if found and not ADDRESS.match(value) else None
+
+
+# A password of words apart said in a sentence: capitalised words and numbers, a number among
+# them, up to the end of the clause ("Rocket Man 1972 (with the spaces)", "Blue Heron 88.").
+_SPACED = re.compile(r"(?:[ \t]+(?:[A-Z][a-z]*|\d+|[A-Za-z]*\d\w*)){1,4}(?=[ \t]*(?:[(,.;!?\n—–]|$))")
+
+
+def _spaced(text: str, start: int, end: int) -> int | None:
+    """Where a password of words apart that begins with ``text[start:end]`` ends (_SPACED), or None."""
+    first = text[start:end]
+    if not (first[:1].isupper() or first.isdigit()):
+        return None
+    more = _SPACED.match(text, end)
+    if more is None or not any(c.isdigit() for c in text[start : more.end()]):
+        return None
+    return more.end()
 
 
 # The words of a password for which a plain word that ends a sentence is one ("the password is
