@@ -494,6 +494,52 @@ def test_a_sentence_about_a_password_without_one_is_left_alone(text: str) -> Non
     assert find_secrets(text) == [], redacted(text)
 
 
+# Logging in with a value, a password named by a pronoun near talk of a login, and the words for a
+# password in other scripts and more languages.
+LOGGING_IN = [
+    ("could you try logging in as ops_bot with Marmalade-Skies-7? the reset worked", "Marmalade-Skies-7"),
+    ("sign in as viewer using Ch3rry&Pie until SSO is back", "Ch3rry&Pie"),
+    ("log into the team account (team@acme.io) with Sandcastle#2 and turn on 2FA", "Sandcastle#2"),
+    ("use lemonadestand for the demo login, the user is demo@acme.io", "lemonadestand"),
+    ("your account got locked so I reset it to Harbor-Lights-5, log in and change it", "Harbor-Lights-5"),
+    ("For the router I used my usual one, Fl4mingo!, if it asks for a password", "Fl4mingo!"),
+    ("ステージングのパスワードは momiji2021 です", "momiji2021"),
+    ("数据库密码是 Tiger-Lily-3", "Tiger-Lily-3"),
+    ("관리자 비밀번호는 Sunrise88 입니다", "Sunrise88"),
+    ("пароль от роутера — Berezka2019", "Berezka2019"),
+    ("lösenordet till wifi är Kanelbulle7", "Kanelbulle7"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), LOGGING_IN)
+def test_a_password_given_to_log_in_or_named_by_a_pronoun_is_redacted(text: str, password: str) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log in with your badge and PIN at the front desk",
+        "sign in using Okta, then open the dashboard",
+        "log into the VM with Windows11 credentials",
+        "I set it to 1080p for the login screen recording",
+        "We switched it to PostgreSQL15 after the login outage",
+        "I reset it to UTC+2 before logging in",
+        "use Chrome109 for the login, the old browser breaks it",
+        "use Python3 for the login script",
+        "Log on with CORP\\jdoe and your usual password",
+        "No key found: login first using 'acme login'",
+        "パスワードは管理者に聞いてください",
+        "пароль: см. в хранилище",
+        "lösenordet är för kort",
+    ],
+)
+def test_logging_in_without_a_password_given_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 def test_a_password_sent_after_talk_of_one_is_caught_only_close_to_it() -> None:
     # The sentence before or a chat's line before: the colon answers the talk of a password.
     assert "hunter2" not in redacted("what's the password?\nin case it didn't arrive: hunter2")
@@ -576,6 +622,10 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "password for a b c d e f g h i " * 3_100,
         "password " + "2. " * 33_300,
         "password is A" + " 1" * 50_000,
+        "log in with " * 8_300,
+        "use abcd for the login, " * 4_100,
+        "reset it to x1! log in " * 4_300,
+        "пароль от " * 10_000,
         '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,

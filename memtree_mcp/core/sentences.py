@@ -94,6 +94,129 @@ _GIVEN_AS = re.compile(
     r"(?:(?i:the|my|your|his|her|our|their|a|an|its)\s+)?(?:[\w-]+\s+){0,2}?"
     r"(?i:password|passwd|passphrase|passcode|pw|pin)(?![A-Za-z])"
 )
+# -- logging in with a value, and a password named by a pronoun
+
+# Logging in with a value: "try logging in as qa_tester with X?", "log into the shared design account
+# (design@studio.io) with X and enable 2FA", "sign in as admin using X until we set up SSO".
+_LOGIN_WITH = re.compile(
+    r"(?<![A-Za-z])(?i:log(?:ged|ging|s)?[ -]?(?:in(?:to)?|on)|sign(?:ed|ing|s)?[ -]?(?:in(?:to)?|on))"
+    r"(?P<as>\s+(?i:as)\s+[^\s,;!?]+)?(?:\s+[^\s,;!?]*[^\s,;!?.]){0,8}?\s+(?i:with|using)\s+"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
+)
+# A value given for a login or an account: "use stagingrocks for the staging login, user is qa@x.io".
+_GIVEN_FOR_LOGIN = re.compile(
+    r"(?<![A-Za-z])(?i:try|use|using|type|enter|put\s+in)\s+(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'"
+    r"|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))\s+(?i:for|on)\s+(?:(?i:the|my|your|our|their|this|that)\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?i:log[ -]?in|sign[ -]?in|account)(?=\s*(?:[,.;:!?)\n]|$))"
+)
+_WINDOWS_USER = re.compile(r"[\w.-]+\\[\w.$-]+")  # CORP\jdoe
+# The sentence names a user apart from the value ("user is qa@example.com", "as qa_tester").
+_USER_NAMED = re.compile(r"(?i)\buser(?:name)?\s*(?:is|:|=)|[\w.+-]+@[\w-]+\.[\w.]+")
+# Ways of signing in that are no password ("log in with Google", "use okta for the admin login").
+_SIGN_IN_METHODS = frozenset(
+    """sso saml oauth oauth2 oidc openid ldap kerberos okta auth0 google github gitlab microsoft azure
+    azuread entra apple facebook twitter keycloak passkey passkeys yubikey webauthn totp 2fa mfa otp
+    sudo ssh key keys certificate cert token tokens""".split()
+)
+# A password named by a pronoun near talk of a login: "I reset it to Bluebird2024 for now, change it
+# after you log in", "the old login stopped working so I changed it to X", "For the wiki I just used
+# my usual one, X, so ask me if it locks you out".
+_PRONOUN = re.compile(
+    r"(?<![A-Za-z])(?:(?i:reset|resetting|changed|changing|set|setting)\s+(?i:it|that|this|them)"
+    r"(?:\s+back)?\s+to|(?i:my|our|the|your)\s+(?i:usual|regular|standard|normal|go-to|default|same|old"
+    r"|new|temporary|temp|current|favou?rite)\s+one\s*[,:–—-])\s+(?P<bare>[^\s\"'`,;()<>\[\]{}]+)"
+)
+_LOGIN_TALK = re.compile(
+    r"(?i)(?<![A-Za-z])(?:password|passwd|passphrase|passcode|pw|pwd|log(?:ged|ging|s)?[ -]?(?:in|on)|login"
+    r"|sign(?:ed|ing|s)?[ -]?in|account|creds?|credentials|lock(?:s|ed)?\s+(?:you|me|us|them|him|her)\s+out"
+    r"|locked\s+out)(?![A-Za-z])"
+)
+# A measure, a release or a time zone, not a password: 120s, 10GB; Python3.12, release-2024.3; UTC+2.
+_MEASURE = re.compile(
+    r"\d+(?:\.\d+)?[A-Za-z%]{1,3}|[A-Za-z][A-Za-z-]*\d+(?:\.\d+)+|[A-Z]{2,5}[+-]\d{1,2}(?::\d\d)?"
+)
+# A value with letters, digits and a sign, which a browser's or a protocol's name never has (Chrome109).
+_SIGNED = re.compile(r"(?=\S*[0-9])(?=\S*[A-Za-z])(?=\S*[^\w\s])\S{6,}")
+# A password in a language of another script, or one more of Latin's: "パスワードは X です", "密码是 X",
+# "비밀번호는 X 입니다", "пароль от сервера: X", "lösenordet är X"; the value in Latin letters.
+_OTHER_LANGUAGES = re.compile(
+    r"(?:パスワード|暗証番号)\s*(?:は|:|=)|(?:密码|口令)\s*(?:是|为|:|=)|(?:비밀번호|패스워드|암호)\s*(?:는|은|:|=)"
+    r"|(?i:пароль|парол[яи])(?:\s+(?:от|для|к)(?:\s+[^\s:—=-]+){1,4}?)?\s*(?::|—|-|=|\s+это)"
+    r"|(?i:lösenord(?:et)?|passord(?:et)?|adgangskode(?:n)?|salasana|hasło|haslo|heslo|şifre(?:si)?|sifre)"
+    r"(?:\s+(?:för|til|for|till|do|dla|k|pro|için|on|ke)(?:\s+[^\s:=]+){1,3}?)?"
+    r"\s*(?::|=|\s+(?:är|er|on|to|jest|je|ist|:))"
+)
+_LATIN_VALUE = re.compile(r"\s*(?P<bare>[!-~]{4,64})")
+
+
+def _login_value(text: str, match: re.Match[str]) -> tuple[int, int, str] | None:
+    """The place of a value a login sentence gives (group dq, sq or bare) and the value, unless it
+    is a stand-in, a way of signing in, an address or words apart."""
+    groups = [g for g in ("dq", "sq", "bare") if g in match.re.groupindex]
+    group = next(g for g in groups if match.group(g) is not None)
+    start, end = match.span(group)
+    if group == "bare":
+        end = sentence_end(text, start, end)
+    value = text[start:end]
+    if len(value) < 4 or stand_in(value, quoted=group != "bare") or value.lower() in _SIGN_IN_METHODS:
+        return None
+    if ADDRESS.match(value) or len(value.split()) > 1 or "/" in value or _WINDOWS_USER.fullmatch(value):
+        return None  # words ("using 'litellm login'"), a path or a protocol (HTTP/2), a user (CORP\jdoe)
+    return start, end, value
+
+
+def _logins(text: str) -> Iterator[tuple[str, int, int]]:
+    """Passwords given to log in (_LOGIN_WITH, _GIVEN_FOR_LOGIN) or named by a pronoun near talk of
+    a login (_PRONOUN): one that looks like a password, or a plain word where the sentence names the
+    user apart ("as qa_tester", "user is qa@x.io")."""
+    for pattern in (_LOGIN_WITH, _GIVEN_FOR_LOGIN):
+        for match in pattern.finditer(text):
+            found = _login_value(text, match)
+            if found is None:
+                continue
+            start, end, value = found
+            if match.group("bare") is not None and not (ends_clause(text, end) or _GOES_ON.match(text, end)):
+                continue  # "log into the VM with Windows11 credentials": the value is a word of more
+            back = max(match.start() - _TALK_BACK, 0)
+            sentence = text[max(text.rfind("\n", back, match.start()) + 1, back) : _line_end(text, end)]
+            user = ("as" in match.re.groupindex and match.group("as")) or _USER_NAMED.search(sentence)
+            # Without a user named apart, a value with a sign (not Chrome109, SAML2).
+            shaped = credential_like(value, "password") and not _MEASURE.fullmatch(value)
+            if (shaped and (user or _SIGNED.fullmatch(value))) or (user and plain_password(value)):
+                yield ("password", start, end)
+    for match in _PRONOUN.finditer(text):
+        found = _login_value(text, match)
+        if found is None:
+            continue
+        start, end, value = found
+        if not credential_like(value, "password") or _MEASURE.fullmatch(value) or VERSION.match(value):
+            continue
+        # On its line or the line before, within _TALK_BACK characters either side.
+        back = max(match.start() - _TALK_BACK, 0)
+        line = text.rfind("\n", back, match.start())
+        back = max(text.rfind("\n", back, line) + 1, back) if line >= 0 else back
+        if _LOGIN_TALK.search(text, back, _line_end(text, end)):
+            yield ("password", start, end)
+    for match in _OTHER_LANGUAGES.finditer(text):
+        latin = _LATIN_VALUE.match(text, match.end())
+        if latin is not None:
+            start, end = latin.span("bare")
+            end = sentence_end(text, start, end)
+            if credential_like(text[start:end], "password"):
+                yield ("password", start, end)
+
+
+# What may follow a value a login sentence gives and end its part: a conjunction ("with X and
+# enable 2FA", "until we set up SSO").
+_GOES_ON = re.compile(r"\s+(?i:and|then|but|so|until|till|if|or|before|after|to|from|for|on|in|at|when)\b")
+
+
+def _line_end(text: str, at: int) -> int:
+    """The end of the line ``at`` is on, _TALK_BACK characters after ``at`` at most."""
+    newline = text.find("\n", at, at + _TALK_BACK)
+    return newline if newline >= 0 else min(at + _TALK_BACK, len(text))
+
+
 _FUNCTION_WORDS = frozenset(
     "my your his her our their the a an this that these those its me him them us you it".split()
 )
@@ -130,6 +253,7 @@ def said_passwords(text: str) -> Iterator[tuple[str, int, int]]:
             yield ("password", *found)
     yield from _login_pairs(text)
     yield from _after_talk(text)
+    yield from _logins(text)
 
 
 def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
