@@ -387,23 +387,25 @@ def test_the_second_dev_sets_passwords_are_caught_and_the_lines_without_one_are_
 
 def test_the_third_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
     # Written apart from the detector and measured once at 36d82ba: 85 of 100 caught, 2 of 58
-    # flagged (a URL template in capitals, a secrets manager's ARN); tuned on since.
+    # flagged (a URL template in capitals, a secrets manager's ARN); tuned on since: 100 of 100
+    # caught and none flagged after (bench/secret_redaction.py lists any missed).
     dev3 = lines("passwords_dev3.jsonl")
     not_secrets = lines("passwords_not_secrets_dev3.jsonl")
     assert len(dev3) == 100 and len(not_secrets) == 58
     found, _ = caught(dev3)
-    assert len(found) >= 85, [e["sentence"] for e in dev3 if e not in found]
+    assert len(found) >= 97, [e["sentence"] for e in dev3 if e not in found]
     assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
 def test_the_fourth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
     # Written for the families of the third set's misses, measured before the detector was
-    # changed for them (4228e8f): 4 of 58 caught, 14 of 77 lines without one flagged.
+    # changed for them (4228e8f): 4 of 58 caught, 14 of 77 lines without one flagged; 57 of 58
+    # caught and none flagged after (missed: a plain word read as a state, "sunflowerseed").
     dev4 = lines("passwords_dev4.jsonl")
     passwords = [e for e in dev4 if e["secret"]]
     assert len(passwords) >= 50 and len(dev4) - len(passwords) >= 70
     found, alarms = caught(dev4)
-    assert len(found) >= 4, [e["sentence"] for e in passwords if e not in found]
+    assert len(found) >= len(passwords) - 3, [e["sentence"] for e in passwords if e not in found]
     assert [e["sentence"] for e in alarms] == []
 
 

@@ -7,8 +7,9 @@ line and a password line), a line that says what it holds (ipsec.secrets' ``: PS
 ``{PLAIN}X``), a credential's name and value side by side (Kubernetes' ``- name: DB_PASSWORD`` /
 ``value: X``, an ECS task definition, CloudFormation's ParameterKey/ParameterValue), ``user:X``
 under a credentials key, a configuration directive that takes a password after a space (redis.conf's
-``requirepass X``, ldap.conf's ``bindpw X``), and a row of a table a tool prints (``vault kv get``:
-``password    X``). ``core/credentials.py`` judges each value.
+``requirepass X``, ldap.conf's ``bindpw X``), an XML element its name or key attribute names for a
+credential (``<property name="hibernate.connection.password">X</property>``), and a row of a table
+a tool prints (``vault kv get``: ``password    X``). ``core/credentials.py`` judges each value.
 """
 
 from __future__ import annotations

@@ -5,11 +5,15 @@ is found by what is around it: an assignment to a credential's name (``DB_PASSWO
 X``, ``--password X``, ``psk``, a ``pin`` of digits, Passwort, contraseña), where any value counts
 that is no stand-in (``core/credentials.py``: ``${DB_PASSWORD}``, ``os.environ["X"]``, ``null``;
 but single-quoted ``'$unsh1ne'`` is the text itself); a tool's command line (``core/commands.py``'s
-table: ``zip -P X``, ``keytool -storepass X``, ``echo 'user:X' | chpasswd``), ``IDENTIFIED BY
-'X'``, an expect script's answer to a password prompt; the places file formats keep one
-(``core/file_formats.py``: a ``.pgpass`` line, Kubernetes' ``name:``/``value:`` pair,
-``requirepass X``); and a credential named in a sentence or a chat (``core/sentences.py``: "the
-wifi password is still X", "the sftp login is uploads / X", "la contraseña del wifi es X").
+table: ``zip -P X``, ``keytool -storepass X``, ``echo 'user:X' | chpasswd``, any tool's stdin
+flag), a flag named for one (``redis-server --requirepass X``, ``-rpcpassword=X``), code that
+names one, then gives it (``define('DB_PASSWORD', 'X')``, ``ENV['DB_PASSWORD'] = 'X'``,
+``setPassword("X")``, ``auth=('admin', 'X')``), ``IDENTIFIED BY 'X'``, an expect script's answer to
+a password prompt; the places file formats keep one (``core/file_formats.py``: a ``.pgpass`` line
+and other files the text names, XML named by its name attribute, Kubernetes' ``name:``/``value:``
+pair, ``requirepass X``); and a credential named in a sentence or a chat (``core/sentences.py``:
+"the wifi password is still X", "the sftp login is uploads / X", "logging in as qa with X", "la
+contraseña del wifi es X").
 ``core/secrets.py`` adds these to what detect-secrets finds (:func:`named_secrets`), on the same
 normalised view of the text.
 """

@@ -1,10 +1,12 @@
 """Credentials named in a sentence or a chat, where no assignment or format says where the value is.
 
-"the wifi password is still X", "my password for the box is X", "changed the password to X", "try
-X for the password", "the sftp login is uploads / X", "la contraseña del wifi es X", and a password
-after a colon on the line after talk of one ("in case it didn't arrive: X"). The value must look
-like one (letters with digits or signs: ``core/credentials.py``'s :func:`credential_like`) or, for a
-password in English, be a plain word that ends the sentence and names no state (wrong, stored).
+"the wifi password is still X", "the password on the old Pi in the lab is X", "changed the password
+to X", "try X for the password", "the sftp login is uploads / X", "la contraseña del wifi es X",
+"パスワードは X です", a password after a colon on the line after talk of one ("in case it didn't
+arrive: X"), logging in with one ("logging in as qa_tester with X"), and one a pronoun names near
+talk of a login ("I reset it to X, change it after you log in"). The value must look like one
+(letters with digits or signs: ``core/credentials.py``'s :func:`credential_like`) or, for a password
+in English, be a plain word that ends the sentence and names no state (wrong, stored).
 """
 
 from __future__ import annotations
