@@ -62,6 +62,7 @@ _NAMED_FILES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"(?m)^[ \t]*(?!#)\S+[ \t]+\S+[ \t]+(?P<value>\S+)[ \t]*$"),
     ),
 )
+_FILE_WORDS = ("pgpass", "userlist", "pgbouncer", "rsync", "secrets", "davfs2")  # what the names need
 # What says what it holds wherever it is: ipsec.secrets' ": PSK "X"" (and XAUTH, EAP), dovecot's
 # {PLAIN}X (a password stored in the clear, as the scheme says).
 _SELF_NAMED = re.compile(
@@ -113,17 +114,20 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
     line, a credential's name and value side by side, user:password under a credentials key, a
     configuration directive, an XML element named for one by its name or key attribute, a row of a
     table a tool prints."""
-    for names, file_line in _NAMED_FILES:
+    low = text.lower()  # (a quick look first at the words each needs: most texts hold none)
+    named_files = _NAMED_FILES if any(word in low for word in _FILE_WORDS) else ()
+    for names, file_line in named_files:
         if names.search(text):
             for match in file_line.finditer(text):
                 found = _given(text, match)
                 if found is not None:
                     yield ("password", *found)
-    for match in _SELF_NAMED.finditer(text):
+    self_named = "{" in text or any(word in text for word in ("PSK", "XAUTH", "EAP", "NTLM"))
+    for match in _SELF_NAMED.finditer(text) if self_named else ():
         found = _given(text, match)
         if found is not None:
             yield ("password", *found)
-    if _ALTERNATING.search(text):
+    if any(word in low for word in ("auth-user-pass", "vsftpd", "virtual")) and _ALTERNATING.search(text):
         yield from _alternating(text)
     for match in _PAIR.finditer(text):
         named = NAMED.search(match.group("name"))
@@ -140,7 +144,7 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
         found = value_of(text, match, "password", plain=not text[line : match.start()].strip())
         if found is not None:
             yield ("password", *found)
-    for match in _XML_NAMED.finditer(text):
+    for match in _XML_NAMED.finditer(text) if "<" in text else ():
         named = NAMED.search(match.group("name"))
         group = "attr" if match.group("attr") is not None else "text"
         start, end = match.span(group)

@@ -119,6 +119,7 @@ _STORED_UNDER = re.compile(
     r"\s*\(\s*(?:[\"'][^\"'\n]{0,60}[\"']\s*,\s*)?"
     r"(?P<nq>[\"'])(?P<name>[\w.-]{1,80})(?P=nq)\s*,\s*" + _VALUE + r"\s*[,)]"
 )
+_CODE_WORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "psk", "pin")
 # A value put under a credential's name by subscript, in quotes (a variable there is code's):
 # $config['db_password'] = 'X', os.environ["SMTP_PASSWORD"] = "X", ENV['DB_PASSWORD'] = 'X'.
 _SUBSCRIPT = re.compile(r"\[\s*(?P<nq>[\"'])(?P<name>[\w.-]{1,80})(?P=nq)\s*\]\s*(?::=|=(?!=))\s*" + _VALUE)
@@ -279,6 +280,9 @@ def _code(text: str) -> Iterator[tuple[str, int, int]]:
     (_STORED_UNDER), a subscript (_SUBSCRIPT), a setter or builder named for one (_SETTER), a user
     and password given to what signs in (_AUTH_PAIR); each quoted, no stand-in, and no words for a
     person to read ("Enter your password")."""
+    low = text.lower()
+    if not (("(" in text or "[" in text) and any(word in low for word in _CODE_WORDS)):
+        return  # (a quick look first: no call, no subscript or no credential's word)
     named: list[tuple[re.Match[str], str]] = []
     for pattern in (_STORED_UNDER, _SUBSCRIPT):
         named += [(match, match.group("name")) for match in pattern.finditer(text)]

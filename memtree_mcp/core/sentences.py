@@ -149,6 +149,7 @@ _OTHER_LANGUAGES = re.compile(
     r"\s*(?::|=|\s+(?:är|er|on|to|jest|je|ist|:))"
 )
 _LATIN_VALUE = re.compile(r"\s*(?P<bare>[!-~]{4,64})")
+_OTHER_LATIN_WORDS = ("passord", "adgangskode", "salasana", "haslo", "heslo", "sifre")  # in ASCII
 
 
 def _login_value(text: str, match: re.Match[str]) -> tuple[int, int, str] | None:
@@ -171,7 +172,10 @@ def _logins(text: str) -> Iterator[tuple[str, int, int]]:
     """Passwords given to log in (_LOGIN_WITH, _GIVEN_FOR_LOGIN) or named by a pronoun near talk of
     a login (_PRONOUN): one that looks like a password, or a plain word where the sentence names the
     user apart ("as qa_tester", "user is qa@x.io")."""
-    for pattern in (_LOGIN_WITH, _GIVEN_FOR_LOGIN):
+    # (A quick look first at the words each needs: most texts hold none, and are read no further.)
+    low = text.lower()
+    logins = any(word in low for word in ("log", "sign", "account"))
+    for pattern in (_LOGIN_WITH, _GIVEN_FOR_LOGIN) if logins else ():
         for match in pattern.finditer(text):
             found = _login_value(text, match)
             if found is None:
@@ -186,7 +190,8 @@ def _logins(text: str) -> Iterator[tuple[str, int, int]]:
             shaped = credential_like(value, "password") and not _MEASURE.fullmatch(value)
             if (shaped and (user or _SIGNED.fullmatch(value))) or (user and plain_password(value)):
                 yield ("password", start, end)
-    for match in _PRONOUN.finditer(text):
+    talk = any(word in low for word in ("pass", "pw", "log", "sign", "account", "cred", "lock"))
+    for match in _PRONOUN.finditer(text) if talk else ():
         found = _login_value(text, match)
         if found is None:
             continue
@@ -199,7 +204,8 @@ def _logins(text: str) -> Iterator[tuple[str, int, int]]:
         back = max(text.rfind("\n", back, line) + 1, back) if line >= 0 else back
         if _LOGIN_TALK.search(text, back, _line_end(text, end)):
             yield ("password", start, end)
-    for match in _OTHER_LANGUAGES.finditer(text):
+    other = not text.isascii() or any(word in low for word in _OTHER_LATIN_WORDS)
+    for match in _OTHER_LANGUAGES.finditer(text) if other else ():
         latin = _LATIN_VALUE.match(text, match.end())
         if latin is not None:
             start, end = latin.span("bare")
