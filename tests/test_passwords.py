@@ -328,6 +328,7 @@ NAMED_THEN_GIVEN = [
     ('client = Client(auth=("svc", "Paddle2022"))', "Paddle2022"),
     ('var credential = new NetworkCredential("svc_ftp", "Windmill#6");', "Windmill#6"),
     ('localStorage.setItem("api_token", "9f8e7d6c5b4a3210ffee")', "9f8e7d6c5b4a3210ffee"),
+    ('<add key="MailPass" value="Otter#Creek5"/>', "Otter#Creek5"),
 ]
 
 

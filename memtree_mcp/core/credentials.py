@@ -24,11 +24,12 @@ KEYS = r"apikey|(?:api|access|secret|private|encryption|signing|master|client|ap
 # A password's name in the languages people write to an agent in (Passwort, Kennwort, contraseña,
 # mot de passe, senha, wachtwoord).
 FOREIGN = r"passwort|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|mot[_ ]de[_ ]passe|motdepasse"
-# The longest first; "pass" only ending a longer name (DB_PASS, smtp.pass) or right before "=";
+# The longest first; "pass" only ending a longer name (DB_PASS, smtp.pass, SmtpPass) or right before "=";
 # psk: a Wi-Fi passphrase; pin: a PIN of digits (PIN).
 _WORDS = (
     KEYS
-    + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|secret|token"
+    + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|(?-i:(?<=[a-z])Pass)"
+    + r"|secret|token"
     + r"|psk|pre[_-]?shared[_-]?key|pin|"
     + FOREIGN
 )
