@@ -195,6 +195,7 @@ def test_a_flag_named_for_a_credential_gives_its_value_away(line: str, password:
         "tool --password-file /run/secrets/pw --verbose",
         "  --password PASSWORD  The password (default: prompt)",
         "printf '%s' \"$PW\" | vpn-cli connect --stdin-password office",
+        '    command: ["redis-server", "--requirepass", "$$REDIS_PASSWORD"]',
     ],
 )
 def test_a_flag_named_for_a_credential_without_a_value_is_left_alone(line: str) -> None:
@@ -528,6 +529,7 @@ def test_a_password_given_to_log_in_or_named_by_a_pronoun_is_redacted(text: str,
         "I set it to 1080p for the login screen recording",
         "We switched it to PostgreSQL15 after the login outage",
         "I reset it to UTC+2 before logging in",
+        "I changed it to Argon2id because bcrypt was slow at login",
         "use Chrome109 for the login, the old browser breaks it",
         "use Python3 for the login script",
         "Log on with CORP\\jdoe and your usual password",

@@ -74,7 +74,7 @@ _STAND_IN = re.compile(
     re.IGNORECASE,
 )
 # $DB_PASSWORD, $pass: a shell's or a template's variable; $env:DB_PASSWORD: PowerShell's.
-_REFERENCE = re.compile(r"\$(?:env:)?[A-Za-z_]\w*", re.IGNORECASE)
+_REFERENCE = re.compile(r"\$\$?(?:env:)?[A-Za-z_]\w*", re.IGNORECASE)  # $$X: compose's escaped $X
 # A name in capitals, which a template writes where the value goes (USER:PASSWORD@HOST, DB_PASS,
 # CHANGE_ME_IN_PROD, SET_IN_VAULT, MYPASSWORD): a constant's name, not a password.
 _CAPITALS = re.compile(r"[A-Z]+(?:_[A-Z]+)+|[A-Z]*(?:PASSWORD|PASSWD|PWD|PASS|TOKEN|SECRET)[A-Z]*")
@@ -149,7 +149,7 @@ def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
     if not value or _STAND_IN.match(value) or MARKER.search(value):
         return True
     if _REFERENCE.fullmatch(value):
-        name = value[value.index(":") + 1 :] if ":" in value else value[1:]
+        name = value[value.index(":") + 1 :] if ":" in value else value.lstrip("$")
         return not literal or name.isupper() or _CREDENTIAL_WORD.search(name) is not None
     if not quoted and _YAML_TAG.match(value):
         return True

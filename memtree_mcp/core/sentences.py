@@ -125,13 +125,20 @@ _SIGN_IN_METHODS = frozenset(
 # my usual one, X, so ask me if it locks you out".
 _PRONOUN = re.compile(
     r"(?<![A-Za-z])(?:(?i:reset|resetting|changed|changing|set|setting)\s+(?i:it|that|this|them)"
-    r"(?:\s+back)?\s+to|(?i:my|our|the|your)\s+(?i:usual|regular|standard|normal|go-to|default|same|old"
-    r"|new|temporary|temp|current|favou?rite)\s+one\s*[,:–—-])\s+(?P<bare>[^\s\"'`,;()<>\[\]{}]+)"
+    r"(?:\s+back)?\s+to|(?P<one>(?i:my|our|the|your)\s+(?i:usual|regular|standard|normal|go-to|default|same"
+    r"|old|new|temporary|temp|current|favou?rite)\s+one\s*[,:–—-]))\s+(?P<bare>[^\s\"'`,;()<>\[\]{}]+)"
 )
 _LOGIN_TALK = re.compile(
     r"(?i)(?<![A-Za-z])(?:password|passwd|passphrase|passcode|pw|pwd|log(?:ged|ging|s)?[ -]?(?:in|on)|login"
     r"|sign(?:ed|ing|s)?[ -]?in|account|creds?|credentials|lock(?:s|ed)?\s+(?:you|me|us|them|him|her)\s+out"
     r"|locked\s+out)(?![A-Za-z])"
+)
+# Talk of a login after the value: a verb ("change it after you log in", "if it locks you out"), not
+# "slow at login"; and for "my usual one, X", a password asked for ("if it asks for a password").
+_LOGIN_TALK_AFTER = re.compile(
+    r"(?i)(?<![A-Za-z])(?:log(?:ged|ging|s)?[ -]+(?:in|on|into)|sign(?:ed|ing|s)?[ -]+in(?:to)?"
+    r"|lock(?:s|ed)?\s+(?:you|me|us|them|him|her)\s+out|locked\s+out|(?P<password>password|passwd|pw))"
+    r"(?![A-Za-z])"
 )
 # A measure, a release or a time zone, not a password: 120s, 10GB; Python3.12, release-2024.3; UTC+2.
 _MEASURE = re.compile(
@@ -202,7 +209,10 @@ def _logins(text: str) -> Iterator[tuple[str, int, int]]:
         back = max(match.start() - _TALK_BACK, 0)
         line = text.rfind("\n", back, match.start())
         back = max(text.rfind("\n", back, line) + 1, back) if line >= 0 else back
-        if _LOGIN_TALK.search(text, back, _line_end(text, end)):
+        after = _LOGIN_TALK_AFTER.search(text, end, _line_end(text, end))
+        if _LOGIN_TALK.search(text, back, match.start()) or (
+            after is not None and (match.group("one") is not None or after.group("password") is None)
+        ):
             yield ("password", start, end)
     other = not text.isascii() or any(word in low for word in _OTHER_LATIN_WORDS)
     for match in _OTHER_LANGUAGES.finditer(text) if other else ():
