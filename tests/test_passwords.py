@@ -128,6 +128,7 @@ STDIN = [
     ("gpg --batch --passphrase-fd 0 -d backup.gpg <<< 'Paprika#3'", "Paprika#3"),
     ("sudo chpasswd <<< 'kiosk:Lemonade5'", "Lemonade5"),
     ("echo 'Meringue8' | vncpasswd -f > ~/.vnc/passwd", "Meringue8"),
+    ("skopeo login -u bot --password-stdin quay.io <<EOF\nHeron!Lake2\nEOF", "Heron!Lake2"),
 ]
 
 
@@ -330,6 +331,10 @@ NAMED_THEN_GIVEN = [
     ('var credential = new NetworkCredential("svc_ftp", "Windmill#6");', "Windmill#6"),
     ('localStorage.setItem("api_token", "9f8e7d6c5b4a3210ffee")', "9f8e7d6c5b4a3210ffee"),
     ('<add key="MailPass" value="Otter#Creek5"/>', "Otter#Creek5"),
+    (
+        "<property><name>javax.jdo.option.ConnectionPassword</name>\n  <value>Hive#Bee4</value></property>",
+        "Hive#Bee4",
+    ),
 ]
 
 
@@ -349,6 +354,8 @@ NAMED_NOT_GIVEN = [
     'os.environ.setdefault("DB_PASSWORD", "")',
     'config["password"] = os.environ["DB_PASSWORD"]',
     'user.set_password(form.cleaned_data["password"])',
+    "<property><name>hive.metastore.password.file</name><value>/etc/hive/pw</value></property>",
+    "cat <<EOF > app.env\nDB_HOST=db\nEOF",
     'prompt.setLabel("password", "Enter your password")',
     "requests.get(url, auth=(user, password))",
     'HTTPBasicAuth("username", "password")',
@@ -629,6 +636,8 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "use abcd for the login, " * 4_100,
         "reset it to x1! log in " * 4_300,
         "пароль от " * 10_000,
+        "<<" + "a" * 99_998,
+        "<<EOF\n" * 16_600,
         '"--password", ' * 7_100,
         "echo x | a --pass-stdin " * 4_000,
         "keytool " + "-storepass x " * 7_700,

@@ -275,18 +275,23 @@ PIPED = re.compile(
     r"\b(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?:'%s[^'\n]*'|\"%s[^\"\n]*\"))?)\s+"
     r"(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"]+)\s*\|\s*(?:sudo\s+(?:-\S+\s+)*)?" + _READER
 )
-# A value given to such a command as a here-string: chpasswd <<< 'deploy:X', tool --passwd-on-stdin <<< X.
+# A value given to such a command as a here-string: chpasswd <<< 'deploy:X', tool --passwd-on-stdin <<< X,
 _HERE = re.compile(r"<<<[ \t]*(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"]+)")
+# ... or as a here-document's first line: tool --password-stdin <<EOF, X, EOF.
+_HEREDOC = re.compile(
+    r"(?<!<)<<-?[ \t]*(?P<q>['\"]?)[A-Za-z_]\w*+(?P=q)[^\n]*+\n[ \t]*+(?P<value>[^\s'\"]++)[ \t]*+\n"
+)
 _READS_STDIN = re.compile(
     r"(?:^|[\s/])(?:[\w-]*passwd\b|kinit\b|cryptsetup\b|sudo\s+(?:-\S+\s+)*-S\b)|" + _STDIN_FLAG
 )
 
 
 def _piped(text: str) -> Iterator[Given]:
-    """The passwords echoed or here-stringed into a command that reads one on its standard input."""
+    """The passwords echoed, here-stringed or given as a here-document's first line to a command that
+    reads one on its standard input."""
     for match in PIPED.finditer(text):
         yield from _stdin_value(text, match, match.group("tool"), _begins_line(text, match.start()))
-    for match in _HERE.finditer(text):
+    for match in [*_HERE.finditer(text), *_HEREDOC.finditer(text)]:
         back = max(match.start() - 200, 0)
         begin = max(back, *(text.rfind(sign, back, match.start()) + 1 for sign in "|;&\n"))
         command = text[begin : match.start()]

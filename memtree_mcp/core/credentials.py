@@ -20,7 +20,7 @@ never a credential itself."""
 
 # A credential's name: a word of these, on its own or ending a longer name (DB_PASSWORD, dbPassword,
 # PGPASSWORD, client_secret, AWS_SECRET_ACCESS_KEY, authToken), not one that goes on (password_file).
-KEYS = r"apikey|(?:api|access|secret|private|encryption|signing|master|client|app|auth)[_ -]?key"
+KEYS = r"apikey|(?:api|access|secret|private|encryption|signing|master|client|app|auth)[_ .-]?key"
 # A password's name in the languages people write to an agent in (Passwort, Kennwort, contraseña,
 # mot de passe, senha, wachtwoord).
 FOREIGN = r"passwort|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|mot[_ ]de[_ ]passe|motdepasse"

@@ -104,6 +104,12 @@ _XML_NAMED = re.compile(
     r"(?:[^<>]{0,200}?(?<![\w-])(?i:value)\s*=\s*(?P<q>[\"'])(?P<attr>[^\"'\n]{0,200})(?P=q)"
     r"|[^<>]{0,200}?(?<!/)>\s{0,80}(?:<(?i:value)>)?(?P<text>[^<\n]{1,200})</)"
 )
+# ... or by a <name> child, its value in the <value> after it (Hadoop's and Hive's *-site.xml:
+# <property><name>javax.jdo.option.ConnectionPassword</name><value>X</value></property>).
+_XML_NAME_VALUE = re.compile(
+    r"<(?i:name)>[ \t]*(?P<name>[\w.:-]{1,120})[ \t]*</(?i:name)>\s{0,80}"
+    r"<(?i:value)>(?P<text>[^<\n]{1,200})</"
+)
 # A row of a table a tool prints (vault kv get, a describe): a credential's name, two spaces or
 # more, and a value that ends the line.
 _ROW = re.compile(r"(?m)^[ \t]*" + NAME + r"[ \t]{2,}(?P<value>[^\s\"'`]+)[ \t]*$")
@@ -144,9 +150,10 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
         found = value_of(text, match, "password", plain=not text[line : match.start()].strip())
         if found is not None:
             yield ("password", *found)
-    for match in _XML_NAMED.finditer(text) if "<" in text else ():
+    xml = [*_XML_NAMED.finditer(text), *_XML_NAME_VALUE.finditer(text)] if "<" in text else []
+    for match in xml:
         named = NAMED.search(match.group("name"))
-        group = "attr" if match.group("attr") is not None else "text"
+        group = "attr" if "attr" in match.re.groupindex and match.group("attr") is not None else "text"
         start, end = match.span(group)
         value = text[start:end]
         if named is None or reads_as_text(value) or stand_in(value, quoted=True):
