@@ -289,9 +289,9 @@ _READS_STDIN = re.compile(
 def _piped(text: str) -> Iterator[Given]:
     """The passwords echoed, here-stringed or given as a here-document's first line to a command that
     reads one on its standard input."""
-    for match in PIPED.finditer(text):
+    for match in PIPED.finditer(text) if "|" in text else ():
         yield from _stdin_value(text, match, match.group("tool"), _begins_line(text, match.start()))
-    for match in [*_HERE.finditer(text), *_HEREDOC.finditer(text)]:
+    for match in [*_HERE.finditer(text), *_HEREDOC.finditer(text)] if "<<" in text else []:
         back = max(match.start() - 200, 0)
         begin = max(back, *(text.rfind(sign, back, match.start()) + 1 for sign in "|;&\n"))
         command = text[begin : match.start()]
