@@ -18,7 +18,11 @@ named for a credential, XML and code that name the credential, file formats the 
 sentences with words between the credential and its verb, logging in with a value).
 ``fixtures/passwords_dev5.jsonl`` and ``fixtures/passwords_not_secrets_dev5.jsonl`` were written
 apart from the detector and measured once at 7f5a484 (108 of 129 caught, 0 of 65 lines without one
-flagged): a fifth dev set, tuned on since.
+flagged): a fifth dev set, tuned on since. ``fixtures/passwords_dev6.jsonl`` was written to tune
+the detector on the families the fifth set's misses showed (SQL that names a credential's column,
+user/password after an *_AUTH name, a connection call's positional password, DSNs in code, a file of
+a user line and a password line, user / password pairs and passwords said in prose and chat, a
+question about a password answered on the next line).
 """
 
 from __future__ import annotations
@@ -423,6 +427,17 @@ def test_the_fifth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_l
     assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
+def test_the_sixth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written for the families of the fifth set's misses, measured before the detector was
+    # changed for them (8cb2202): 16 of 105 caught, 1 of 120 lines without one flagged.
+    dev6 = lines("passwords_dev6.jsonl")
+    passwords = [e for e in dev6 if e["secret"]]
+    assert len(passwords) >= 100 and len(dev6) - len(passwords) >= 110
+    found, alarms = caught(dev6)
+    assert len(found) >= 16, [e["sentence"] for e in passwords if e not in found]
+    assert len(alarms) <= 1, [e["sentence"] for e in alarms]
+
+
 def test_redacting_twice_changes_nothing_more() -> None:
     names = (
         "secrets_corpus.jsonl",
@@ -431,6 +446,7 @@ def test_redacting_twice_changes_nothing_more() -> None:
         "passwords_dev3.jsonl",
         "passwords_dev4.jsonl",
         "passwords_dev5.jsonl",
+        "passwords_dev6.jsonl",
     )
     texts = [e["sentence"] for name in names for e in lines(name)]
     for text in [*texts, *HIDDEN]:
