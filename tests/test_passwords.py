@@ -249,6 +249,8 @@ FORMATS = [
     ('{"smtp": {"user": "bot", "pwd": "Lantern5"}}', "Lantern5"),
     ('"credentials": "deploy:Pretzel22"', "Pretzel22"),
     ("BASIC_AUTH=admin:Hammock!7", "Hammock!7"),
+    ("docker run -d -e NEO4J_AUTH=neo4j/Graphite44 -p 7474:7474 neo4j:5", "Graphite44"),
+    ("environment:\n  NEO4J_AUTH: neo4j/cypherpunk", "cypherpunk"),
     ("redis.conf: requirepass foobared22 and masterauth foobared22", "foobared22"),
     ("# ks.cfg\nrootpw --plaintext Pelican9\n", "Pelican9"),
     ("/etc/ldap.conf\nbinddn cn=proxy,dc=acme,dc=local\nbindpw tundra\n", "tundra"),
@@ -277,6 +279,8 @@ NAMED_FILES = [
     ('conn home\n  # ipsec.secrets\n192.0.2.1 : PSK "Fjord-Sunset-9"', "Fjord-Sunset-9"),
     ("passdb {\n  driver = static\n  args = password={PLAIN}Mackerel55\n}", "Mackerel55"),
     ("auth-user-pass creds.txt\n# creds.txt:\nvpnuser\nPeregrine#4", "Peregrine#4"),
+    ("# /etc/openvpn/auth.txt\nvpnuser\nVolcano!Ridge", "Volcano!Ridge"),
+    ("$ cat ~/.vpn/creds\nj.doe\nMaple-Syrup-88", "Maple-Syrup-88"),
 ]
 
 
@@ -307,6 +311,11 @@ FORMATS_WITHOUT_ONE = [
     "the requirepass directive is off by default",
     "rootpw --iscrypted $6$saltsalt$0123456789abcdef",
     "PGPASSFILE points at /etc/app/pgpass; the file must be mode 0600.",
+    "NEO4J_AUTH=none",
+    "NEO4J_AUTH=neo4j/${NEO4J_PASSWORD}",
+    "DEFAULT_AUTH=ldap/kerberos",
+    "# /etc/openvpn/client.conf\nclient\ndev tun\nnobind\npersist-key",
+    "# auth.txt\n${VPN_USER}\n${VPN_PASSWORD}",
 ]
 
 
@@ -365,6 +374,83 @@ NAMED_NOT_GIVEN = [
 
 @pytest.mark.parametrize("text", NAMED_NOT_GIVEN)
 def test_a_credential_named_by_xml_or_code_without_a_value_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
+# A password a call takes by its place among the arguments (core/calls.py's table), a browser test
+# types into a password's field, or a hash function is given; SQL that names the credential's column
+# or clause; a connection string written without a scheme.
+CALLS = [
+    ('$conn = new mysqli("localhost", "wpuser", "Pelargonium7", "wp_main");', "Pelargonium7"),
+    ("$pdo = new PDO('pgsql:host=db;dbname=crm', 'crm', 'Pdo&Pgsql4');", "Pdo&Pgsql4"),
+    ('Connection c = DriverManager.getConnection(url, "hr", "Espresso_Lungo");', "Espresso_Lungo"),
+    ("db = MySQLdb.connect('127.0.0.1', 'report', 'ledgerbook', 'sales')", "ledgerbook"),
+    ("r = redis.Redis('cache.local', 6379, 0, 'Cachet0ken')", "Cachet0ken"),
+    ("server.login('alerts@corp.io', 'smtpApp22')", "smtpApp22"),
+    ("ssh.connect('10.0.0.5', 22, 'pi', 'blackberry')", "blackberry"),
+    ("conn.simple_bind_s('cn=admin,dc=corp,dc=local', 'SlapdPass2')", "SlapdPass2"),
+    ('auth := smtp.PlainAuth("", "alerts@corp.io", "Gopher#Mail", "smtp.corp.io")', "Gopher#Mail"),
+    ("Net::SMTP.start('smtp.x.com', 587, 'x.com', 'bill@x.com', 'Ledger2023', :login)", "Ledger2023"),
+    ("my $dbh = DBI->connect($dsn, 'report', 'Camel4life');", "Camel4life"),
+    ("con = cx_Oracle.connect('scott', 'tiger', 'db01/ORCL')", "tiger"),
+    ("user = User.objects.create_user('alice', 'alice@example.com', 'Wonder!land')", "Wonder!land"),
+    ("hashed = bcrypt.hashpw(b'Hashbrown9', bcrypt.gensalt())", "Hashbrown9"),
+    ('ks.load(new FileInputStream("ks.jks"), "Keystore7".toCharArray());', "Keystore7"),
+    ('driver.find_element(By.ID, "password").send_keys("Selenium#1")', "Selenium#1"),
+    ("cy.get('#password').type('Cypress4tests')", "Cypress4tests"),
+    ("await page.fill('input[name=\"password\"]', 'Playwright9');", "Playwright9"),
+    ("ALTER USER hr IDENTIFIED BY Payroll2024 ACCOUNT UNLOCK;", "Payroll2024"),
+    (
+        "INSERT INTO users (email, password, role) VALUES ('qa@example.com', 'Flamingo77', 'admin');",
+        "Flamingo77",
+    ),
+    ("INSERT INTO wp_users (user_login, user_pass) VALUES ('editor', MD5('Magnolia8'));", "Magnolia8"),
+    ("SET PASSWORD FOR 'app'@'localhost' = 'Cinnamon6';", "Cinnamon6"),
+    ("alter login sa with password = N'Mssql#2022';", "Mssql#2022"),
+    ("SQL> connect system/Welcome7@XE", "Welcome7"),
+    ('db, err := sql.Open("mysql", "api:gopher4ever@tcp(127.0.0.1:3306)/api")', "gopher4ever"),
+    ("spring.datasource.url=jdbc:oracle:thin:scott/Tiger2go@db01:1521:ORCL", "Tiger2go"),
+    ("The DSN for the reporting replica is reporter:Mallard55@db02:5432/reports", "Mallard55"),
+    ("echo 'Rsync4me' > /etc/rsync.pass && chmod 600 /etc/rsync.pass", "Rsync4me"),
+    ("az sql server create -n sql-prod -g rg -u sqladmin -p Iceberg_7", "Iceberg_7"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), CALLS)
+def test_a_password_code_gives_by_its_place_is_redacted(text: str, password: str) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$conn = new mysqli($host, $user, $pass, $db);",
+        "$conn = new mysqli(DB_HOST, DB_USER, DB_PASSWORD, DB_NAME);",
+        "server.login(os.environ['SMTP_USER'], os.environ['SMTP_PASSWORD'])",
+        'Connection c = DriverManager.getConnection(url, "sa", "");',
+        "ftp.login('anonymous', 'anonymous@example.com')",
+        "form.login('username', 'password')",
+        "fn.bind(this, 'Hello', 'World')",
+        "os.path.join('docs.example.com', 'images', 'logo2.png')",
+        "cy.get('#password').type('{enter}')",
+        "INSERT INTO users (email, password, role) VALUES (?, ?, ?);",
+        "INSERT INTO users (email, password) VALUES (:email, :password)",
+        "INSERT INTO users (email, password_hash) VALUES ('a@b.io', '$2b$12$Q9Qv1x5r2H8rZfKQ1k7u0u');",
+        "ALTER USER app IDENTIFIED BY &new_password;",
+        "CREATE USER ops IDENTIFIED EXTERNALLY;",
+        "The bug was identified by QA2 in the nightly run.",
+        'dsn := fmt.Sprintf("%s:%s@tcp(%s)/%s", user, pass, host, name)',
+        "DSN format: user:password@tcp(host:port)/dbname",
+        "FROM python:3.12-slim@sha256:2a1f0c9b8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928170f6e5d4c",
+        "git clone git@github.com:acme/infra.git",
+        "connection reset by peer: proxy:8080@edge-3 dropped it",
+        "mysql -u root -p shop_db2",
+        "docker run -u 1000 -p 8080:80 nginx",
+    ],
+)
+def test_code_or_sql_without_a_password_in_its_place_is_left_alone(text: str) -> None:
     assert find_secrets(text) == [], redacted(text)
 
 
@@ -550,6 +636,88 @@ def test_logging_in_without_a_password_given_is_left_alone(text: str) -> None:
     assert find_secrets(text) == [], redacted(text)
 
 
+# A user / password pair after the machine, service or login it opens; an answer on the line after
+# a question about a password; a password word, words, then to, an arrow, brackets or "c'est".
+SAID_APART = [
+    ("mongo on the qa box: root / !QAZxsw3 - don't ask", "!QAZxsw3"),
+    ("The old Jenkins box still uses jenkins / butler2017.", "butler2017"),
+    ("ssh into the pi with pi / pumpkintart, I never changed it", "pumpkintart"),
+    ("Default credentials for the local dev stack are `dev` / `devpass`.", "devpass"),
+    ("staging admin login: admin / staging-is-not-live", "staging-is-not-live"),
+    ("Confluence admin: confadmin / Horizon-22", "Horizon-22"),
+    ("just use admin / Waffle2024 on the test box", "Waffle2024"),
+    ("> what's the password for the lab router?\nit's qwertyasdf. yes really, all lowercase", "qwertyasdf"),
+    ("Tom: what's the password for the sales laptop?\nJess: Maserati, capital M", "Maserati"),
+    ("[09:12] dev: what's the wifi password here?\n[09:13] lee: CoffeeBeans78", "CoffeeBeans78"),
+    ("Does anyone know the login for the 3D printer?\nprinter / Filament#4", "Filament#4"),
+    (
+        "log into the bastion as breakglass with password Bergamot-Earl-Grey and rotate it",
+        "Bergamot-Earl-Grey",
+    ),
+    (
+        "Resolution: unlocked account, set temporary password Orange#Bicycle, user must change",
+        "Orange#Bicycle",
+    ),
+    ("Reset the SFTP password for the vendor to Quokka&Friends and closed the ticket.", "Quokka&Friends"),
+    ("FYI I set the BIOS password on all the kiosk laptops to kiosk4322", "kiosk4322"),
+    ("Salut Paul, le mot de passe du routeur c'est chatnoir76 (tout en minuscules).", "chatnoir76"),
+    ("db pass is the usual one: Hunter3Hunter3", "Hunter3Hunter3"),
+    ("wifi password -> Coconut!Water", "Coconut!Water"),
+    ("The new password (Cactus-Flower-32) is in effect from Monday.", "Cactus-Flower-32"),
+    ("Gave the contractor a temporary password, Bright#Morning, valid for 24h.", "Bright#Morning"),
+    ("Hi Sam, the TV login is office@acme.com and Popcorn!24 is the password.", "Popcorn!24"),
+    ("Temporary credentials: user temp01, password Elderflower.", "Elderflower"),
+    ("fyi guest wifi password is wallaby-sunset", "wallaby-sunset"),
+    ("la contraseña del wifi de la oficina es gatonegro", "gatonegro"),
+    ("Voicemail PIN 4472, change it when you get a chance", "4472"),
+]
+
+
+@pytest.mark.parametrize(("text", "password"), SAID_APART)
+def test_a_password_said_apart_from_its_word_or_after_a_question_is_redacted(
+    text: str, password: str
+) -> None:
+    out = redacted(text)
+    assert password not in out, out
+    assert out.replace("[redacted: password]", password) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh into the box with your own key / agent forwarding, not a password",
+        "The old Jenkins box still uses LDAP / SSO for logins.",
+        "log into the console with admin / your usual password",
+        "account types: personal / business",
+        "deploy to the box in us-east-1 / eu-west-1 first",
+        "The old Jenkins box still uses java8 / java11 agents",
+        "log in with google / facebook on the kiosk",
+        "User should use enable_policy_type/disable_policy_type to do anything else",
+        "e.g. `port` in `https://user:pass@host:port/path?query#fragment`",
+        "what's the password for the lab router?\nno idea, ask Priya",
+        "Tom: what's the password for the sales laptop?\nJess: it's in 1Password under Sales",
+        "what's the wifi password?\nit's on the whiteboard by the kitchen",
+        "Tom: what's the password for the sales laptop?\nJess: Later",
+        "what's the password policy now?\nSixteen characters, rotated yearly",
+        "Tom: is the password case sensitive?\nJess: Yes",
+        "what's the error code?\nit's 5003",
+        "log into the bastion as breakglass with password authentication disabled",
+        "Changed the VPN password policy to require MFA",
+        "We switched the password hashing to argon2id last sprint.",
+        "Reset the SFTP password for the vendor to default",
+        "Password for the vendor was sent to Quokka Logistics via Signal.",
+        "le mot de passe du routeur c'est écrit dessous",
+        "Das Passwort ist abgelaufen, bitte über das Portal neu setzen.",
+        "het wifi wachtwoord is veranderd",
+        "Password123 is the most common password in breach lists.",
+        "getattr(token, 'permissions', None)",
+        "master_key (proxy_server.py:4530)",
+    ],
+)
+def test_talk_of_a_pair_an_answer_or_a_password_without_one_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], redacted(text)
+
+
 def test_a_password_sent_after_talk_of_one_is_caught_only_close_to_it() -> None:
     # The sentence before or a chat's line before: the colon answers the talk of a password.
     assert "hunter2" not in redacted("what's the password?\nin case it didn't arrive: hunter2")
@@ -651,6 +819,17 @@ def test_a_password_in_capitals_or_with_a_slash_is_still_a_password() -> None:
         "password x: y1!\n" * 6_300,
         "a:" * 50_000,
         "-" * 100_000,
+        "login('a', " * 9_000,
+        "connect('a.b', 1, " * 6_000,
+        "INSERT INTO t (password) VALUES " + "('a')," * 16_000,
+        "create user a identified by " * 3_500,
+        "a:b@(" * 20_000,
+        "box: admin / " * 7_500,
+        "what is the password?\nit is " * 3_500,
+        "/auth.txt\na\n" * 8_000,
+        "password, a, " * 7_500,
+        "set the password " + "a " * 49_990 + "to x1!",
+        '"password" x.type(' * 5_500,
     ],
     ids=lambda text: repr(text[:16]),
 )

@@ -67,6 +67,7 @@ TOOLS: tuple[tuple[str, Takes], ...] = (
     ("sqlcmd bcp osql isql", Takes(flags=("-P",))),
     ("mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop", Takes(flags=("-p",))),
     ("ipmitool mosquitto_pub mosquitto_sub", Takes(flags=("-P",))),
+    ("smbpasswd", Takes(flags=("-w",))),  # the LDAP admin's password
     ("psexec paexec rdesktop", Takes(flags=("-p",))),
     ("lftp", Takes(flags=("-u",), split=",")),
     (
@@ -286,9 +287,20 @@ _READS_STDIN = re.compile(
 )
 
 
+# A value written into a file named for a password: echo 'X' > /etc/rsync.pass, echo X >> pass.txt
+# (a file of secrets: .vnc/passwd, rsyncd.secrets, creds).
+_WRITTEN = re.compile(
+    r"\b(?:echo(?:\s+-[neE]+)*|printf(?:\s+(?:'%s[^'\n]*'|\"%s[^\"\n]*\"))?)\s+"
+    r"(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s|;&'\"<>]+)\s*>>?\s*[^\s|;&]*?"
+    r"(?i:pass(?:wd|word)?|pwd|secrets?|creds?|credentials)[^\s|;&/]*(?=$|[\s|;&])"
+)
+
+
 def _piped(text: str) -> Iterator[Given]:
     """The passwords echoed, here-stringed or given as a here-document's first line to a command that
     reads one on its standard input."""
+    for match in _WRITTEN.finditer(text) if ">" in text else ():
+        yield from _stdin_value(text, match, "", _begins_line(text, match.start()))
     for match in PIPED.finditer(text) if "|" in text else ():
         yield from _stdin_value(text, match, match.group("tool"), _begins_line(text, match.start()))
     for match in [*_HERE.finditer(text), *_HEREDOC.finditer(text)] if "<<" in text else []:

@@ -28,7 +28,8 @@ FOREIGN = r"passwort|kennwort|contrase(?:ñ|n)a|senha|wachtwoord|mot[_ ]de[_ ]pa
 # psk: a Wi-Fi passphrase; pin: a PIN of digits (PIN).
 _WORDS = (
     KEYS
-    + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)|(?-i:(?<=[a-z])Pass)"
+    + r"|password|passwd|passphrase|passcode|pwd|pw|(?<=[_.-])pass|pass(?==)"
+    + r"|pass(?=[\"']?[ \t]*:[ \t]*[\"'])|(?-i:(?<=[a-z])Pass)"
     + r"|secret|token"
     + r"|psk|pre[_-]?shared[_-]?key|pin|"
     + FOREIGN
@@ -104,6 +105,14 @@ _NOT_A_VALUE = frozenset(
 # A word a sentence ends on after "the password is" that says how it is (outdated, expiring,
 # guessable), not what it is.
 STATE = re.compile(r"(?i)(?:ed|ing|able|ible|ous|ive)$")
+# Ways of signing in that are no password ("log in with Google", "use okta for the admin login",
+# NEO4J_AUTH=none, DEFAULT_AUTH=ldap/kerberos).
+SIGN_IN_METHODS = frozenset(
+    """sso saml oauth oauth2 oidc openid ldap kerberos okta auth0 google github gitlab microsoft azure
+    azuread entra apple facebook twitter keycloak passkey passkeys yubikey webauthn totp 2fa mfa otp
+    sudo ssh key keys certificate cert token tokens basic digest bearer negotiate ntlm plain scram
+    none""".split()
+)
 ADDRESS = re.compile(r"^@\w|^[\w.+-]+@[\w-]+\.[\w.-]+$")  # "send the password to @ops, to a@b.io"
 # Code: a call or subscript (getpass(, os.environ[), a dotted name (process.env.DB_PASSWORD,
 # settings.SECRET), a variable named for a credential (raw_password, userPassword).
@@ -126,6 +135,33 @@ _MIXED = r"(?=\S*[0-9])(?=\S*[a-z])(?=\S*[A-Z])"  # digits, small and capital le
 _STRONG = re.compile(_MIXED + r"\S{16,}")
 # A credential named without "is" or "=": letters and digits, and both cases or a sign.
 STRONGISH = re.compile(r"(?=\S*[0-9])(?=\S*[A-Za-z])(?:(?=\S*[a-z])(?=\S*[A-Z])|(?=\S*[^\w\s-]))\S{8,}")
+# Words joined by hyphens or underscores, each of letters (a number may end one): a passphrase
+# (Bergamot-Earl-Grey, purple-otter-canoe-rain), or a name (billing-service, read-only): where a
+# sentence says plainly that it is a password, and with a capital letter where it says less.
+_PASSPHRASE = re.compile(r"[A-Za-z]{2,}[0-9]*(?:[-_][A-Za-z]{2,}[0-9]*){1,6}")
+_NOT_A_PASSPHRASE = frozenset(
+    """read-only write-only read-write auto-generated auto-generate never-expire non-expiring one-time
+    self-service single-sign-on sign-in log-in opt-in opt-out end-to-end case-sensitive case-insensitive
+    hard-coded hardcoded well-known pre-shared user-defined system-generated self-signed write-protected
+    built-in per-user per-host time-based up-to-date out-of-date short-lived long-lived""".split()
+)
+# Names of algorithms, encodings, protocols and platforms, which a sentence may set a password's
+# handling to ("switched the password hashing to argon2id"), never a password.
+TECHNICAL = re.compile(
+    r"(?i)argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2[\w-]*|sha-?\d+|md5|aes-?\d+\w*|rsa-?\d+|ed25519|x25519"
+    r"|base(?:64|32)|utf-?8|tls-?v?1(?:\.\d)?|ssl-?v?\d|http/?\d(?:\.\d)?|ntlmv?2|kerberos5?|oauth2?|saml2?"
+    r"|ipv[46]|x86(?:_64)?|arm64|amd64|win(?:dows)?\d+|1password"
+)
+
+
+def passphrase(value: str, capital: bool = True) -> bool:
+    """Whether ``value`` is words joined by hyphens or underscores that may be a passphrase (with
+    a capital letter in it, unless not ``capital``); not a word of a kind (read-only) nor a stand-in."""
+    if not _PASSPHRASE.fullmatch(value) or value.lower() in _NOT_A_PASSPHRASE or stand_in(value):
+        return False
+    return not capital or any(c.isupper() for c in value)
+
+
 # Where a bare value ends: at the next field of a query string or connection string (&ssl=true,
 # ;Trusted=yes), at a comma before the next key, and without the sentence's closing marks.
 _NEXT_FIELD = re.compile(r"&(?=[\w.-]+=)|;|,(?=\s*[\"']?[\w.-]+[\"']?\s*[=:]|\s*$)")
@@ -161,6 +197,8 @@ def stand_in(value: str, quoted: bool = False, literal: bool = False) -> bool:
     # holds such a word (password123, Password1!).
     camel = re.search(r"[a-z][A-Z]", value) is not None
     joined = "_" in value or "-" in value or camel
+    if any(c.isdigit() for c in value) and (quoted or any(c.isupper() for c in value)):
+        return False  # a password that reads as a name: "SecretSauce1", ChapPass1 (not raw_password)
     return bool(_VARIABLE.match(value) and _CREDENTIAL_WORD.search(value) and joined)
 
 
@@ -176,11 +214,17 @@ def assigned_value(value: str, word: str, quoted: bool = False, literal: bool = 
     return True
 
 
-def credential_like(value: str, word: str) -> bool:
+def credential_like(value: str, word: str, quoted: bool = False) -> bool:
     """Whether a value named in a sentence looks like a credential: letters with digits or signs
     (or digits alone for a password or PIN); not a stand-in, a version, or, for a secret, token or
-    key, a name such as billing-2024 (a password may well be one)."""
-    if stand_in(value) or len(value) < 4 or VERSION.match(value) or _NO_PASSWORD_SHAPE.fullmatch(value):
+    key, a name such as billing-2024 (a password may well be one); ``quoted``: written where no
+    YAML tag can be (!QAZxsw2 is a password)."""
+    if (
+        stand_in(value, quoted)
+        or len(value) < 4
+        or VERSION.match(value)
+        or _NO_PASSWORD_SHAPE.fullmatch(value)
+    ):
         return False
     password = bool(PASSWORD_WORD.match(word.lower()))
     if value.isdigit():

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from memtree_mcp.core.credentials import (
     NAME,
     NAMED,
+    SIGN_IN_METHODS,
     assigned_value,
     bare_end,
     credential_like,
@@ -73,6 +74,13 @@ _SELF_NAMED = re.compile(
 # virtual users before db_load), named so: a run of lines of one word each, user then password.
 _ALTERNATING = re.compile(r"(?i)auth-user-pass|vsftpd|virtual[_ ]users")
 _ONE_WORD_LINES = re.compile(r"(?m)(?:^[ \t]*[^\s#]\S{0,127}[ \t]*(?:\n|\Z))+")  # not a comment
+# ... or a file named for what it holds, by a comment, a cat or a line of its own, with its lines
+# right after: /etc/openvpn/auth.txt, ~/.vpn/creds, credentials.txt, login.conf, pass.txt.
+_HOLDS = r"(?i:auth|creds?|credentials|logins?|pass|passwd|passwords?|userpass|user-pass|vpn-?creds?)"
+_CREDENTIALS_FILE = re.compile(
+    r"(?m)^[^\n]{0,120}?(?:(?:[~\w.-]{0,64}/){1,12}\.?" + _HOLDS + r"(?:\.\w{1,6})?"
+    r"|(?<![\w./-])\.?" + _HOLDS + r"\.(?:txt|conf|cfg|creds?|pass|auth|dat|secrets?))(?![\w/-])[^\n]*\n"
+)
 # A name and its value side by side: Kubernetes' env (- name: DB_PASSWORD / value: X), an ECS task
 # definition ({"name": "DB_PASSWORD", "value": "X"}), CloudFormation's ParameterKey=DBPassword,
 # ParameterValue=X; not valueFrom.
@@ -81,10 +89,11 @@ _PAIR = re.compile(
     r"[ \t]*(?:,|\n)\s{0,40}?(?:-[ \t]+)?[\"']?(?i:(?:parameter)?value)[\"']?[ \t]*[:=][ \t]*"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',}\]]+))"
 )
-# A user and password under a credential's key: credentials: deploy:X, BASIC_AUTH=admin:X.
+# A user and password under a credential's key: credentials: deploy:X, BASIC_AUTH=admin:X, and
+# NEO4J_AUTH=neo4j/X (a slash, where the name ends in AUTH or CREDENTIALS).
 _USER_PASS = re.compile(
     r"(?<![A-Za-z])(?i:credentials?|creds|userpass|user_pass|basic[_-]?auth|auth)[\"']?[ \t]*[:=][ \t]*[\"']?"
-    r"(?P<user>[A-Za-z][\w.@+\\-]{0,63}):(?P<value>[^\s\"',;}]+)"
+    r"(?P<user>[A-Za-z][\w.@+\\-]{0,63})(?P<sep>[:/])(?P<value>[^\s\"',;}]+)"
 )
 # A configuration directive that takes a password after a space: redis.conf's requirepass and
 # masterauth, ldap.conf's bindpw, a kickstart's rootpw, keepalived's auth_pass, bitcoin.conf's
@@ -135,6 +144,13 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
             yield ("password", *found)
     if any(word in low for word in ("auth-user-pass", "vsftpd", "virtual")) and _ALTERNATING.search(text):
         yield from _alternating(text)
+    elif "\n" in text and any(word in low for word in ("auth", "cred", "login", "pass")):
+        at = 0
+        while (named := _CREDENTIALS_FILE.search(text, at)) is not None:
+            run = _ONE_WORD_LINES.match(text, named.end())
+            at = named.end() if run is None else run.end()  # (a run is read once, not once a name in it)
+            if run is not None:
+                yield from _alternating(text, run.start(), run.end())
     for match in _PAIR.finditer(text):
         named = NAMED.search(match.group("name"))
         found = value_of(text, match, "password" if named is None else named.group("word"))
@@ -143,7 +159,12 @@ def format_passwords(text: str) -> Iterator[tuple[str, int, int]]:
     for match in _USER_PASS.finditer(text):
         start, end = match.span("value")
         end = bare_end(text, start, end)
-        if assigned_value(text[start:end], "password"):
+        value, user = text[start:end], match.group("user")
+        if match.group("sep") == "/" and (
+            "/" in value or user.isupper() or {user.lower(), value.lower()} & SIGN_IN_METHODS
+        ):
+            continue  # a path or a choice of ways to sign in (DEFAULT_AUTH=ldap/kerberos, PLAIN/SCRAM)
+        if assigned_value(value, "password"):
             yield ("password", start, end)
     for match in _DIRECTIVE.finditer(text):
         line = text.rfind("\n", 0, match.start()) + 1
@@ -179,10 +200,10 @@ def _given(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     return None
 
 
-def _alternating(text: str) -> Iterator[tuple[str, int, int]]:
-    """The passwords of a run of one-word lines that alternate a user and a password: every second
-    line of a run of an even number of lines (an odd run says no such thing)."""
-    for run in _ONE_WORD_LINES.finditer(text):
+def _alternating(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[str, int, int]]:
+    """The passwords of a run of one-word lines (in ``text[start:end]``) that alternate a user and a
+    password: every second line of a run of an even number of lines (an odd run says no such thing)."""
+    for run in _ONE_WORD_LINES.finditer(text, start, len(text) if end is None else end):
         lines = list(re.finditer(r"\S+", run.group()))
         if len(lines) < 2 or len(lines) % 2:
             continue

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memtree_mcp.core.calls import call_passwords, dsn_passwords, typed_passwords
 from memtree_mcp.core.commands import command_passwords
 from memtree_mcp.core.credentials import (
     FOREIGN,
@@ -42,6 +43,7 @@ from memtree_mcp.core.credentials import (
 )
 from memtree_mcp.core.file_formats import format_passwords
 from memtree_mcp.core.sentences import said_passwords
+from memtree_mcp.core.sql import sql_passwords
 
 _QUOTED = r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)"
 
@@ -67,6 +69,7 @@ COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"<[\w:.-]*(?i:password|passwd|passphrase|secret|token|api[_-]?key)>(?P<value>[^<\n]{1,200})</"
         ),
     ),
+    ("password", re.compile(r"<(?i:pass|pwd)>(?P<value>[^<\n]{1,200})</(?i:pass|pwd)>")),  # <pass>X</pass>
 )
 
 # An assignment: NAME=value, NAME: value, "name": "value", name := value, --name value, name 'value'.
@@ -134,19 +137,26 @@ _NOT_A_SETTER = re.compile(
 # HTTPBasicAuth('user', 'X'), pika.PlainCredentials('guest', 'X'), new NetworkCredential("u", "X"),
 # new PasswordAuthentication("u", "X".toCharArray()).
 _AUTH_PAIR = re.compile(
-    r"(?:(?<![\w.])auth\s*=\s*|(?<![\w.])(?:[A-Za-z_$][\w$]*\.){0,4}\w*(?:Auth|Credentials?|Authentication)\s*)"
+    r"(?:(?<![\w])(?:[A-Za-z]+_)?auth\s*=\s*|(?<![\w.])(?:[A-Za-z_$][\w$]*\.){0,4}\w*(?:Auth|Credentials?|Authentication)\s*)"
     r"[(\[]\s*[\"'](?P<user>[^\"'\n]{1,80})[\"']\s*,\s*" + _VALUE + r"(?:\.\w+\(\))?\s*[,)\]]"
 )
 # A pair whose halves are the words for what they are ("user", "pass2"; "username1", "password1"):
 # an example's, not a password.
 _EXAMPLE_USER = re.compile(r"(?i)(?:user(?:name)?|login|name)\d{0,2}")
 _EXAMPLE_PASSWORD = re.compile(r"(?i)(?:pass(?:word|wd)?|pwd|pw|secret)\d{0,2}")
+# -p right after -u and a user, on any tool's command line (-p is a port's flag as often, but not
+# after a user: az sql server create -u sqladmin -p X).
+_USER_THEN_P = re.compile(
+    r"(?<!\S)-u[ \t]+[^\s-]\S*[ \t]+-p[ \t]+"
+    r"(?:(?P<q>[\"'])(?P<quoted>[^\"'\n]{1,200})(?P=q)|(?P<bare>[^\s\"'-][^\s\"']*))"
+)
+_MYSQL = re.compile(r"(?i)\b(?:mysql|mariadb)\w*")
 # A credential right after its name, without "is" or "=" ("log in with password EWE?yCp8h").
 # ("new pass: Ak.T7ncx2+z": a strong value after "pass" too, which alone is a word of its own.)
 _BARE = re.compile(
     r"(?<![A-Za-z])(?P<word>(?i:"
     + KEYS
-    + r"|password|passwd|passphrase|pwd|secret|token|pass(?=:)|"
+    + r"|password|passwd|passphrase|pwd|pw|secret|token|pass(?=:)|"
     + FOREIGN
     + r"))"
     r":?\s+(?P<value>[^\s\"'`,;()<>\[\]{}]{8,})"
@@ -171,7 +181,21 @@ def named_secrets(text: str) -> Iterator[tuple[str, int, int]]:
     yield from _assigned(text)
     yield from _flags(text)
     yield from _code(text)
+    yield from (("password", start, end) for start, end in call_passwords(text))
+    yield from (("password", start, end) for start, end in dsn_passwords(text))
+    yield from (("password", start, end) for start, end in typed_passwords(text))
+    yield from sql_passwords(text)
     yield from said_passwords(text)
+    for match in _USER_THEN_P.finditer(text) if " -p" in text else ():
+        group = "bare" if match.group("q") is None else "quoted"
+        start, end = match.span(group)
+        end = bare_end(text, start, end) if group == "bare" else end
+        value = text[start:end]
+        line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+        if _MYSQL.search(line) or not credential_like(value, "password", quoted=group == "quoted"):
+            continue  # mysql -u root -p shop: mysql's -p takes its value glued, and prompts
+        if any(c.isalpha() for c in value) and assigned_value(value, "password", quoted=group == "quoted"):
+            yield ("password", start, end)
     for match in _BARE.finditer(text):
         value, start = match.group("value").rstrip("."), match.start("value")
         if credential_like(value, match.group("word")) and STRONGISH.fullmatch(value):

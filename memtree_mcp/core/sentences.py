@@ -14,18 +14,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memtree_mcp.core.conversation import account_name, answered_passwords, pair_passwords
 from memtree_mcp.core.credentials import (
     ADDRESS,
     FOREIGN,
     KEYS,
+    PASSWORD_WORD,
     PIN,
+    SIGN_IN_METHODS,
     STATE,
     STRONGISH,
+    TECHNICAL,
     VERSION,
     assigned_value,
     credential_like,
     ends_clause,
     kind_of,
+    passphrase,
     plain_password,
     sentence_end,
     stand_in,
@@ -53,27 +58,45 @@ _BETWEEN = (
 _SAID = re.compile(
     r"(?<![A-Za-z])(?P<word>(?i:"
     + KEYS
-    + r"|password|passwd|passphrase|passcode|pin|secret|token|pwd|pw|pass|code|mdp|"
+    + r"|password|passwd|passphrase|passcode|pin|secret|token|pwd|pw|pass|code[ \t]+(?:du[ \t]+)?wi-?fi"
+    + r"|wi-?fi[ \t]+code|code|mdp|"
     + FOREIGN
     + r"|clave))"
     r"(?:\s+(?i:for|of|on|to|at|as|from|in|with|i|we|you|he|she|they|that|de|del|da|do|du|des|für|fürs|vom"
     r"|von|zum|zur|pour|para|per|van|voor)" + _BETWEEN + r")?"
-    r"(?:\s+(?:(?:is\s+|was\s+|(?:just\s+|finally\s+)?got\s+)?(?:set|changed|reset|updated)\s+to|is|was"
-    r"|es|era|ist|lautet|war|est|était|é|è)\s*:?"
+    r"(?:,(?:\s+[^\s.,;:!?\"']+){1,5},)?"  # an aside: "the wifi password, if anyone asks, is X"
+    # db pass is the usual one: X
+    r"(?:\s+(?:is|was)\s+(?i:the|my|our|your)\s+(?i:usual|same|regular|standard|normal|default|old|new)"
+    r"(?:\s+one)?\s*[:,–—-]"
+    r"|\s+(?:(?P<setto>(?:is\s+|was\s+|has\s+been\s+|(?:just\s+|finally\s+)?got\s+)?(?:set|changed|reset|updated)\s+to)|is|was"
+    r"|es|era|ist|lautet|war|est|était|é|è|c['’]est|c['’]était)\s*:?"
     # my password's X; the pw, it's X
     r"|(?P<its>['’]s|(?:\s+[^\s.,;:!?\"']+)?,\s+(?:it's|it’s|it\s+is|that's|which\s+is))"
-    r"|\s+(?P<to>to)|\s*:|\s+=)"
-    r"\s+(?:(?:now|still|just|literally|actually|currently|simply|again|also|always|really|probably"
+    # (then a value that looks like one) changed ... to X; wifi password -> X; password? It's X;
+    # the new password (X); a temporary password, X, valid for a day
+    r"|\s+(?P<to>to)|\s*(?P<arrow>->|→|=>|--|—|–)|\s*\?\s+(?P<asked>(?i:it['’]s|its|it\s+is))"
+    r"|\s*(?P<paren>\()(?=[^\s()]+\))|(?P<apposed>,)(?=\s+[^\s,]+,)|\s*:|\s+=)"
+    r"(?:\s+|(?<=\())(?:(?:now|still|just|literally|actually|currently|simply|again|also|always|really|probably"
     r"|temporarily|noch|immer|toujours|ainda|ancora|todavía)\s+)?"
     r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'`,;()<>\[\]{}]+))"
 )
 # A password or login set to a value: "I reset the root password to hotpotato", "changed the
-# Grafana admin login to ilovepizza" (a plain word too, which "sent the password to Jennifer" is
-# not: no verb of setting).
+# Grafana admin login to ilovepizza", "Changed the root pw on db01 and db02 to X" (a plain word too,
+# which "sent the password to Jennifer" is not: no verb of setting).
 _SET_TO = re.compile(
-    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated)"
-    r"(?:\s+[^\s.,;:!?\"']+){1,3}?\s+(?P<word>(?i:password|passwd|passphrase|passcode|pw|login))\s+to\s+"
+    r"(?<![A-Za-z])(?i:changed|changing|change|set|setting|reset|resetting|updated|rotated)"
+    r"(?:\s+[^\s.,;:!?\"']+){1,3}?\s+(?P<word>(?i:password|passwd|passphrase|passcode|pw|login))"
+    r"(?P<between>(?:\s+(?!(?i:because|since|but|although|though|while|if|unless|until|so|or|whereas|then"
+    r"|when)\b|(?i:and\s+(?:\w+ed|i|we|you|he|she|they|it|then)\b))[^\s.,;:!?\"']+){0,8}?)\s+to\s+"
     r"(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# What a password's word may name instead of the password ("the password policy to", "password
+# hashing to argon2id", "the password field to read-only").
+_ATTRIBUTE = re.compile(
+    r"(?i)(?<![A-Za-z])(?:polic(?:y|ies)|length|expiry|expiration|age|lifetime|history|hash(?:ing|es)?"
+    r"|algorithm|rotation|timeout|limit|minimum|maximum|complexity|strength|requirements?|rules?|field"
+    r"|prompt|check|validation|reset|manager|storage|column|format|encoding|scheme|settings?|config"
+    r"|configuration|mode|option|flow|page|screen|form|dialog|hint|login|auth(?:entication)?)(?![A-Za-z])"
 )
 # What follows "set the password to" that is a verb, not a password ("to expire after 90 days").
 _INFINITIVE = frozenset(
@@ -114,12 +137,6 @@ _GIVEN_FOR_LOGIN = re.compile(
 _WINDOWS_USER = re.compile(r"[\w.-]+\\[\w.$-]+")  # CORP\jdoe
 # The sentence names a user apart from the value ("user is qa@example.com", "as qa_tester").
 _USER_NAMED = re.compile(r"(?i)\buser(?:name)?\s*(?:is|:|=)|[\w.+-]+@[\w-]+\.[\w.]+")
-# Ways of signing in that are no password ("log in with Google", "use okta for the admin login").
-_SIGN_IN_METHODS = frozenset(
-    """sso saml oauth oauth2 oidc openid ldap kerberos okta auth0 google github gitlab microsoft azure
-    azuread entra apple facebook twitter keycloak passkey passkeys yubikey webauthn totp 2fa mfa otp
-    sudo ssh key keys certificate cert token tokens""".split()
-)
 # A password named by a pronoun near talk of a login: "I reset it to Bluebird2024 for now, change it
 # after you log in", "the old login stopped working so I changed it to X", "For the wiki I just used
 # my usual one, X, so ask me if it locks you out".
@@ -168,7 +185,7 @@ def _login_value(text: str, match: re.Match[str]) -> tuple[int, int, str] | None
     if group == "bare":
         end = sentence_end(text, start, end)
     value = text[start:end]
-    if len(value) < 4 or stand_in(value, quoted=group != "bare") or value.lower() in _SIGN_IN_METHODS:
+    if len(value) < 4 or stand_in(value, quoted=group != "bare") or value.lower() in SIGN_IN_METHODS:
         return None
     if ADDRESS.match(value) or len(value.split()) > 1 or "/" in value or _WINDOWS_USER.fullmatch(value):
         return None  # words ("using 'litellm login'"), a path or a protocol (HTTP/2), a user (CORP\jdoe)
@@ -253,6 +270,7 @@ def said_passwords(text: str) -> Iterator[tuple[str, int, int]]:
     value (_SET_TO) or given as one (_GIVEN_AS), a user and password after a login's name
     (_LOGIN_PAIR), and a password said a little after talk of one (:func:`_after_talk`), each as
     (kind, start, end)."""
+    low = text.lower()
     for match in _SAID.finditer(text):
         found = _said_value(text, match)
         if found is not None:
@@ -261,10 +279,45 @@ def said_passwords(text: str) -> Iterator[tuple[str, int, int]]:
         start = match.start("value")
         end = sentence_end(text, start, match.end("value"))
         value = text[start:end]
-        if credential_like(value, "password") or (
-            plain_password(value) and value.lower() not in _INFINITIVE and not ADDRESS.match(value)
-        ):
+        if _ATTRIBUTE.search(match.group("between")) or value.lower() in SIGN_IN_METHODS:
+            continue  # "Changed the VPN password policy to require MFA", "the login to passkeys"
+        plain = plain_password(value) or passphrase(value, capital=False)
+        if _shaped(value) or (plain and value.lower() not in _INFINITIVE and not ADDRESS.match(value)):
             yield ("password", start, end)
+    for match in _PIN.finditer(text) if "PIN" in text or "pin" in text else ():
+        yield ("password", *match.span("value"))
+    for match in _USER_THEN_PASSWORD.finditer(text):
+        start = match.start("value")
+        end = sentence_end(text, start, match.end("value"))
+        value, user = text[start:end], match.group("user")
+        if not account_name(text, match.start("user"), user, value) or not assigned_value(value, "password"):
+            continue  # "user id and password twice"
+        if ADDRESS.match(value) or not (
+            credential_like(value, "password") or _said_password(text, value, end)
+        ):
+            continue
+        yield ("password", start, end)
+    for match in _WORD_THEN_VALUE.finditer(text):
+        start = match.start("value")
+        end = sentence_end(text, start, match.end("value"))
+        value = text[start:end]
+        goes_on = ends_clause(text, end) or _GOES_ON.match(text, end) or text.startswith(" (", end)
+        if goes_on and _shaped(value):
+            yield ("password", start, end)
+        elif ends_clause(text, end) and plain_password(value) and _WITH_BEFORE.search(text, 0, match.start()):
+            # "pi@raspberrypi with password kittens": a plain word where who logs in is named
+            line = text.rfind("\n", 0, match.start()) + 1
+            if _LOGS_IN_AS.search(text, line, match.start()):
+                yield ("password", start, end)
+    for pattern in (_VALUE_IS_THE, _WIFI_KEY) if ("pass" in low or "pw" in low or "key" in low) else ():
+        for match in pattern.finditer(text):
+            start, end = match.span("value")
+            if pattern is _WIFI_KEY:
+                end = sentence_end(text, start, end)
+            elif _ATTRIBUTE.match(text, match.end() + 1):
+                continue  # "SHA-256 is the password hash"
+            if _shaped(text[start:end]):
+                yield ("password", start, end)
     for match in _GIVEN_AS.finditer(text):
         found = value_of(text, match, "password", plain=False)
         if found is not None:
@@ -272,6 +325,60 @@ def said_passwords(text: str) -> Iterator[tuple[str, int, int]]:
     yield from _login_pairs(text)
     yield from _after_talk(text)
     yield from _logins(text)
+    for start, end in (*pair_passwords(text), *answered_passwords(text)):
+        yield ("password", start, end)
+
+
+# A user named, then the password: "Temporary credentials: user temp01, password Elderflower.",
+# "Admin panel: user admin, pass vertigo55".
+_USER_THEN_PASSWORD = re.compile(
+    r"(?<![A-Za-z])(?i:user(?:name)?|login|account)[ \t]*:?[ \t]+"
+    r"[`'\"]?(?P<user>[A-Za-z][\w.@+\\-]{0,63})[`'\"]?"
+    r"[ \t]*[,;]?[ \t]+(?:(?i:and)[ \t]+)?(?i:password|passwd|pass|pwd|pw)[ \t]*:?[ \t]+"
+    r"(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# A value, then what it is: "Popcorn!23 is the password.", "Mango_Tango (that's the wifi password)".
+_VALUE_IS_THE = re.compile(
+    r"(?<![^\s(\[\"'`:])(?P<value>[^\s\"'`,;()<>\[\]{}]{3,63}[^\s\"'`,;:()<>\[\]{}])"
+    # one optional "(" between two runs of blanks: "[ \t]*\(?[ \t]*" reads a long run in square time
+    r"[ \t]*(?:(?:\([ \t]*)?(?i:that['’]s|that\s+is|which\s+is)"
+    r"|(?i:is|was)|=)[ \t]+(?i:the|my|our|your|his|her|their)[ \t]+"
+    r"(?i:(?:new|wifi|wi-fi|admin|root|current|temporary"
+    r"|temp|default|actual|real|shared|guest|vpn|login|account|master|old)[ \t]+){0,2}"
+    r"(?i:password|passwd|passcode|passphrase|pw)(?![A-Za-z])"
+)
+# A wifi's key: "the SSID is AcmeCorp and the key is Dublin1916".
+_WIFI = re.compile(r"(?i)(?<![A-Za-z])(?:wi-?fi|wlan|wpa2?|ssid)(?![A-Za-z])")
+_WIFI_KEY = re.compile(
+    r"(?i:(?<![A-Za-z])(?:wi-?fi|wlan|wpa2?|ssid|network)(?![A-Za-z])[^\n.]{0,80}?(?<![A-Za-z])key\s+(?:is|:|=))"
+    r"\s+(?P<value>[^\s\"'`,;()<>\[\]{}]+)"
+)
+# Who logs in, named before "with password X": "as admin", "user admin", pi@raspberrypi.
+_LOGS_IN_AS = re.compile(r"(?i)(?<![A-Za-z])(?:as|user(?:name)?|login)\s+\S|[\w.-]+@[\w.-]+|\bssh\b")
+# A PIN given right after its name: "Voicemail PIN 4471", "pin code 0420" (a chip's pin is no PIN).
+_PIN = re.compile(
+    r"(?<![A-Za-z])(?:PIN|(?i:pin)[ \t]+(?i:code|number))[ \t]*[:#]?[ \t]*(?P<value>\d{4,8})(?![\d.,:/-]*\d)"
+)
+
+
+# A password right after its word, where the clause ends or goes on with a conjunction: "log into
+# the bastion as breakglass with password Bergamot-Earl-Grey and rotate it", "set temporary password
+# Orange#Bicycle, user must change", "user acme-ops, password Sapphire-Dawn (no digits)".
+_WITH_BEFORE = re.compile(r"(?i)(?:with|using)\s+(?:the\s+|a\s+)?\Z")
+_WORD_THEN_VALUE = re.compile(
+    r"(?<![A-Za-z])(?i:password|passwd|passphrase|pwd|pw)[ \t]+(?P<value>[^\s\"'`,;()<>\[\]{}]{6,64})"
+)
+
+
+def _shaped(value: str) -> bool:
+    """Whether a value a sentence gives without saying "is" looks like a password: letters with
+    digits or signs, or words joined by hyphens with a capital (Bergamot-Earl-Grey); not a measure,
+    a release or a technical name (argon2id, SHA-256)."""
+    if _MEASURE.fullmatch(value) or VERSION.match(value) or TECHNICAL.fullmatch(value):
+        return False
+    if value.lower() in SIGN_IN_METHODS:
+        return False
+    return credential_like(value, "password") or passphrase(value)
 
 
 def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
@@ -285,7 +392,11 @@ def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
             return None  # token = b64encode(...), key = row['key']: code's value, not a credential
         end = sentence_end(text, start, end)
     value = text[start:end]
-    if word in ("pin", "code"):
+    if "code" in word and _WIFI.search(text, max(0, match.start() - 40), match.end()):
+        # "le code wifi c'est chocolat": the wifi's code is its password
+        found = credential_like(value, "password") or _said_password(text, value, end)
+        found = found or _said_foreign_password(text, value, end)
+    elif word in ("pin", "code"):
         # A PIN, not a pin of a chip (5V); a door's, a gate's or an alarm's code, not an error's,
         # with the sign its keypad takes (7391#, *2580).
         said = text[max(0, match.start() - 24) : match.end()]
@@ -293,23 +404,36 @@ def _said_value(text: str, match: re.Match[str]) -> tuple[int, int] | None:
         before = text[max(0, match.start() - 40) : match.start()]
         locked = _LOCKED.search(said) is not None and not _NOT_A_DOOR_CODE.search(before)
         found = PIN.fullmatch(digits) is not None and (word == "pin" or locked)
-    elif group != "bare":
+    elif group != "bare" and not any(match.group(g) for g in ("asked", "paren", "apposed", "arrow")):
         found = assigned_value(value, word, quoted=True, literal=group == "sq")
     elif _PLAIN_WORDS.fullmatch(word) and (spaced := _spaced(text, start, end)) is not None:
         end, found = spaced, True  # "changed to Rocket Man 1972 (with the spaces)"
     elif match.group("its") and not ends_clause(text, end):
-        found = False  # "the password's SHA-1 hash": a possessive, not "is"
+        # "the password's SHA-1 hash": a possessive, not "is"; but "password's sunflower88 btw"
+        found = PASSWORD_WORD.match(word) is not None and word != "pass" and _shaped(value)
     elif word == "mdp":
         found = credential_like(value, "password")  # French shorthand; an MDP is a model too
-    elif match.group("to"):
-        # "changed the password to Fluffy2020!", not "sent the password to Jennifer."
-        found = bool(STRONGISH.fullmatch(value)) and word != "pass"
+    elif match.group("to") and not PASSWORD_WORD.match(word):
+        found = bool(STRONGISH.fullmatch(value))  # "changed the token to X"
+    elif any(match.group(g) for g in ("to", "asked", "paren", "apposed", "arrow")):
+        # "changed the password to Fluffy2020!", not "sent the password to Jennifer."; a bare value
+        # that looks like one ("set the BIOS password on the laptops to kiosk4321", "Quokka&Friends")
+        found = group == "bare" and PASSWORD_WORD.match(word) is not None and word != "pass"
+        found = found and _shaped(value) and not _ATTRIBUTE.search(text, match.end("word"), start)
+        if match.group("apposed"):
+            found = found and any(not c.isalpha() and c not in "-_" for c in value)
     elif word == "pass":  # a pass may be a bus's, or a compiler's: digits in it too
         found = credential_like(value, word) and any(c.isdigit() for c in value)
+    elif _FOREIGN_PLAIN_WORDS.fullmatch(word) or (
+        word == "clave" and _WIFI.search(text, match.start(), start)
+    ):
+        # "la contraseña es X", "la clave del wifi es frambuesa"
+        found = credential_like(value, word) or _said_foreign_password(text, value, end)
     elif not _PLAIN_WORDS.fullmatch(word):
-        found = credential_like(value, word)  # "la contraseña es X": one that looks like one
+        found = credential_like(value, word)  # a key's, a token's: one that looks like one
     else:
         found = credential_like(value, word) or _said_password(text, value, end)
+        found = found or _shaped(value)  # "is Pinecone-Lake until IT sets up SSO", "was set to Pelican-Brief"
     return (start, end) if found and not ADDRESS.match(value) else None
 
 
@@ -335,11 +459,41 @@ _PLAIN_WORDS = re.compile(r"(?i)password|passwd|passphrase|pw")
 
 
 def _said_password(text: str, value: str, end: int) -> bool:
-    """Whether a plain word is a password named in a sentence ("my password is purplemonkey."):
-    one that is no state (wrong, required, stored) and ends the sentence."""
-    if stand_in(value) or len(value) < 6 or not value.isalpha() or STATE.search(value):
+    """Whether a plain word is a password named in a sentence ("my password is purplemonkey.",
+    "the guest wifi password is wallaby-sunset"): one that is no state (wrong, required, stored,
+    case-sensitive) and ends the sentence."""
+    if stand_in(value) or len(value) < 6 or STATE.search(value):
+        return False
+    if not (value.isalpha() or passphrase(value, capital=False)):
         return False
     return ends_clause(text, end)
+
+
+# Words of other languages that say how a password is (incorrecta, abgelaufen, expiré, sbagliata),
+# and the endings of their participles and adjectives.
+_FOREIGN_STATE = re.compile(
+    r"(?i)^(?:ab|an|auf|aus|ein|mit|nach|vor|zu|zurück|um|weg|fest|frei)?ge\w+(?:t|en|d)$"
+    r"|^(?:ver|be|er|zer|ent)\w+(?:t|en|d)$"  # (abgelaufen, gesperrt, veraltet, gewijzigd)
+    r"|(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas|ato|ata|ito|ita|uto|uta|eta|eto|iert|lich|ig|bar"
+    r"|eux|euse|ivo|iva|oso|osa|mente|ário|ária|ario|aria|ide|ible|able)$"
+    r"|^(?:incorrecta|incorrecto|correcta|correcto|segura|seguro|nueva|nuevo|vieja|viejo|larga|largo|corta"
+    r"|corto|falsch|richtig|geheim|sicher|unsicher|vergessen|korrekt|falsche|incorrect|correct|faible|forte"
+    r"|errada|errado|certa|certo|velha|velho|fraca|sbagliata|giusta|onbekend|bekannt|unbekannt|obligatoire"
+    r"|obligatorio|obrigatoria|requerida|requerido|vacía|vacio|leer|vide|nieuw|oud|sterk|zwak|anders|diverso"
+    r"|diferente|différent|différente|dasselbe|dieselbe|gleich|même|mismo|misma|mesmo|mesma|stesso|stessa"
+    r"|inconnu|perdu|requis|temporal|onjuist|ungültig)$"
+)
+# The words of a password in other languages for which a plain word that ends a sentence is one
+# ("la contraseña del wifi de la oficina es gatonegro"); not "clave", which is a key as often.
+_FOREIGN_PLAIN_WORDS = re.compile(r"(?i)" + FOREIGN + r"|mdp")
+
+
+def _said_foreign_password(text: str, value: str, end: int) -> bool:
+    """Whether a plain word said after a password's word in another language is one: small
+    letters, six or more, no word or ending that says how a password is, at the sentence's end."""
+    if len(value) < 6 or not value.isalpha() or not value[1:].islower() or stand_in(value):
+        return False  # (a German noun has its capital: "Passwort für das Gäste-WLAN: Regenbogen")
+    return _FOREIGN_STATE.search(value) is None and ends_clause(text, end)
 
 
 def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
@@ -353,6 +507,8 @@ def _login_pairs(text: str) -> Iterator[tuple[str, int, int]]:
         value = text[start:end]
         if user.lower() in _FUNCTION_WORDS or stand_in(user) or stand_in(value) or ADDRESS.match(value):
             continue
+        if {user.lower(), value.lower()} & SIGN_IN_METHODS:
+            continue  # "log in with google / facebook"
         if "/" in value or VERSION.match(value):
             continue  # a path, a role in an ARN (ACCOUNT:assumed-role/NAME), a version
         if not match.group("connector").strip() and not STRONGISH.fullmatch(value):
