@@ -560,6 +560,7 @@ SAID_WITHOUT_ONE = [
     "Sign in with Google / GitHub is on the roadmap for Q3.",
     "The credentials page shows read / write scopes.",
     "login: admin / ******** (see 1Password)",
+    "token=•••••••• (hidden)",  # a masked value, as a settings page shows one
     "# Format: arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE-NAME/SESSION-NAME",
     "# Assuming cache_type, cache_host, cache_port, and cache_password are strings",
     "Renaming secret in secret manager: current_secret_name=%s new_secret_name=%s",

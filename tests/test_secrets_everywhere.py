@@ -22,7 +22,9 @@ flagged): a fifth dev set, tuned on since. ``fixtures/passwords_dev6.jsonl`` was
 the detector on the families the fifth set's misses showed (SQL that names a credential's column,
 user/password after an *_AUTH name, a connection call's positional password, DSNs in code, a file of
 a user line and a password line, user / password pairs and passwords said in prose and chat, a
-question about a password answered on the next line).
+question about a password answered on the next line). ``fixtures/passwords_dev7.jsonl`` and
+``fixtures/passwords_not_secrets_dev7.jsonl`` were written apart from the detector and measured once
+at 0bf8021 (100 of 123 caught, 1 of 83 lines without one flagged: a masked value): a seventh dev set.
 """
 
 from __future__ import annotations
@@ -429,13 +431,27 @@ def test_the_fifth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_l
 
 def test_the_sixth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
     # Written for the families of the fifth set's misses, measured before the detector was
-    # changed for them (8cb2202): 16 of 105 caught, 1 of 120 lines without one flagged.
+    # changed for them (8cb2202): 16 of 105 caught, 1 of 120 lines without one flagged; 105 and 0
+    # at 0bf8021, which was tuned on it.
     dev6 = lines("passwords_dev6.jsonl")
     passwords = [e for e in dev6 if e["secret"]]
     assert len(passwords) >= 100 and len(dev6) - len(passwords) >= 110
     found, alarms = caught(dev6)
-    assert len(found) >= 16, [e["sentence"] for e in passwords if e not in found]
-    assert len(alarms) <= 1, [e["sentence"] for e in alarms]
+    assert len(found) >= 105, [e["sentence"] for e in passwords if e not in found]
+    assert [e["sentence"] for e in alarms] == []
+
+
+def test_the_seventh_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written apart from the detector and measured once at 0bf8021: 100 of 123 caught (missed:
+    # passwords in Norwegian, German, Dutch, Spanish and Polish prose, in notes and tickets without a
+    # password's word, passphrases of several words), 1 of 83 lines without one flagged (a masked
+    # value, left alone since).
+    dev7 = lines("passwords_dev7.jsonl")
+    not_secrets = lines("passwords_not_secrets_dev7.jsonl")
+    assert len(dev7) == 123 and len(not_secrets) == 83
+    found, _ = caught(dev7)
+    assert len(found) >= 100, [e["sentence"] for e in dev7 if e not in found]
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
 def test_redacting_twice_changes_nothing_more() -> None:
@@ -447,6 +463,7 @@ def test_redacting_twice_changes_nothing_more() -> None:
         "passwords_dev4.jsonl",
         "passwords_dev5.jsonl",
         "passwords_dev6.jsonl",
+        "passwords_dev7.jsonl",
     )
     texts = [e["sentence"] for name in names for e in lines(name)]
     for text in [*texts, *HIDDEN]:

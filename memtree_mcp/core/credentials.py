@@ -68,7 +68,7 @@ PASSWORD_WORD = re.compile(r"(?i)pass|pwd|pw|pin|psk|pre[_-]?shared|" + FOREIGN 
 # (op://vault/item, ssm:/prod/db), an ARN, a release pipeline's token (#{Db.Password}#,
 # __DB_PASSWORD__, @@DB_PASSWORD@@), an app setting's reference (@Microsoft.KeyVault(...)).
 _STAND_IN = re.compile(
-    r"^(?:\$[{(]|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|x{3,}$|\.{3}|…"
+    r"^(?:\$[{(]|%\(\w+\)[sd]|%[sd]?$|%\w+%|\{|<|\[|\*{3,}|[•●∙·]{3,}|x{3,}$|\.{3}|…"
     r"|(?:/|~/|\./|\.\./)|[A-Za-z]:\\|[A-Za-z][\w+.-]*:/|(?i:your[_-]?|enc\[|vault:|env:|arn:|file:|fd:)"
     r"|#\{|__\w+__$|@@\w+@@$|@\w[\w.]*\("
     r"|(?:required|nullable|sometimes|confirmed)\b)",  # and a form's rules (Laravel's required|min:8)
