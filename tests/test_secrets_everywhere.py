@@ -9,7 +9,22 @@ export, and ``doctor --redact`` mends a store written before. The human-chosen p
 ``fixtures/passwords_dev.jsonl`` were written to tune the detector; those of
 ``fixtures/passwords_dev2.jsonl`` and the lines of ``fixtures/passwords_not_secrets.jsonl`` were
 written by another hand apart from the detector and measured once at 57 of 77 before the detector
-was tuned on them: a second dev set now, no held-out measure.
+was tuned on them: a second dev set now, no held-out measure. ``fixtures/passwords_dev3.jsonl``
+and ``fixtures/passwords_not_secrets_dev3.jsonl`` were written apart from the detector too, and
+measured once at 36d82ba (85 of 100 caught, 2 of 58 lines without one flagged): a third dev set,
+tuned on since. ``fixtures/passwords_dev4.jsonl`` was written to tune the detector on the families
+the third set showed (placeholders and references, a password piped to a tool's stdin flag, a flag
+named for a credential, XML and code that name the credential, file formats the text names,
+sentences with words between the credential and its verb, logging in with a value).
+``fixtures/passwords_dev5.jsonl`` and ``fixtures/passwords_not_secrets_dev5.jsonl`` were written
+apart from the detector and measured once at 7f5a484 (108 of 129 caught, 0 of 65 lines without one
+flagged): a fifth dev set, tuned on since. ``fixtures/passwords_dev6.jsonl`` was written to tune
+the detector on the families the fifth set's misses showed (SQL that names a credential's column,
+user/password after an *_AUTH name, a connection call's positional password, DSNs in code, a file of
+a user line and a password line, user / password pairs and passwords said in prose and chat, a
+question about a password answered on the next line). ``fixtures/passwords_dev7.jsonl`` and
+``fixtures/passwords_not_secrets_dev7.jsonl`` were written apart from the detector and measured once
+at 0bf8021 (100 of 123 caught, 1 of 83 lines without one flagged: a masked value): a seventh dev set.
 """
 
 from __future__ import annotations
@@ -361,24 +376,96 @@ def test_passwords_assigned_by_name_are_caught_and_their_stand_ins_are_not() -> 
     passwords = [e for e in dev if e["kind"] == "password"]
     found, alarms = caught(dev)
     assert len(passwords) >= 60 and len(dev) - len(passwords) >= 60
-    assert len(found) >= len(passwords) - 3, [e["sentence"] for e in passwords if e not in found]
+    # 75 of the first 142 caught when their last 74 were added, before the detector was changed
+    # for them; 39 of the next 55 (1 of their 44 lines without one flagged), measured the same way.
+    assert len(found) >= len(passwords) - 5, [e["sentence"] for e in passwords if e not in found]
     assert alarms == []
 
 
 def test_the_second_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
     # Written by another hand apart from the detector and measured once at 57 of 77 (0 of 50
-    # flagged) before the detector was tuned on it: a dev set since (the missed are listed by
-    # bench/secret_redaction.py).
+    # flagged) before the detector was tuned on it: a dev set since, 75 of 77 caught after (the
+    # missed are listed by bench/secret_redaction.py: a password after a colon with no talk of
+    # one in the text).
     dev2 = lines("passwords_dev2.jsonl")
     not_secrets = lines("passwords_not_secrets.jsonl")
-    assert len(dev2) >= 40 and len(not_secrets) >= 40
+    assert len(dev2) >= 40 and len(not_secrets) >= 80
     found, _ = caught(dev2)
-    assert len(found) >= 36, [e["sentence"] for e in dev2 if e not in found]
+    assert len(found) >= 72, [e["sentence"] for e in dev2 if e not in found]
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
+
+
+def test_the_third_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written apart from the detector and measured once at 36d82ba: 85 of 100 caught, 2 of 58
+    # flagged (a URL template in capitals, a secrets manager's ARN); tuned on since: 100 of 100
+    # caught and none flagged after (bench/secret_redaction.py lists any missed).
+    dev3 = lines("passwords_dev3.jsonl")
+    not_secrets = lines("passwords_not_secrets_dev3.jsonl")
+    assert len(dev3) == 100 and len(not_secrets) == 58
+    found, _ = caught(dev3)
+    assert len(found) >= 97, [e["sentence"] for e in dev3 if e not in found]
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
+
+
+def test_the_fourth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written for the families of the third set's misses, measured before the detector was
+    # changed for them (4228e8f): 4 of 58 caught, 14 of 77 lines without one flagged; 57 of 58
+    # caught and none flagged after (missed: a plain word read as a state, "sunflowerseed").
+    dev4 = lines("passwords_dev4.jsonl")
+    passwords = [e for e in dev4 if e["secret"]]
+    assert len(passwords) >= 50 and len(dev4) - len(passwords) >= 70
+    found, alarms = caught(dev4)
+    assert len(found) >= len(passwords) - 3, [e["sentence"] for e in passwords if e not in found]
+    assert [e["sentence"] for e in alarms] == []
+
+
+def test_the_fifth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written apart from the detector and measured once at 7f5a484: 108 of 129 caught, 0 of 65
+    # flagged; tuned on since (bench/secret_redaction.py lists any missed).
+    dev5 = lines("passwords_dev5.jsonl")
+    not_secrets = lines("passwords_not_secrets_dev5.jsonl")
+    assert len(dev5) == 129 and len(not_secrets) == 65
+    found, _ = caught(dev5)
+    assert len(found) >= 108, [e["sentence"] for e in dev5 if e not in found]
+    assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
+
+
+def test_the_sixth_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written for the families of the fifth set's misses, measured before the detector was
+    # changed for them (8cb2202): 16 of 105 caught, 1 of 120 lines without one flagged; 105 and 0
+    # at 0bf8021, which was tuned on it.
+    dev6 = lines("passwords_dev6.jsonl")
+    passwords = [e for e in dev6 if e["secret"]]
+    assert len(passwords) >= 100 and len(dev6) - len(passwords) >= 110
+    found, alarms = caught(dev6)
+    assert len(found) >= 105, [e["sentence"] for e in passwords if e not in found]
+    assert [e["sentence"] for e in alarms] == []
+
+
+def test_the_seventh_dev_sets_passwords_are_caught_and_the_lines_without_one_are_left_alone() -> None:
+    # Written apart from the detector and measured once at 0bf8021: 100 of 123 caught (missed:
+    # passwords in Norwegian, German, Dutch, Spanish and Polish prose, in notes and tickets without a
+    # password's word, passphrases of several words), 1 of 83 lines without one flagged (a masked
+    # value, left alone since).
+    dev7 = lines("passwords_dev7.jsonl")
+    not_secrets = lines("passwords_not_secrets_dev7.jsonl")
+    assert len(dev7) == 123 and len(not_secrets) == 83
+    found, _ = caught(dev7)
+    assert len(found) >= 100, [e["sentence"] for e in dev7 if e not in found]
     assert [e["sentence"] for e in not_secrets if find_secrets(e["sentence"])] == []
 
 
 def test_redacting_twice_changes_nothing_more() -> None:
-    names = ("secrets_corpus.jsonl", "passwords_dev.jsonl", "passwords_dev2.jsonl")
+    names = (
+        "secrets_corpus.jsonl",
+        "passwords_dev.jsonl",
+        "passwords_dev2.jsonl",
+        "passwords_dev3.jsonl",
+        "passwords_dev4.jsonl",
+        "passwords_dev5.jsonl",
+        "passwords_dev6.jsonl",
+        "passwords_dev7.jsonl",
+    )
     texts = [e["sentence"] for name in names for e in lines(name)]
     for text in [*texts, *HIDDEN]:
         once = redacted(text)
@@ -388,7 +475,7 @@ def test_redacting_twice_changes_nothing_more() -> None:
 def test_a_password_remembered_is_stored_nowhere(service: MemoryService, tmp_path: Path) -> None:
     passwords = [e for e in lines("passwords_dev.jsonl") if e["kind"] == "password" and len(e["secret"]) >= 6]
     missed = [e for e in passwords if e["secret"] in redacted(e["sentence"])]
-    assert len(missed) <= 3, missed  # the dev set's known misses, such as a plain word said in passing
+    assert len(missed) <= 5, missed
     for entry in passwords:
         if entry not in missed:
             service.remember(entry["sentence"])

@@ -24,8 +24,9 @@ OpenAI, Google and Hugging Face keys, ``Bearer`` tokens, and the credentials peo
 (``secrets/passwords.py``): any value assigned to a credential's name (``DB_PASSWORD=sunshine2024``,
 ``password: hunter2``, ``"password": "iloveyou"``, ``--password X``) that is not a placeholder or
 a reference to one (``${DB_PASSWORD}``, ``os.environ["X"]``, ``<your-password>``, ``null``), the
-password of a few commands (``mysql -pX``, ``docker login -p X``, ``curl -u user:X``,
-``IDENTIFIED BY 'X'``), and a credential named in a sentence ("the wifi password is
+password a command line gives a tool (``secrets/commands.py``'s table: ``mysql -pX``, ``zip -P X``,
+``keytool -storepass X``), ``IDENTIFIED BY 'X'``, the places file formats keep one (``.pgpass``,
+Kubernetes' env pairs), and a credential named in a sentence ("the wifi password is
 bananas4breakfast"). Left out on purpose, for the false alarms they raise in ordinary engineering
 text: detect-secrets' high-entropy string plugins (commit hashes, UUIDs, memory ids, base64 data)
 and its public IP address plugin (an address is not a secret).
@@ -41,8 +42,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memtree_mcp.core.trees.extractive import MARKER as MARKER  # what redacted() puts in a secret's place
-from memtree_mcp.secrets.passwords import bare_end, named_secrets, stand_in
+from memtree_mcp.secrets.credentials import MARKER as MARKER  # what redacted() puts in a secret's place
+from memtree_mcp.secrets.credentials import bare_end, stand_in
+from memtree_mcp.secrets.passwords import named_secrets
 
 MODES = ("redact", "refuse", "keep")
 
@@ -96,8 +98,9 @@ EXTRA: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
         ),
     ),
-    # A URL's password, with or without a user name (redis://:pw@cache:6379).
-    ("password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s:/@]+)@")),
+    # A URL's password, with or without a user name (redis://:pw@cache:6379). A scheme is short:
+    # unbounded, a long run of "a-a-a-..." was read from each of its words (seconds, not a blink).
+    ("password", re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]*:(?P<value>[^\s:/@]+)@")),
     ("bearer-token", re.compile(r"(?i:\bbearer)\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")),
 )
 
@@ -117,9 +120,18 @@ class Found:
         return f"line {line}, column {column}"
 
 
+# Five of detect-secrets' keyword patterns (IBM Cloud IAM, IBM COS, Cloudant, SoftLayer) join a
+# name to its value by spaces, an operator or spaces again, written so that a run of spaces after
+# "password" or "key" is tried every way it can be split: 3 s for 1,000 spaces, 29 s for 2,000.
+# The same strings, matched without trying them twice:
+_SPLIT_SPACES = "(?: *)(?:=|:|:=|=>| +|::)(?: *)"
+_SPACES_ONCE = "(?: *(?:=|:=|=>|::|:) *| +)"
+
+
 @cache
-def _detectors() -> list[tuple[str, Any]]:
-    """detect-secrets' plugins, loaded once (importing them takes a fifth of a second)."""
+def _detectors() -> list[tuple[str, tuple[re.Pattern[str], ...]]]:
+    """detect-secrets' plugins' patterns, by the kind each finds, loaded once (importing the
+    plugins takes a fifth of a second), with the spaces before a value read once (_SPACES_ONCE)."""
     import importlib
 
     import detect_secrets.plugins  # the package whose modules PLUGINS names
@@ -127,7 +139,11 @@ def _detectors() -> list[tuple[str, Any]]:
     found = []
     for (module, name), kind in PLUGINS.items():
         plugin = getattr(importlib.import_module(f"{detect_secrets.plugins.__name__}.{module}"), name)()
-        found.append((kind, plugin))
+        patterns = tuple(
+            re.compile(pattern.pattern.replace(_SPLIT_SPACES, _SPACES_ONCE), pattern.flags)
+            for pattern in getattr(plugin, "denylist", ())
+        )
+        found.append((kind, patterns))
     return found
 
 
@@ -150,8 +166,8 @@ def _token_end(text: str, end: int) -> int:
 def _matches(text: str) -> Iterator[Found]:
     for match in _PEM.finditer(text):
         yield Found("private-key", match.start(), match.end())
-    for kind, plugin in _detectors():
-        for pattern in getattr(plugin, "denylist", ()):
+    for kind, patterns in _detectors():
+        for pattern in patterns:
             for match in pattern.finditer(text):
                 # A pattern's group is the secret when it is one (a URL's password, the key after
                 # its name); a short group is a prefix (GitHub's "ghp"): then the whole match.
@@ -159,6 +175,8 @@ def _matches(text: str) -> Iterator[Found]:
                 group = pattern.groups if value and (kind == "password" or len(value) >= 6) else 0
                 if match.end(group) > match.start(group):
                     start, end = match.start(group), match.end(group)
+                    if kind == "password" and stand_in(text[start:end]):
+                        continue  # a URL's template: postgres://USER:PASSWORD@HOST/DB
                     if group == 0 and kind != "private-key":  # a token: no space in it, none cut short
                         end = _token_end(text, min(end, _space_after(text, start)))
                     yield Found(kind, start, end)
