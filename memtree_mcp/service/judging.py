@@ -61,8 +61,8 @@ MAX_INLINE_JUDGEMENTS = 3
 JUDGE_TOKENS = 64
 LINKING = ("updates", "contradicts")
 PAUSED = (
-    "LLM update judging is paused: %s. Memories are stored and recalled as usual, and the update "
-    "rule still marks what it sees; retrying in the background."
+    "LLM update judging is paused: %s. Memories are stored and recalled as usual; the candidates "
+    "it would judge wait in remember's results for the agent to link; retrying in the background."
 )
 
 
