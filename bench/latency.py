@@ -62,7 +62,7 @@ import numpy as np
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder, Matrix, embed_queries
-from memtree_mcp.core.ranking.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RankRequest, rank
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.store.table import COMPACT_EVERY
@@ -375,7 +375,7 @@ def bench_service(
             assert memory is not None
 
             started = time.perf_counter()
-            recall(memory, RecallRequest(query=vector, k=RECALL_K))
+            rank(memory, RankRequest(query=vector, k=RECALL_K))
             core_only.append(time.perf_counter() - started)
 
         # Last, so that recall above ran on exactly the N inserted turns.

@@ -51,7 +51,7 @@ from locomo_data import (
 
 from memtree_mcp.core.embedding import embed_queries, recall_weights
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, Weights, recall
+from memtree_mcp.core.ranking.recall import RankRequest, RecallFilter, Weights, rank
 from memtree_mcp.core.trees.model import Leaf
 
 SESSION_DEPTH = 50  # leaves asked for when the session metric is computed (as bench/locomo.py)
@@ -138,9 +138,9 @@ def evaluate(
         own = per_conv[conv.sample_id] = Scores()
         depth = SESSION_DEPTH if session_metric else K_MAX
         for question, vector, content_query in zip(conv.questions, qvectors, content, strict=True):
-            hits = recall(
+            hits = rank(
                 memory,
-                RecallRequest(
+                RankRequest(
                     query=vector,
                     k=depth,
                     query_text=question.text,

@@ -40,7 +40,7 @@ from locomo_data import Turn, load_conversations
 from locomo_sweep import cached_vectors
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.ranking.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RankRequest, rank
 from memtree_mcp.core.trees.model import Leaf
 
 
@@ -131,15 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # work, much less disturbed than the wall clock by other processes on a shared machine.
     cpu: dict[str, list[float]] = {"gather": [], "hybrid": []}
     for q in questions[:5]:  # warm-up
-        recall(memory, RecallRequest(query=vectors[q], k=10, query_text=q, strategy="gather"))
+        rank(memory, RankRequest(query=vectors[q], k=10, query_text=q, strategy="gather"))
     for q in questions:
         text = content_text[q]
         second = content_vectors[text] if text is not None else None
         for strategy in times:
             started, started_cpu = time.perf_counter(), time.thread_time()
-            recall(
+            rank(
                 memory,
-                RecallRequest(
+                RankRequest(
                     query=vectors[q],
                     k=10,
                     query_text=q,

@@ -34,7 +34,7 @@ from locomo_sweep import build, cached_vectors
 from recall_cost import recycled_memory
 
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RankRequest, RecallFilter, rank
 from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 
 STRATEGIES = ("gather", "hybrid")
@@ -51,9 +51,9 @@ def answers(
         text = content_text[q]
         for strategy in STRATEGIES:
             for cut_off in (0.0, DEFAULT_MIN_RELEVANCE):
-                hits = recall(
+                hits = rank(
                     memory,
-                    RecallRequest(
+                    RankRequest(
                         query=vectors[q],
                         k=25,
                         query_text=q,

@@ -90,7 +90,7 @@ from latency import TimedEmbedder, machine_info, package_version, source_state, 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.ranking.recall import RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RankRequest, rank
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.spaces import Spaces
@@ -503,7 +503,7 @@ def bench_size(
             service.memory(NAMESPACE)
             follow.append(time.perf_counter() - started)
             started = time.perf_counter()
-            recall(memory, RecallRequest(query=vector, k=RECALL_K, query_text=question))
+            rank(memory, RankRequest(query=vector, k=RECALL_K, query_text=question))
             core.append(time.perf_counter() - started)
             started = time.perf_counter()
             memory.leaf_index.search(vector, RECALL_K)
@@ -657,7 +657,7 @@ def profile_recall(memory: Memory, questions: Sequence[str], vectors: np.ndarray
     profiler = cProfile.Profile()
     profiler.enable()
     for question, vector in zip(questions, vectors, strict=False):
-        recall(memory, RecallRequest(query=vector, k=RECALL_K, query_text=question))
+        rank(memory, RankRequest(query=vector, k=RECALL_K, query_text=question))
     profiler.disable()
     return {"calls": len(questions), "top_cumulative": _top(profiler)}
 
@@ -770,12 +770,12 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     fresh = [r for r in records if r["content"] not in known][:extra]
     fresh_vectors = embedder.embed_batch([r["content"] for r in fresh])
     started = time.perf_counter()
-    recall(memory, RecallRequest(query=vectors[0], k=RECALL_K, query_text=questions[0]))
+    rank(memory, RankRequest(query=vectors[0], k=RECALL_K, query_text=questions[0]))
     first_recall_s = time.perf_counter() - started
     recall_s = []
     for question, vector in zip(questions, vectors, strict=True):
         started = time.perf_counter()
-        recall(memory, RecallRequest(query=vector, k=RECALL_K, query_text=question))
+        rank(memory, RankRequest(query=vector, k=RECALL_K, query_text=question))
         recall_s.append(time.perf_counter() - started)
     matrix_s: list[float] = []
     if "aggregate" in Memory.__init__.__code__.co_varnames:
@@ -786,7 +786,7 @@ def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
         matrix.load(again.leaves, again.branches)
         for question, vector in zip(questions, vectors, strict=True):
             started = time.perf_counter()
-            recall(matrix, RecallRequest(query=vector, k=RECALL_K, query_text=question))
+            rank(matrix, RankRequest(query=vector, k=RECALL_K, query_text=question))
             matrix_s.append(time.perf_counter() - started)
         del matrix, again
     insert_s = []

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from memtree_mcp.core.indexes.arrays import Timeline
 from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, RecallRequest, estimate_tokens, recall
+from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, RankRequest, estimate_tokens, rank
 from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 from memtree_mcp.core.trees.chunking import split_into_chunks
 from memtree_mcp.core.trees.extractive import gist, label_for, summarize_children
@@ -64,9 +64,9 @@ def test_recall_respects_k_the_token_budget_and_the_minimum_score() -> None:
     memory.add_leaf(Leaf(id="a", text="x" * 400, vector=vectors[0], seq=0, timestamp=0.0))
     memory.add_leaf(Leaf(id="b", text="short", vector=vectors[1], seq=1, timestamp=0.0))
     query = (vectors[0] * 0.8 + vectors[1] * 0.6).astype(np.float32)
-    assert [h.id for h in recall(memory, RecallRequest(query=query, k=2))] == ["a", "b"]
-    assert [h.id for h in recall(memory, RecallRequest(query=query, k=2, max_tokens=50))] == ["b"]
-    assert recall(memory, RecallRequest(query=vectors[2], k=5)) == []
+    assert [h.id for h in rank(memory, RankRequest(query=query, k=2))] == ["a", "b"]
+    assert [h.id for h in rank(memory, RankRequest(query=query, k=2, max_tokens=50))] == ["b"]
+    assert rank(memory, RankRequest(query=vectors[2], k=5)) == []
     assert estimate_tokens("abcd" * 10) == 10
 
 

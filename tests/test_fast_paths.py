@@ -23,7 +23,7 @@ from memtree_mcp.core.indexes.lexical import STOPWORDS, LexicalIndex, stem, toke
 from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import STRATEGIES
-from memtree_mcp.core.ranking.recall import Ranker, RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.recall import Ranker, RankRequest, RecallFilter, rank
 from memtree_mcp.core.trees.model import Leaf
 from tests import tree_checks
 
@@ -109,8 +109,8 @@ def queries(seed: int, count: int) -> list[tuple[np.ndarray, str]]:
 
 
 def same_hits(a: Memory, b: Memory, vector: np.ndarray, text: str, **options: object) -> None:
-    left = recall(a, RecallRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
-    right = recall(b, RecallRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
+    left = rank(a, RankRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
+    right = rank(b, RankRequest(query=vector, k=12, query_text=text, **options))  # type: ignore[arg-type]
     assert [(h.id, h.kind, h.tree, h.depth) for h in left] == [(h.id, h.kind, h.tree, h.depth) for h in right]
     assert [h.score for h in left] == pytest.approx([h.score for h in right], abs=1e-5)
 
@@ -391,9 +391,9 @@ def reference_label_for(texts: list[Wording], siblings: list[Wording], words: in
 
     weights: dict[str, float] = {}
     first_seen: dict[str, int] = {}
-    for rank, text in enumerate(texts[:32]):
+    for place, text in enumerate(texts[:32]):
         for word in words_of(text):
-            weights[word] = weights.get(word, 0.0) + 1.0 / (1 + rank) ** 0.5
+            weights[word] = weights.get(word, 0.0) + 1.0 / (1 + place) ** 0.5
             first_seen.setdefault(word, len(first_seen))
     sibling_words = [set(words_of(text)) for text in siblings]
 

@@ -26,7 +26,7 @@ from memtree_mcp.core.indexes.gathering import (
 from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS as WEIGHTS
-from memtree_mcp.core.ranking.recall import RecallFilter, RecallRequest, recall
+from memtree_mcp.core.ranking.recall import RankRequest, RecallFilter, rank
 from memtree_mcp.core.trees.calendar import UTC_CALENDAR
 from memtree_mcp.core.trees.model import Leaf
 from tests import tree_checks
@@ -143,9 +143,9 @@ def test_gather_scores_every_memory_as_the_brute_force_computation(
     ):
         query = unit(rng)
         content = unit(rng) if with_content else None
-        hits = recall(
+        hits = rank(
             memory,
-            RecallRequest(
+            RankRequest(
                 query=query,
                 k=len(memory.leaves),
                 query_text=text,
@@ -170,8 +170,8 @@ def test_a_memory_reloaded_gathers_as_the_one_grown_leaf_by_leaf() -> None:
     rng = np.random.default_rng(8)
     for text in ("Ana hiking", "user typing python", "Annabel's cello"):
         query = unit(rng)
-        a = recall(grown, RecallRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
-        b = recall(fresh, RecallRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
+        a = rank(grown, RankRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
+        b = rank(fresh, RankRequest(query=query, k=20, query_text=text, where=RecallFilter(kind="leaf")))
         assert [(h.id, round(h.score, 4)) for h in a] == [(h.id, round(h.score, 4)) for h in b]
 
 
@@ -268,9 +268,7 @@ def test_a_query_naming_a_day_ranks_what_was_said_that_day_first() -> None:
                 timestamp=stamp,
             )
         )
-    hits = recall(
-        memory, RecallRequest(query=vector, k=3, query_text="What about the garden on 2 March, 2024?")
-    )
+    hits = rank(memory, RankRequest(query=vector, k=3, query_text="What about the garden on 2 March, 2024?"))
     assert hits[0].id == "m1"
 
 
@@ -290,9 +288,9 @@ def test_relevance_shown_does_not_depend_on_the_strategy_that_ranked() -> None:
     by_strategy = {
         strategy: {
             h.id: h.relevance
-            for h in recall(
+            for h in rank(
                 memory,
-                RecallRequest(
+                RankRequest(
                     query=query, k=50, query_text=text, strategy=strategy, where=RecallFilter(kind="leaf")
                 ),
             )
@@ -320,7 +318,7 @@ def test_a_query_naming_an_author_ranks_their_memories_higher_than_the_same_word
                 role=author,
             )
         )
-    hits = recall(
-        memory, RecallRequest(query=shared, k=2, query_text="Where did Ana go hiking?", strategy="gather")
+    hits = rank(
+        memory, RankRequest(query=shared, k=2, query_text="Where did Ana go hiking?", strategy="gather")
     )
     assert [h.id for h in hits] == ["m1", "m0"]

@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 from memtree_mcp.core.embedding import Embedder, embed_queries, recall_weights
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
-from memtree_mcp.core.ranking import recall as ranking
-from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RecallFilter, RecallRequest, Weights
+from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RankRequest, RecallFilter, Weights, rank
 from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.hierarchy import Hierarchy
@@ -90,7 +89,7 @@ def recall_request(
     expand: bool,
     min_relevance: float,
     calendar: Calendar,
-) -> RecallRequest:
+) -> RankRequest:
     """A recall as the tools ask it (see :meth:`~memtree_mcp.service.MemoryService.recall`), every
     argument checked, not yet embedded: the service builds it once and hands it to
     :meth:`Reader.recall`. Times without a zone are ``calendar``'s (the namespace's). Raises
@@ -113,7 +112,7 @@ def recall_request(
         tags=check_tags(tags),
         session=check_session(session),
     )
-    return RecallRequest(
+    return RankRequest(
         k=k,
         query_text=text,
         strategy=strategy,
@@ -154,7 +153,7 @@ class Reader:
         """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
         return self.read(lambda memory: memory, name)
 
-    def recall(self, name: str, request: RecallRequest, as_of: str | None = None) -> RecallResult:
+    def recall(self, name: str, request: RankRequest, as_of: str | None = None) -> RecallResult:
         """The hits of ``request`` (checked by :func:`recall_request`, not yet embedded) in namespace
         ``name``, or in it as it was at ``as_of``. See :meth:`~memtree_mcp.service.MemoryService.recall`."""
         known = self._spaces.get(name, create=False)
@@ -178,9 +177,9 @@ class Reader:
         with self._spaces.reading(name) as space:
             assert space is not None
             if as_of is None:
-                hits = ranking.recall(space.memory, embedded)
+                hits = rank(space.memory, embedded)
                 if not hits and request.max_tokens is not None:
-                    unfit = ranking.recall(space.memory, dataclasses.replace(embedded, max_tokens=None))
+                    unfit = rank(space.memory, dataclasses.replace(embedded, max_tokens=None))
             else:
                 table, dimension, present = (
                     space.table,
@@ -191,9 +190,9 @@ class Reader:
         if as_of is not None:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
             past = memory_as_of(table, as_of, dimension, present, calendar, self._spaces.settings.session_gap)
-            hits = ranking.recall(past, embedded)
+            hits = rank(past, embedded)
             if not hits and request.max_tokens is not None:
-                unfit = ranking.recall(past, dataclasses.replace(embedded, max_tokens=None))
+                unfit = rank(past, dataclasses.replace(embedded, max_tokens=None))
         result = RecallResult(hits=[_recall_hit(hit, calendar) for hit in hits], namespace=name)
         if unfit:
             # Matches that did not fit the budget are not "nothing": say so, and what would fit.
@@ -212,9 +211,9 @@ class Reader:
         vector = self._embed(text)
         with self._spaces.reading(name) as space:
             assert space is not None
-            hits = ranking.recall(
+            hits = rank(
                 space.memory,
-                RecallRequest(
+                RankRequest(
                     query=vector,
                     k=FORGET_CANDIDATES,
                     query_text=text,
@@ -271,9 +270,9 @@ class Reader:
                 start = _largest(memory, period_nodes(memory, low, high), max_tokens)
             elif vector is not None:
                 assert text is not None
-                picked = ranking.recall(
+                picked = rank(
                     memory,
-                    RecallRequest(
+                    RankRequest(
                         query=vector,
                         k=SUBJECT_START,
                         query_text=text,
@@ -283,9 +282,9 @@ class Reader:
                 )
                 start = [h.id for h in picked if h.tree == "semantic"]
                 if not start:  # no summary yet: the memories recall finds for it
-                    leaves = ranking.recall(
+                    leaves = rank(
                         memory,
-                        RecallRequest(
+                        RankRequest(
                             query=vector,
                             k=SUBJECT_START,
                             query_text=text,

@@ -1,9 +1,9 @@
 """Recall: how the nodes of one namespace's memory are ranked for a query, and which make the answer.
 
-The vocabulary of a recall is here: :class:`RecallRequest` (what is asked, built once by the
-caller and carried down), :class:`Weights` (the tuning constants, which a benchmark may vary per
-request), :class:`RecallFilter` and :class:`Hit`. :class:`Ranker` does the work over a
-:class:`~memtree_mcp.core.memory.Memory`; :func:`recall` is the way in.
+The vocabulary of a recall is here: :class:`RankRequest` (what the ranking is asked: the part of
+a recall core reads, checked and embedded), :class:`Weights` (the tuning constants, which a
+benchmark may vary per request), :class:`RecallFilter` and :class:`Hit`. :class:`Ranker` does the work over a
+:class:`~memtree_mcp.core.memory.Memory`; :func:`rank` is the way in.
 
 Strategies (measured on the LoCoMo dev split with ``bench/locomo.py``; ``docs/findings/recall-quality.md``):
 
@@ -125,15 +125,15 @@ class RecallFilter:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RecallRequest:
-    """One recall, as its caller asks it: built once (by the service, a benchmark, a test) and
-    carried down to :meth:`Ranker.recall`.
+class RankRequest:
+    """What the ranking of one recall reads: built once (by the service from the caller's checked
+    request, by a benchmark, by a test) and carried down to :meth:`Ranker.rank`.
 
     ``query`` is the query's embedding (None until it is embedded: the service checks a request
     before it embeds), ``query_text`` its text (BM25, names, dates and relevance read it).
     ``k`` hits at most, passing ``where``, within ``max_tokens`` (``cost`` of each hit, by default
     :func:`estimate_tokens` of its text); ``min_relevance``, ``expand`` and ``supersede`` as
-    :meth:`Ranker.recall` says. ``content_query`` is for ``gather``: the embedding of the query
+    :meth:`Ranker.rank` says. ``content_query`` is for ``gather``: the embedding of the query
     with the authors it names replaced (:meth:`Memory.content_text`); without it the query's own
     vector stands in. ``every``: ``gather`` and ``hybrid`` rank every memory even for a query
     nothing is about (which they otherwise answer with nothing): the tools' ``min_relevance: 0``.
@@ -160,21 +160,21 @@ class RecallRequest:
         return self.query
 
 
-def recall(memory: Memory, request: RecallRequest) -> list[Hit]:
-    """The hits of ``request`` in ``memory`` (:meth:`Ranker.recall`, with the request's weights)."""
-    return Ranker(memory, request.weights).recall(request)
+def rank(memory: Memory, request: RankRequest) -> list[Hit]:
+    """The hits of ``request`` in ``memory`` (:meth:`Ranker.rank`, with the request's weights)."""
+    return Ranker(memory, request.weights).rank(request)
 
 
 class Ranker:
     """Recall over one memory with one set of :class:`Weights`: each strategy's scores of every
-    node, the ranking, and the hits drawn from it. :func:`recall` makes one per request, with the
+    node, the ranking, and the hits drawn from it. :func:`rank` makes one per request, with the
     request's weights; it holds no state of its own beyond them."""
 
     def __init__(self, memory: Memory, weights: Weights = DEFAULT_WEIGHTS) -> None:
         self.memory = memory
         self.weights = weights
 
-    def recall(self, request: RecallRequest) -> list[Hit]:
+    def rank(self, request: RankRequest) -> list[Hit]:
         """The best ``request.k`` nodes for a query that pass ``request.where`` and fit the budget.
 
         Hits are taken in score order. A hit below ``min_relevance`` (see ``core/ranking/relevance.py``)
@@ -292,7 +292,7 @@ class Ranker:
     def hybrid(self, query: Vector, query_text: str, *, every: bool = False) -> tuple[Positions, np.ndarray]:
         """Hybrid scores: dense and BM25 standardised and summed, propagated along time; summaries by
         their dense score on the leaves' scale. A query nothing is about gets none, unless ``every``
-        (:class:`RecallRequest`)."""
+        (:class:`RankRequest`)."""
         memory, weights = self.memory, self.weights
         dense = memory.leaf_index.score_array(query)
         lexical = self.lexical_rows(query_text) if query_text else None
