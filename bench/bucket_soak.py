@@ -110,6 +110,7 @@ def run_writers(
 def soak(writers: int, remembers: int, forget_every: int, recall_every: int, lease: float) -> dict[str, Any]:
     from memtree_mcp.config import Settings
     from memtree_mcp.service import MemoryService
+    from memtree_mcp.service.requests import RecallRequest
 
     server, env = moto_env()
     env["MEMTREE_LEASE_SECONDS"] = str(lease)
@@ -133,7 +134,9 @@ def soak(writers: int, remembers: int, forget_every: int, recall_every: int, lea
             held = set(memory.leaves)
             texts = [leaf.text for leaf in memory.leaves.values()]
             problems = [str(p) for p in services[0].doctor()]
-            answers = [[[h.id for h in s.recall(q, k=5).hits] for q in QUERIES] for s in services]
+            answers = [
+                [[h.id for h in s.look_up(RecallRequest(q, k=5)).hits] for q in QUERIES] for s in services
+            ]
             for service in services:
                 service.close()
     finally:
@@ -275,8 +278,10 @@ def check_bucket(home: str, work: Path, results: list[list[dict[str, Any]]], ser
 
 def recalled(service: Any, query: str) -> list[str] | str:
     """The ids ``service`` recalls for ``query``, or what went wrong (a damaged store)."""
+    from memtree_mcp.service.requests import RecallRequest
+
     try:
-        return [h.id for h in service.recall(query, k=5).hits]
+        return [h.id for h in service.look_up(RecallRequest(query, k=5)).hits]
     except Exception as exc:  # the point is to count these
         return f"{type(exc).__name__}: {exc}"[:120]
 

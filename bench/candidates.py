@@ -61,6 +61,7 @@ from memtree_mcp.core.ranking.candidates import update_candidates
 from memtree_mcp.core.trees.model import Leaf
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = 86_400.0
@@ -208,7 +209,7 @@ def project(
                 raise RuntimeError(f"the judge did not finish: {service.judging.worker.failing}")
 
             def fresh_first(question: str, fresh: str, stale: str) -> tuple[bool, int]:
-                found = lines_of(recall_text(service.recall(question)))
+                found = lines_of(recall_text(service.look_up(RecallRequest(question))))
                 ids = [node_id for _, _, node_id in found]
                 marks = sum(marked for _, marked, _ in found)
                 new, old = leaf_of[fresh], leaf_of[stale]

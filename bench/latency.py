@@ -7,8 +7,8 @@ What it measures
    ``remember`` call (text ``<speaker> said, "<text>"``, the session date as an ISO 8601
    timestamp). Every call is timed, embedding included; the first call also loads the model,
    creates the table and is reported apart. Then 200 questions from the inserted conversations
-   are recalled (k=10) and timed three ways: the whole ``service.recall``, the query embedding
-   alone (``service.embedder.embed_batch([q])``) and the in-memory ``Memory.recall(vector, k)``
+   are recalled (k=10) and timed three ways: the whole ``service.look_up``, the query embedding
+   alone (``service.embedder.embed_batch([q])``) and the in-memory ``rank(memory, request)``
    alone; ``service.memory(namespace)`` (the check for commits by other processes) is timed too.
    Remember timings are also grouped by quarter of the insertion and by place in the store's
    compaction cycle, and ``--profile-calls`` further calls (the next turns) run under cProfile to
@@ -65,6 +65,7 @@ from memtree_mcp.core.embedding import Embedder, Matrix, embed_queries
 from memtree_mcp.core.ranking.recall import RankRequest, rank
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.table import COMPACT_EVERY
 
 NAMESPACE = "bench"
@@ -352,7 +353,7 @@ def bench_service(
         # -- recall
         conversations = {t.conversation for t in turns}
         questions = pick_questions(data, conversations, RECALL_QUESTIONS)
-        service.recall("warm-up query", k=RECALL_K)  # not counted
+        service.look_up(RecallRequest("warm-up query", k=RECALL_K))  # not counted
         full: list[float] = []
         embed_only: list[float] = []
         core_only: list[float] = []
@@ -361,7 +362,7 @@ def bench_service(
         inner = embedder.inner
         for question in questions:
             started = time.perf_counter()
-            found = service.recall(question, k=RECALL_K)
+            found = service.look_up(RecallRequest(question, k=RECALL_K))
             full.append(time.perf_counter() - started)
             hit_counts.append(len(found.hits))
 
@@ -419,9 +420,9 @@ def bench_service(
             "memory_recall_only": summary_ms(core_only),
             "follow_table_check": summary_ms(follow),
             "notes": {
-                "service_recall": "MemoryService.recall(q, k=10): embedding + version check + tree search",
+                "service_recall": "look_up(RecallRequest(q, k=10)): embedding + version check + tree search",
                 "embedding_only": "service.embedder.embed_batch([q])",
-                "memory_recall_only": "Memory.recall(vector, 10), in memory, embedding excluded",
+                "memory_recall_only": "rank(memory, k=10), in memory, embedding excluded",
                 "follow_table_check": "service.memory(namespace): looks for newer table versions",
             },
         },
@@ -607,7 +608,7 @@ def print_table(report: dict[str, Any]) -> None:
         )
     print(line(f"recall k={rec['k']} (service)", rec["service_recall"]))
     print(line("  query embedding only", rec["embedding_only"]))
-    print(line("  Memory.recall only", rec["memory_recall_only"]))
+    print(line("  rank(memory, request) only", rec["memory_recall_only"]))
     print(line("  service.memory() version check", rec["follow_table_check"]))
     profile = svc.get("remember_profile")
     if profile:

@@ -46,6 +46,7 @@ from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.names import STRATEGIES as RECALL_STRATEGIES
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 RRF_K = 60
 DEPTH = 50  # leaves asked for: 25 for recall@25, more for the sessions of S@10
@@ -128,15 +129,17 @@ def run(
                 for strategy in strategies:
                     started = time.perf_counter()
                     name, _, option = strategy.partition("+")
-                    hits = service.recall(
-                        question.text,
-                        k=DEPTH,
-                        kind="leaf",
-                        strategy=name,
-                        namespace=namespace,
-                        expand=option == "expand",
-                        # The whole ranking, no cut-off (docs/findings/what-the-model-reads.md).
-                        min_relevance=0.0,
+                    hits = service.look_up(
+                        RecallRequest(
+                            question.text,
+                            k=DEPTH,
+                            kind="leaf",
+                            strategy=name,
+                            namespace=namespace,
+                            expand=option == "expand",
+                            # The whole ranking, no cut-off (docs/findings/what-the-model-reads.md).
+                            min_relevance=0.0,
+                        )
                     ).hits
                     query_seconds[strategy] += time.perf_counter() - started
                     ranked_turns = turns([h.id for h in hits])

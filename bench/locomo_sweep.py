@@ -2,7 +2,7 @@
 
 ``bench/locomo.py`` measures strategies through the service (LanceDB commits, the real write
 path) and takes a minute per build; this harness builds each conversation's ``Memory`` in core
-only, from embeddings computed once and cached, and then asks ``Memory.recall`` the questions under
+only, from embeddings computed once and cached, and then asks ``rank(memory, request)`` the questions under
 each setting, so a grid of settings costs seconds each. The same protocol (``locomo_data.py``):
 one leaf per turn in order, role = speaker, session = ``session_<n>``, timestamp = the session's
 date; ``recall(k=25, kind="leaf", min_relevance=0)`` as the service calls it (its

@@ -44,6 +44,7 @@ from memtree_mcp.core.embedding import embed_queries
 from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 NAMESPACE = "multilingual"
 STRATEGIES = ("gather", "hybrid")
@@ -119,12 +120,14 @@ def run_embedder(name: str) -> dict[str, Any]:
             tallies["dense"].add(kind, item.language, dense, target, None)
             tallies["bm25"].add(kind, item.language, bm25, target, None)
             for strategy in STRATEGIES:
-                hits = service.recall(
-                    question, k=10, kind="leaf", strategy=strategy, namespace=NAMESPACE, min_relevance=0.0
+                hits = service.look_up(
+                    RecallRequest(
+                        question, k=10, kind="leaf", strategy=strategy, namespace=NAMESPACE, min_relevance=0.0
+                    )
                 ).hits
                 ranking = [h.id for h in hits]
-                shown_hits = service.recall(
-                    question, kind="leaf", strategy=strategy, namespace=NAMESPACE
+                shown_hits = service.look_up(
+                    RecallRequest(question, kind="leaf", strategy=strategy, namespace=NAMESPACE)
                 ).hits
                 shown = target in [h.id for h in shown_hits]
                 tallies[strategy].add(kind, item.language, ranking, target, shown)

@@ -4,7 +4,7 @@ The LoCoMo dev turns are recycled into one memory of ``--size`` leaves (copy c: 
 vectors nudged by noise and renormalised, sessions renamed, timestamps moved c spans later, so
 that the tree and the segments grow as they would), built in core with ``Memory.add_leaf``. Then
 the dev questions are recalled (k = 10) with each strategy in turn, question by question, with
-``Memory.recall`` (the query vectors precomputed; ``gather`` gets the question without the
+``rank(memory, request)`` (the query vectors precomputed; ``gather`` gets the question without the
 speakers' names as its second vector, as the service gives it), and the default embedder embeds
 one question, and the question with its name-free twin in one batch, as the service does for each
 strategy. ``recall`` through the service costs about the embedding + the in-memory recall + the

@@ -9,9 +9,9 @@ What it measures, for each size N (``--sizes``):
    (``Memory.add_leaf``), row building and LanceDB commits.
 2. ``remember``. ``--remember-calls`` further memories are remembered one call each, on top of
    the N, each timed end to end (no LLM) with the same split per call.
-3. ``recall``. ``--queries`` questions (k = 10, the default strategy) timed three ways: ``service.recall``
+3. ``recall``. ``--queries`` questions (k = 10, the default strategy) timed three ways: ``service.look_up``
    (query embedding, version check and the in-memory search), the query embedding alone, and
-   ``Memory.recall`` with the precomputed vector (embedding excluded). The exact brute-force
+   ``rank(memory, request)`` with the precomputed vector (embedding excluded). The exact brute-force
    matrix-vector product over the leaves' vectors (numpy, float32) is timed on its own, and next to
    it a flat (index-less) LanceDB vector search of the same table.
 4. The store: its size on disk, table rows (live nodes and superseded revisions), the trees' shape
@@ -93,6 +93,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.ranking.recall import RankRequest, rank
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.spaces import Spaces
 from memtree_mcp.store import rows as store_rows
 from memtree_mcp.store.table import NamespaceTable
@@ -477,7 +478,7 @@ def bench_size(
         memory = service.memory(NAMESPACE)
         assert memory is not None
         inner = embedder.inner
-        service.recall("warm-up query", k=RECALL_K, namespace=NAMESPACE)
+        service.look_up(RecallRequest("warm-up query", k=RECALL_K, namespace=NAMESPACE))
         full: list[float] = []
         embed_only: list[float] = []
         core: list[float] = []
@@ -489,12 +490,12 @@ def bench_size(
         vectors = embed_queries(inner, questions)
         for question, vector in zip(questions, vectors, strict=True):
             started = time.perf_counter()
-            found = service.recall(question, k=RECALL_K, namespace=NAMESPACE)
+            found = service.look_up(RecallRequest(question, k=RECALL_K, namespace=NAMESPACE))
             full.append(time.perf_counter() - started)
             hits.append(len(found.hits))
             for name, times in by_strategy.items():
                 started = time.perf_counter()
-                service.recall(question, k=RECALL_K, namespace=NAMESPACE, strategy=name)
+                service.look_up(RecallRequest(question, k=RECALL_K, namespace=NAMESPACE, strategy=name))
                 times.append(time.perf_counter() - started)
             started = time.perf_counter()
             embed_queries(inner, [question])
@@ -519,8 +520,8 @@ def bench_size(
             "version_check": summary_ms(follow),
             "numpy_bruteforce_top10": summary_ms(brute),
             "notes": {
-                "service_recall": "MemoryService.recall(q, k=10): embedding, version check, in-memory search",
-                "memory_recall_only": "Memory.recall(vector, 10, query_text=q): embedding excluded",
+                "service_recall": "look_up(RecallRequest(q, k=10)): embedding, version check, search",
+                "memory_recall_only": "rank(memory, k=10, query_text=q): embedding excluded",
                 "numpy_bruteforce_top10": "VectorIndex.search(vector, 10) over all leaves: one float32 "
                 "matrix-vector product + argpartition, nothing else",
             },
@@ -712,7 +713,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
     probe = Probe(targets)
     with probe.installed():
         started, cpu = time.perf_counter(), time.process_time()
-        result = service.recall(first_query, k=RECALL_K, namespace=NAMESPACE)
+        result = service.look_up(RecallRequest(first_query, k=RECALL_K, namespace=NAMESPACE))
         out["first_recall_ms"] = round((time.perf_counter() - started) * 1000, 1)
         # CPU time of the process (all its threads): on a shared machine the wall time is mostly
         # waiting for a core, this is what the work costs.
@@ -724,7 +725,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
             out[f"{label}_ms"] = round(sum(probe.durations[label]) * 1000, 1)
     out["first_recall_hits"] = len(result.hits)
     started = time.perf_counter()
-    service.recall(second_query, k=RECALL_K, namespace=NAMESPACE)
+    service.look_up(RecallRequest(second_query, k=RECALL_K, namespace=NAMESPACE))
     out["second_recall_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["rss_mib_store_loaded"] = rss_mib()
     service.close()
@@ -737,7 +738,7 @@ def reopen_probe(home: str, first_query: str, second_query: str) -> dict[str, An
 def core_probe(home: str, data: Path, extra: int = 100) -> dict[str, Any]:
     """The in-memory core on a store built by this benchmark (``--keep``), without the service.
 
-    Times the table read, ``Memory.load``, ``Memory.recall`` (200 questions, vectors precomputed)
+    Times the table read, ``Memory.load``, ``rank(memory, request)`` (200 questions, vectors precomputed)
     and ``Memory.add_leaf`` for ``extra`` further memories of the corpus. Written for both the
     current code and an older checkout (``PYTHONPATH=<checkout> python bench/scale.py --core …``),
     so it uses only what both have.
@@ -874,13 +875,13 @@ def s3_moto(remembers: int = 100, recalls: int = 50) -> dict[str, Any]:
                 remember_requests.append(requests[before:])
             for text in texts[:recalls]:
                 before, started = len(requests), time.perf_counter()
-                service.recall(text, k=5)
+                service.look_up(RecallRequest(text, k=5))
                 recall_s.append(time.perf_counter() - started)
                 recall_requests.append(requests[before:])
             service.close()
             reopened = MemoryService(settings, embedder=embedder)
             started = time.perf_counter()
-            reopened.recall("budget", k=3)
+            reopened.look_up(RecallRequest("budget", k=3))
             reopen_s = time.perf_counter() - started
     finally:
         server.stop()

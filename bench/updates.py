@@ -96,6 +96,7 @@ from memtree_mcp.core.ranking.currency import newest_updates
 from memtree_mcp.providers import make_embedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -484,7 +485,7 @@ def marks_measured(service: MemoryService, leaf_of: dict[str, str]) -> dict[str,
     handled = done = newer_first = 0
     wrong_on_hits = 0
     for question in QUESTIONS:
-        hits = service.recall(question.text).hits
+        hits = service.look_up(RecallRequest(question.text)).hits
         rank = {key_of[h.id]: i for i, h in enumerate(hits) if h.id in key_of}
         wrong_on_hits += sum(
             1 for h in hits if h.superseded_by and (h.id not in key_of or key_of[h.id] not in OUTDATED)

@@ -29,6 +29,7 @@ import memtree_mcp
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 
 def fact(writer: int, i: int) -> str:
@@ -67,7 +68,7 @@ def main() -> int:
     args = parser.parse_args()
     settings = Settings(home=args.home, namespace="default", lock_dir=args.lock_dir)
     service = MemoryService(settings)
-    service.recall("warm up the embedder", k=1)
+    service.look_up(RecallRequest("warm up the embedder", k=1))
     say(ready=os.getpid(), code=str(Path(memtree_mcp.__file__).parent))
     stored: list[str] = []
     try:
@@ -102,7 +103,9 @@ def main() -> int:
             if args.recall_every and i % args.recall_every == 0:
                 started = time.perf_counter()
                 try:
-                    hits = service.recall(f"who owns the {['budget review', 'design doc'][i % 2]}?", k=3).hits
+                    hits = service.look_up(
+                        RecallRequest(f"who owns the {['budget review', 'design doc'][i % 2]}?", k=3)
+                    ).hits
                     say(recall=bool(hits), ms=(time.perf_counter() - started) * 1000)
                 except MemtreeError as exc:
                     say(recall=False, error=str(exc))

@@ -21,6 +21,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.errors import WriteConflict
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.fences import FENCE, unfenced
 from tests.test_bucket_writers import BUCKET, HOME, assert_whole, bucket, outcomes, start_writer
 
@@ -132,7 +133,9 @@ def test_a_remember_that_loses_the_race_is_written_again_on_what_the_other_wrote
         )
         assert done.ids[0] in held.leaves
         assert reader.doctor() == []
-        assert [h.id for h in reader.recall("who owns the budget review?", k=1).hits] == done.ids[:1]
+        assert [
+            h.id for h in reader.look_up(RecallRequest("who owns the budget review?", k=1)).hits
+        ] == done.ids[:1]
     finally:
         reader.close()
 

@@ -24,6 +24,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import LockTimeout
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.bucket import BucketLease, lease_key
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
@@ -202,7 +203,7 @@ def test_three_servers_write_one_namespace_and_lose_nothing(
     checker = assert_whole(tmp_path, embedder, acked, forgotten)
     # Every server answers the same recalls the same way afterwards.
     answers = [
-        [[h.id for h in svc.recall(q, k=5).hits] for q in QUERIES]
+        [[h.id for h in svc.look_up(RecallRequest(q, k=5)).hits] for q in QUERIES]
         for svc in [checker, *(fresh(tmp_path, f"machine{w}", embedder) for w in range(3))]
     ]
     assert all(answer == answers[0] for answer in answers)

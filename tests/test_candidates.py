@@ -22,6 +22,7 @@ from memtree_mcp.core.ranking.candidates import newer_first, update_candidates, 
 from memtree_mcp.core.trees.model import Leaf, link_maker
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.rows import leaf_extras, leaf_metadata
 
 DAY = 86_400.0
@@ -163,6 +164,6 @@ def test_no_look_alike_pair_of_the_held_out_set_is_marked_without_a_link(service
         service.remember(pair.older, timestamp=f"2026-01-01T{number // 60:02d}:{number % 60:02d}:00Z")
         service.remember(pair.newer, timestamp=f"2026-06-01T{number // 60:02d}:{number % 60:02d}:00Z")
     for pair in lookalikes:
-        hits = service.recall(pair.newer, k=10).hits
+        hits = service.look_up(RecallRequest(pair.newer, k=10)).hits
         assert not any(hit.superseded_by for hit in hits), pair
     assert service.summarize(max_tokens=4000).summary.count("superseded") == 0

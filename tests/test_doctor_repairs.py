@@ -17,6 +17,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 FACTS = [
@@ -51,7 +52,9 @@ def test_doctor_repairs_what_unshared_locks_left_and_keeps_every_memory(
     )
     kept = [first.remember(fact).ids[0] for fact in FACTS[:2]]
     forgotten = first.remember("The payments service's old charge limit was 500 euros.").ids[0]
-    assert blind.recall("payments", k=1).hits  # reads the table once, then never follows again
+    assert blind.look_up(
+        RecallRequest("payments", k=1)
+    ).hits  # reads the table once, then never follows again
     monkeypatch.setattr(blind.spaces, "follow", lambda space: None)
     twice = first.remember(FACTS[2]).ids[0]
     first.forget(ids=[forgotten])

@@ -20,6 +20,7 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.mcp_text import text_of
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 from tests.waiting import wait_until
@@ -131,14 +132,16 @@ def test_a_purge_leaves_no_byte_of_a_forgotten_memory_and_a_valid_store(
     assert files_holding(home, MARKER), "the check must see the text in the store's files before the purge"
     assert service.restore(str(with_secret))  # restore can undo the forget until the purge
     assert any(MARKER in leaf.text for leaf in service.memory().leaves.values())  # type: ignore[union-attr]
-    secret = next(h.id for h in service.recall("vault code", k=5, kind="leaf").hits if MARKER in h.text)
+    secret = next(
+        h.id for h in service.look_up(RecallRequest("vault code", k=5, kind="leaf")).hits if MARKER in h.text
+    )
     service.forget(ids=[secret])
 
     version = service.purge()
     assert files_holding(home, MARKER) == []
     assert service.history() == [(version, service.history()[0][1])]
     with pytest.raises(InvalidInput, match="versions kept"):
-        service.recall("vault", as_of=str(with_secret))
+        service.look_up(RecallRequest("vault", as_of=str(with_secret)))
     assert service.doctor() == []
     fresh = MemoryService(settings, embedder=embedder)
     memory = fresh.memory()
@@ -178,7 +181,7 @@ def test_a_read_purges_once_the_retention_has_passed(settings: Settings, embedde
     remember_then_forget_the_secret(service)
     # Each read purges once the forget is a second old: the retention is measured on the clock.
     wait_until(
-        lambda: service.recall("bastion") and not files_holding(home, MARKER),
+        lambda: service.look_up(RecallRequest("bastion")) and not files_holding(home, MARKER),
         20,
         every=0.1,
         what="a read to purge the forgotten text",
@@ -231,14 +234,14 @@ def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes
     forgotten_at = service.spaces["default"].table.oldest_forget
     service.reindex()
     fresh = MemoryService(settings.model_copy(update={"retention": 3_600.0}), embedder=embedder)
-    texts = {hit.text for hit in fresh.recall("bastion", kind="leaf", min_relevance=0).hits}
+    texts = {hit.text for hit in fresh.look_up(RecallRequest("bastion", kind="leaf", min_relevance=0)).hits}
     assert "The bastion's SSH port is 2222." in texts and not any(MARKER in text for text in texts)
     assert fresh.spaces["default"].table.oldest_forget == forgotten_at
     # The re-index starts the history again: the versions before it, the forgotten text with them, went.
     assert files_holding(home, MARKER) == []
     fresh.close()
     due = MemoryService(settings.model_copy(update={"retention": 0.0}), embedder=embedder)
-    reachable = {hit.text for hit in due.recall("bastion", kind="leaf", min_relevance=0).hits}
+    reachable = {hit.text for hit in due.look_up(RecallRequest("bastion", kind="leaf", min_relevance=0)).hits}
     assert set(OTHERS[:2]) <= reachable  # opening it purges, and every memory kept is still there
     assert due.spaces["default"].table.oldest_forget is None
     assert files_holding(home, MARKER) == [] and due.doctor() == []
@@ -251,6 +254,7 @@ SAVE_THEN_HANG = """
 import sys, threading
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store import snapshot as snapshots
 
 snapshots.SMALLEST = 0
@@ -267,7 +271,7 @@ def write_then_hang(self, data):
 
 
 snapshots._Summed.write = write_then_hang
-MemoryService(Settings(home=sys.argv[1], namespace="default")).recall("bastion")
+MemoryService(Settings(home=sys.argv[1], namespace="default")).look_up(RecallRequest("bastion"))
 """
 
 
@@ -279,7 +283,7 @@ def test_a_purge_removes_the_snapshot_a_process_killed_while_saving_left_behind(
     service.remember(SECRET)
     for text in OTHERS:
         service.remember(text)
-    secret = service.recall("vault code", kind="leaf", k=1).hits[0].id
+    secret = service.look_up(RecallRequest("vault code", kind="leaf", k=1)).hits[0].id
     child = subprocess.Popen(
         [sys.executable, "-c", SAVE_THEN_HANG, str(home), MARKER],
         stdout=subprocess.PIPE,

@@ -12,6 +12,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.fences import FENCE, unfenced
 
 pytest.importorskip("botocore")
@@ -68,7 +69,7 @@ def one_line_error(tmp_path: Path, embedder: object) -> str:
     service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     try:
         with pytest.raises(MemtreeError) as raised:
-            service.recall("anything", k=1)
+            service.look_up(RecallRequest("anything", k=1))
     finally:
         service.close()
     message = str(raised.value)

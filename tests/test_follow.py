@@ -28,6 +28,7 @@ from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.core.trees.semantic import SemanticTree
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.fences import FENCE
@@ -304,19 +305,19 @@ def test_a_second_service_follows_remember_forget_and_restore_without_reading_th
     for note in NOTES[1:]:
         writer.remember(note, session="s1")
         assert_follows_without_reading_whole(follower, reads, settings, embedder)
-    assert follower.recall("retriever vacuum", k=1).hits[0].text == NOTES[1]
+    assert follower.look_up(RecallRequest("retriever vacuum", k=1)).hits[0].text == NOTES[1]
 
     version = writer.history()[-1][0]
-    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
     memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
     assert target not in memory.leaves
-    assert all("cello" not in h.text for h in follower.recall("cello recital", k=5).hits)
+    assert all("cello" not in h.text for h in follower.look_up(RecallRequest("cello recital", k=5)).hits)
 
     writer.restore(str(version))
     memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
     assert target in memory.leaves
-    assert follower.recall("cello recital", k=1, kind="leaf").hits[0].id == target
+    assert follower.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id == target
 
     # The follower writes in turn, and the first service follows it.
     back = Reads(writer.spaces, monkeypatch)
@@ -453,7 +454,7 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     writer, follower, reads = loaded_after(pair, NOTES, monkeypatch)
-    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     before = time.time()
     writer.forget(ids=[target])
     assert_follows_without_reading_whole(follower, reads, settings, embedder)

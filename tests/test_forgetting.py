@@ -19,6 +19,7 @@ from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.mcp_text import text_of
 
 pytestmark = pytest.mark.anyio
@@ -115,13 +116,15 @@ async def test_the_readme_example_lists_the_password_and_deletes_nothing(
     for line, candidate in zip(lines, candidates, strict=True):
         assert line.endswith(f"{{{candidate['id']}}}") and f"[{candidate['relevance']:.2f} · " in line
         assert DEFAULT_MIN_RELEVANCE <= candidate["relevance"] <= 1 and set(candidate) == {"id", "relevance"}
-    recalled = {hit.id: hit.relevance for hit in forty.recall("the old staging password", k=20).hits}
+    recalled = {
+        hit.id: hit.relevance for hit in forty.look_up(RecallRequest("the old staging password", k=20)).hits
+    }
     assert recalled[candidates[0]["id"]] == candidates[0]["relevance"]
     assert count(forty) == 40
     error, done = await call(client, {"ids": [candidates[0]["id"]]})
     assert not error and done["deleted"] == [candidates[0]["id"]]
     assert count(forty) == 39
-    assert all(hit.text != PASSWORD for hit in forty.recall("staging password", k=20).hits)
+    assert all(hit.text != PASSWORD for hit in forty.look_up(RecallRequest("staging password", k=20)).hits)
 
 
 async def test_a_query_that_matches_nothing_relevant_lists_nothing(

@@ -27,6 +27,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 KNOWN = "The user's emergency contact is Ingrid Halvorsen, reachable on extension 4417."
@@ -264,7 +265,7 @@ def protect_known_memory(arguments: dict[str, Any], known_id: str) -> dict[str, 
 def assert_store_is_valid(
     service: MemoryService, settings: Settings, embedder: MiniLMEmbedder, known_id: str
 ) -> None:
-    found = service.recall(KNOWN_QUERY, k=5, kind="leaf")
+    found = service.look_up(RecallRequest(KNOWN_QUERY, k=5, kind="leaf"))
     assert known_id in [hit.id for hit in found.hits]
     for svc in (service, MemoryService(settings, embedder=embedder)):
         memory = svc.memory()

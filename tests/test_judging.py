@@ -24,6 +24,7 @@ from memtree_mcp.llm.prompts import judge_prompt, parse_verdicts
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.fake_openai import FakeOpenAI, fake_openai, llm_settings
 from tests.waiting import wait_until
 
@@ -112,11 +113,11 @@ def test_the_llm_links_an_update_at_write_time_and_recall_marks_it(
         assert memory is not None
         assert memory.leaves[priya].supersedes == (dana,) and not memory.leaves[priya].judging
         assert link_maker(memory.leaves[priya], dana) == "llm"  # stored with who made it, at write time
-        hits = service.recall("Who handles billing and invoice questions?").hits
+        hits = service.look_up(RecallRequest("Who handles billing and invoice questions?")).hits
         by_id = {hit.id: rank for rank, hit in enumerate(hits, start=1)}
         assert by_id[priya] < by_id[dana]
         assert hits[by_id[dana] - 1].superseded_by == priya
-        lines = service.recall("Who handles billing and invoice questions?")
+        lines = service.look_up(RecallRequest("Who handles billing and invoice questions?"))
         from memtree_mcp.service import rendering
 
         text = rendering.recall_text(lines)
@@ -147,7 +148,10 @@ def test_unrelated_or_garbage_stores_no_link(
         memory = service.memory()
         assert memory is not None
         assert all(not leaf.supersedes and not leaf.judging for leaf in memory.leaves.values())
-        assert all(hit.superseded_by is None for hit in service.recall("billing contact invoices").hits)
+        assert all(
+            hit.superseded_by is None
+            for hit in service.look_up(RecallRequest("billing contact invoices")).hits
+        )
         assert reply not in {leaf.text for leaf in memory.leaves.values()}
     finally:
         service.close()
@@ -163,7 +167,9 @@ def test_a_down_endpoint_keeps_memories_logs_once_and_a_restart_resumes(
         dana, priya = remember_pair(service)
         wait_until(lambda: service.judging.worker.failing, 60, every=0.05, what="the judge to fail")
         service.remember("The coffee machine is descaled every month.")
-        assert service.recall("billing contact", k=1).hits[0].text == PRIYA  # recall works, unmarked
+        assert (
+            service.look_up(RecallRequest("billing contact", k=1)).hits[0].text == PRIYA
+        )  # recall works, unmarked
         memory = service.memory()
         assert memory is not None and memory.leaves[priya].judging and not memory.leaves[priya].supersedes
         paused = [r for r in caplog.records if "update judging is paused" in r.getMessage()]

@@ -22,6 +22,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.model import Leaf, link_maker
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.mcp_text import text_of
 
 OLD_PORT = "The ingest service listens on port 7070."
@@ -43,7 +44,7 @@ def held(service: MemoryService, namespace: str | None = None) -> Memory:
 
 def marked(service: MemoryService, older: str, namespace: str | None = None) -> str | None:
     """What recall marks memory ``older`` superseded by, when it is a hit for :data:`QUESTION`."""
-    hits = service.recall(QUESTION, namespace=namespace).hits
+    hits = service.look_up(RecallRequest(QUESTION, namespace=namespace)).hits
     (hit,) = [hit for hit in hits if hit.id == older]
     return hit.superseded_by
 

@@ -23,6 +23,7 @@ from memtree_mcp.llm.chat import LiteLLMChat, TextGenerator
 from memtree_mcp.llm.endpoint import CHAT_REPLY_BYTES
 from memtree_mcp.llm.prompts import aggregation_prompt
 from memtree_mcp.providers.remote_embedder import BATCH_SIZE, PROBE_TEXT, LiteLLMEmbedder
+from memtree_mcp.service.requests import RecallRequest
 from tests.fake_openai import FakeOpenAI, fake_openai, fake_vector
 
 KEY = "sk-test-secret-0123456789"
@@ -313,13 +314,15 @@ def test_a_store_can_be_built_with_a_litellm_embedder_and_then_refuses_another(t
         remote = MemoryService(settings)
         remote.remember("The on-call rotation changes every Wednesday.")
         remote.remember("Coffee beans are in the second drawer.")
-        hits = remote.recall("The on-call rotation changes every Wednesday.", k=1, kind="leaf").hits
+        hits = remote.look_up(
+            RecallRequest("The on-call rotation changes every Wednesday.", k=1, kind="leaf")
+        ).hits
         assert hits[0].text == "The on-call rotation changes every Wednesday."
         assert any(path.endswith("/embeddings") for path, _, _ in server.requests)
         remote.close()
     local = MemoryService(settings.model_copy(update={"embedder": "local"}))
     with pytest.raises(EmbedderMismatch, match="litellm:openai/fake-embed"):
-        local.recall("anything")
+        local.look_up(RecallRequest("anything"))
 
 
 def test_a_trickling_endpoint_is_given_up_on_at_the_timeout_for_the_whole_call(server: FakeOpenAI) -> None:

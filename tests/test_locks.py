@@ -26,6 +26,7 @@ from memtree_mcp.errors import LockTimeout
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.writing import LARGE_WRITE_CHUNKS
 from tests.mcp_text import text_of
 from tests.waiting import wait_until
@@ -189,7 +190,9 @@ def test_a_remember_embeds_before_taking_any_lock(settings: Settings, embedder: 
     try:
         assert gated.embedding.wait(60)
         started = time.perf_counter()
-        assert service.recall("cat", k=1).hits  # neither the space's lock nor the file lock is held
+        assert service.look_up(
+            RecallRequest("cat", k=1)
+        ).hits  # neither the space's lock nor the file lock is held
         assert service.remember("Miso likes tuna.").ids  # another writer gets through too
         assert time.perf_counter() - started < 5
     finally:
@@ -245,7 +248,9 @@ def test_a_long_filing_lets_waiting_readers_in(
     writer.start()
     assert reached.wait(60)
     found: list[Any] = []
-    reader = threading.Thread(target=lambda: (found.append(service.recall("cat", k=1)), reader_done.set()))
+    reader = threading.Thread(
+        target=lambda: (found.append(service.look_up(RecallRequest("cat", k=1))), reader_done.set())
+    )
     reader.start()
     space = service.spaces["default"]
     wait_until(lambda: space.readers_waiting, what="the reader to wait for the space")

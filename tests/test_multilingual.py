@@ -28,6 +28,7 @@ from memtree_mcp.errors import EmbedderMismatch, ProviderError
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mcp_text import text_of
@@ -47,7 +48,7 @@ def remember_all(service: MemoryService) -> dict[Item, str]:
 
 
 def found_in_top(service: MemoryService, ids: dict[Item, str], question: str, item: Item, k: int) -> bool:
-    hits = service.recall(question, k=k, kind="leaf", min_relevance=0.0).hits
+    hits = service.look_up(RecallRequest(question, k=k, kind="leaf", min_relevance=0.0)).hits
     return ids[item] in [hit.id for hit in hits]
 
 
@@ -207,7 +208,7 @@ def test_switching_a_store_to_e5_is_refused_until_it_is_reindexed(
     switched = MemoryService(Settings(home=home, embedder="e5-small"), embedder=e5_embedder)
     try:
         with pytest.raises(EmbedderMismatch, match="memtree-mcp reindex"):
-            switched.recall("What does my uncle do for work?")
+            switched.look_up(RecallRequest("What does my uncle do for work?"))
     finally:
         switched.close()
     for name in list(os.environ):
@@ -225,7 +226,7 @@ def test_switching_a_store_to_e5_is_refused_until_it_is_reindexed(
     back = MemoryService(Settings(home=home), embedder=embedder)
     try:
         with pytest.raises(EmbedderMismatch, match="built with the embedder e5-small, but the configured "):
-            back.recall("uncle")
+            back.look_up(RecallRequest("uncle"))
     finally:
         back.close()
 

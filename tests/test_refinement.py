@@ -25,6 +25,7 @@ from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.fake_openai import FakeOpenAI, fake_openai, llm_settings
 from tests.waiting import wait_until
 
@@ -80,7 +81,7 @@ def test_a_slow_llm_never_delays_remember_and_its_summaries_arrive_afterwards(
         branches = all_branches(service)
         assert branches and not any(b.pending for b in branches)
         assert all(b.text.startswith("LLM summary:") for b in branches if b.leaf_count > 1)
-        hits = service.recall("staging database", kind="summary").hits
+        hits = service.look_up(RecallRequest("staging database", kind="summary")).hits
         assert hits and hits[0].text.startswith("LLM summary:")
     finally:
         service.close()
@@ -125,7 +126,7 @@ def test_a_failing_llm_leaves_extractive_summaries_reports_once_and_a_restart_fi
         assert "500" in failing or "server" in failing.lower()
         for note in NOTES[4:]:
             service.remember(note)  # memories are still stored and recalled
-        assert service.recall("Alice tabs").hits[0].text == NOTES[3]
+        assert service.look_up(RecallRequest("Alice tabs")).hits[0].text == NOTES[3]
         for branch in all_branches(service):
             assert branch.pending and not branch.summary
             assert "error" not in branch.text.lower() and "LLM summary" not in branch.text
@@ -282,19 +283,19 @@ def test_reindex_moves_a_store_to_a_new_embedder_keeping_every_memory(
     local = MemoryService(Settings(home=str(tmp_path / "store")), embedder=embedder)
     try:
         with pytest.raises(EmbedderMismatch):
-            local.recall("staging database")
+            local.look_up(RecallRequest("staging database"))
         count, previous, version = local.reindex()
         assert (count, previous) == (len(NOTES), "litellm:openai/fake-embed")
         assert list(local.export_memories()) == before
         assert sorted(local.memory().leaves) == ids  # type: ignore[union-attr]
-        assert local.recall("When do staging backups run?", k=1).hits[0].text == NOTES[1]
+        assert local.look_up(RecallRequest("When do staging backups run?", k=1)).hits[0].text == NOTES[1]
         assert local.doctor() == []
         # The history starts again at the re-index: earlier commits hold the other embedder's
         # vectors, so they cannot be restored into this table (the way back is another re-index).
         assert [v for v, _ in local.history()] == [version]
         with pytest.raises(InvalidInput, match=f"no version {version - 1}"):
             local.restore(str(version - 1))
-        assert local.recall("When do staging backups run?", k=1).hits[0].text == NOTES[1]
+        assert local.look_up(RecallRequest("When do staging backups run?", k=1)).hits[0].text == NOTES[1]
     finally:
         local.close()
 

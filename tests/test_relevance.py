@@ -9,6 +9,7 @@ import pytest
 from memtree_mcp.core.indexes.lexical import LexicalIndex, tokenize
 from memtree_mcp.core.ranking.relevance import DENSE_SAME, DENSE_UNRELATED, meaning, relevance
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 DOCS = {
     "a": "The staging database is Postgres 16 on port 5432.",
@@ -67,9 +68,11 @@ def test_min_relevance_zero_returns_every_hit_ranked_even_for_a_query_nothing_is
     ]
     for note in notes:
         service.remember(note)
-    every = service.recall(query, min_relevance=0, strategy=strategy, kind="leaf", k=10).hits
+    every = service.look_up(RecallRequest(query, min_relevance=0, strategy=strategy, kind="leaf", k=10)).hits
     assert sorted(hit.text for hit in every) == sorted(notes)
-    assert len(service.recall(query, strategy=strategy).hits) <= 1  # the default cut-off still holds
+    assert (
+        len(service.look_up(RecallRequest(query, strategy=strategy)).hits) <= 1
+    )  # the default cut-off still holds
 
 
 def test_word_coverage_of_alternating_queries_is_each_querys_own() -> None:

@@ -10,6 +10,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import StoreError
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store.lance import object_store_options
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
 
@@ -62,7 +63,7 @@ def test_a_memory_on_s3_is_remembered_recalled_and_reopened_identical(
     for i, fact in enumerate(FACTS):
         first.remember(fact, session=f"s{i % 2}", timestamp=f"2024-05-{i + 1:02d}T10:00:00Z")
     assert first.remember(FACTS[0]).deduplicated
-    hits = first.recall("When did my dog see the vet?", k=3).hits
+    hits = first.look_up(RecallRequest("When did my dog see the vet?", k=3)).hits
     assert hits[0].text == FACTS[3]
     before = first.memory()
     assert before is not None
@@ -74,7 +75,9 @@ def test_a_memory_on_s3_is_remembered_recalled_and_reopened_identical(
     assert memory is not None and memory_state(memory) == expected
     assert_semantic_invariants(memory.semantic)
     assert_temporal_invariants(memory.temporal)
-    assert [h.id for h in reopened.recall("When did my dog see the vet?", k=3).hits] == [h.id for h in hits]
+    assert [h.id for h in reopened.look_up(RecallRequest("When did my dog see the vet?", k=3)).hits] == [
+        h.id for h in hits
+    ]
     # The table lives in the bucket; the writers' lock in the local lock directory, nowhere else.
     keys = [
         o["Key"]
@@ -95,13 +98,15 @@ def test_a_second_server_on_the_bucket_sees_what_the_first_wrote(
     writer = MemoryService(s3_settings(tmp_path), embedder=embedder)
     reader = MemoryService(s3_settings(tmp_path / "elsewhere"), embedder=embedder)
     writer.remember(FACTS[2])
-    assert [h.text for h in reader.recall("which port is staging Postgres on?", k=1).hits] == [FACTS[2]]
+    assert [
+        h.text for h in reader.look_up(RecallRequest("which port is staging Postgres on?", k=1)).hits
+    ] == [FACTS[2]]
     writer.remember(FACTS[4])
-    assert FACTS[4] in [h.text for h in reader.recall("CI GitHub Actions", k=2).hits]
+    assert FACTS[4] in [h.text for h in reader.look_up(RecallRequest("CI GitHub Actions", k=2)).hits]
     listed = writer.forget(query="GitHub Actions Jenkins").candidates
     forgotten = writer.forget(ids=[c.id for c in listed])
     assert forgotten.deleted
-    assert FACTS[4] not in [h.text for h in reader.recall("CI GitHub Actions", k=5).hits]
+    assert FACTS[4] not in [h.text for h in reader.look_up(RecallRequest("CI GitHub Actions", k=5)).hits]
 
 
 def test_plain_http_is_allowed_on_loopback_only_unless_asked_for() -> None:
@@ -144,7 +149,7 @@ def test_the_dynamodb_commit_store_of_lancedb_works_through_the_service(
         first.remember(fact)
     first.close()
     again = MemoryService(settings, embedder=embedder)
-    assert [h.text for h in again.recall("golden retriever", k=1).hits] == [FACTS[0]]
+    assert [h.text for h in again.look_up(RecallRequest("golden retriever", k=1)).hits] == [FACTS[0]]
     memory = again.memory()
     assert memory is not None and len(memory.leaves) == 3
     assert dynamodb.scan(TableName="memtree-commits")["Count"] >= 3  # one entry per committed version

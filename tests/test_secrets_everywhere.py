@@ -46,6 +46,7 @@ from memtree_mcp.secrets.detection import NAME_CHARS, find_secrets, redact_field
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.inputs import check_tags, check_tree, parse_timestamp
+from memtree_mcp.service.requests import RecallRequest
 from tests.mcp_text import text_of
 from tests.test_secrets import leaks
 
@@ -293,9 +294,9 @@ def test_no_error_message_repeats_a_secret_given_in_a_bad_argument(
         lambda: check_tags([bad + "x" * 60]),
         lambda: service.remember("The billing job moved.", timestamp=bad),
         lambda: service.remember("The billing job moved.", supersedes=[STRIPE]),
-        lambda: service.recall("billing", strategy=bad),  # type: ignore[arg-type]
-        lambda: service.recall("billing", as_of=f"token {GITHUB}"),
-        lambda: service.recall("billing", namespace=f"x {STRIPE}"),
+        lambda: service.look_up(RecallRequest("billing", strategy=bad)),
+        lambda: service.look_up(RecallRequest("billing", as_of=f"token {GITHUB}")),
+        lambda: service.look_up(RecallRequest("billing", namespace=f"x {STRIPE}")),
         lambda: service.navigate(node_id=f"m{AWS}"),
         lambda: service.navigate(move=bad),
     ]

@@ -13,6 +13,7 @@ from mcp import Client
 
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.mcp_text import text_of
 
 pytestmark = pytest.mark.anyio
@@ -114,7 +115,7 @@ async def test_a_first_recall_and_remember_during_the_background_load_answer_as_
     first = MemoryService(settings, embedder=embedder)
     for text in ("Biscuit is my golden retriever.", "The staging database listens on port 5433."):
         first.remember(text)
-    expected = first.recall("Which port does staging use?", k=3)
+    expected = first.look_up(RecallRequest("Which port does staging use?", k=3))
     first.close()
     reads: list[str] = []
     whole_read = Spaces.reload

@@ -9,6 +9,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants
 
 
@@ -21,10 +22,10 @@ def test_what_is_remembered_is_recalled_first(service: MemoryService) -> None:
     service.remember("Biscuit is my golden retriever.", timestamp="2024-05-08")
     service.remember("The staging database is Postgres 16 on port 5433.")
     service.remember("My sister Ana teaches physics in Lisbon.")
-    hits = service.recall("what port is the staging database on?", k=3).hits
+    hits = service.look_up(RecallRequest("what port is the staging database on?", k=3)).hits
     assert hits[0].text == "The staging database is Postgres 16 on port 5433."
     assert hits[0].kind == "leaf" and hits[0].score > 0.4
-    dog = service.recall("what is my dog called", k=1).hits[0]
+    dog = service.look_up(RecallRequest("what is my dog called", k=1)).hits[0]
     assert dog.text == "Biscuit is my golden retriever."
     assert dog.time_from == dog.time_to == "2024-05-08T00:00:00Z"
 
@@ -34,7 +35,7 @@ def test_related_memories_are_gathered_under_a_summary_with_a_breadcrumb(service
     service.remember("Biscuit the golden retriever loves swimming in the lake.")
     second = service.remember("Biscuit the golden retriever had his vaccinations on Tuesday.")
     assert second.path and "biscuit" in second.path[0].label
-    hits = service.recall("Biscuit the golden retriever", k=8).hits
+    hits = service.look_up(RecallRequest("Biscuit the golden retriever", k=8)).hits
     summaries = [h for h in hits if h.kind == "summary"]
     assert summaries and "Biscuit" in summaries[0].text
     leaf = next(h for h in hits if h.kind == "leaf")
@@ -47,7 +48,9 @@ def test_an_exact_duplicate_is_not_stored_twice(service: MemoryService) -> None:
     again = service.remember("  I prefer tabs over spaces.  ")
     assert again.deduplicated and again.ids == first.ids
     assert table_version(service) == version
-    assert len([h for h in service.recall("tabs or spaces", k=10).hits if h.kind == "leaf"]) == 1
+    assert (
+        len([h for h in service.look_up(RecallRequest("tabs or spaces", k=10)).hits if h.kind == "leaf"]) == 1
+    )
 
 
 def test_long_content_is_split_into_ordered_chunks(service: MemoryService) -> None:
@@ -62,16 +65,16 @@ def test_long_content_is_split_into_ordered_chunks(service: MemoryService) -> No
 
 
 def test_recall_on_an_empty_namespace_finds_nothing_and_creates_nothing(service: MemoryService) -> None:
-    assert service.recall("anything", namespace="empty-one").hits == []
+    assert service.look_up(RecallRequest("anything", namespace="empty-one")).hits == []
     assert "empty-one" not in service.store.namespaces()
 
 
 def test_namespaces_never_see_each_other(service: MemoryService) -> None:
     service.remember("Project Alpha uses Django.", namespace="alpha")
     service.remember("Project Beta uses Rails.", namespace="beta")
-    assert [h.text for h in service.recall("which web framework", namespace="alpha").hits] == [
-        "Project Alpha uses Django."
-    ]
+    assert [
+        h.text for h in service.look_up(RecallRequest("which web framework", namespace="alpha")).hits
+    ] == ["Project Alpha uses Django."]
 
 
 @pytest.mark.parametrize(
@@ -120,7 +123,7 @@ def test_bad_recall_input_is_refused(
     service: MemoryService, arguments: dict[str, object], message: str
 ) -> None:
     with pytest.raises(InvalidInput, match=re.escape(message)):
-        service.recall(**arguments)  # type: ignore[arg-type]
+        service.look_up(RecallRequest(**arguments))  # type: ignore[arg-type]
 
 
 def test_recall_is_identical_after_a_restart(settings: Settings, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -132,9 +135,11 @@ def test_recall_is_identical_after_a_restart(settings: Settings, embedder) -> No
         "Ana prefers green tea.",
     ]:
         first.remember(fact)
-    before = first.recall("how do we deploy and roll back", k=6)
+    before = first.look_up(RecallRequest("how do we deploy and roll back", k=6))
     first.close()
-    after = MemoryService(settings, embedder=embedder).recall("how do we deploy and roll back", k=6)
+    after = MemoryService(settings, embedder=embedder).look_up(
+        RecallRequest("how do we deploy and roll back", k=6)
+    )
     assert after == before
 
 
@@ -159,58 +164,66 @@ def chat(service: MemoryService) -> MemoryService:
 
 
 def test_hybrid_recall_brings_the_answer_said_right_after_the_question(chat: MemoryService) -> None:
-    hits = chat.recall("What is the puppy called?", k=2, kind="leaf").hits
+    hits = chat.look_up(RecallRequest("What is the puppy called?", k=2, kind="leaf")).hits
     texts = [h.text for h in hits]
     assert "Biscuit! He is a golden retriever and already chews everything." in texts
 
 
 def test_exact_words_count_in_hybrid_recall(chat: MemoryService) -> None:
-    top = chat.recall("robotics", k=1, kind="leaf").hits[0]
+    top = chat.look_up(RecallRequest("robotics", k=1, kind="leaf")).hits[0]
     assert top.text == "The company is a small robotics startup near the river."
 
 
 def test_recall_filters_by_time_tags_session_and_kind(chat: MemoryService) -> None:
     # min_relevance=0: every hit the filters let through, whatever its relevance.
-    june = chat.recall(
-        "my hobbies", k=10, time_from="2023-06-01", time_to="2023-06-30T23:59:59Z", min_relevance=0.0
+    june = chat.look_up(
+        RecallRequest(
+            "my hobbies", k=10, time_from="2023-06-01", time_to="2023-06-30T23:59:59Z", min_relevance=0.0
+        )
     ).hits
     assert june and all(h.time_from.startswith("2023-06") for h in june)
-    tagged = chat.recall("the new job", k=10, tags=["s3"], min_relevance=0.0).hits
+    tagged = chat.look_up(RecallRequest("the new job", k=10, tags=["s3"], min_relevance=0.0)).hits
     assert {h.text for h in tagged} <= {CONVERSATION[5][2], CONVERSATION[6][2]} and tagged
     assert all(h.kind == "leaf" for h in tagged)
-    in_session = chat.recall("pottery bowl", k=10, session="s2", min_relevance=0.0).hits
+    in_session = chat.look_up(RecallRequest("pottery bowl", k=10, session="s2", min_relevance=0.0)).hits
     assert {h.text for h in in_session} == {CONVERSATION[3][2], CONVERSATION[4][2]}
-    summaries = chat.recall("puppy", k=10, kind="summary", strategy="collapsed", min_relevance=0.0).hits
+    summaries = chat.look_up(
+        RecallRequest("puppy", k=10, kind="summary", strategy="collapsed", min_relevance=0.0)
+    ).hits
     assert summaries and all(h.kind == "summary" for h in summaries)
-    everything = chat.recall("the move to Lisbon", k=20, kind="summary", min_relevance=0.0).hits
+    everything = chat.look_up(
+        RecallRequest("the move to Lisbon", k=20, kind="summary", min_relevance=0.0)
+    ).hits
     assert everything and all(h.kind == "summary" and h.covers >= 2 for h in everything)
 
 
 def test_both_strategies_answer_and_unknown_ones_are_refused(chat: MemoryService) -> None:
     for strategy in ("hybrid", "collapsed"):
-        assert chat.recall("Lisbon job", k=3, strategy=strategy).hits
+        assert chat.look_up(RecallRequest("Lisbon job", k=3, strategy=strategy)).hits
     with pytest.raises(InvalidInput, match="unknown strategy"):
-        chat.recall("x", strategy="psychic")
+        chat.look_up(RecallRequest("x", strategy="psychic"))
     with pytest.raises(InvalidInput, match="unknown kind"):
-        chat.recall("x", kind="everything")
+        chat.look_up(RecallRequest("x", kind="everything"))
     with pytest.raises(InvalidInput, match="ISO 8601"):
-        chat.recall("x", time_from="last week")
+        chat.look_up(RecallRequest("x", time_from="last week"))
 
 
 def test_a_query_about_nothing_stored_recalls_nothing(chat: MemoryService) -> None:
-    assert chat.recall("zzzz qqqq xyzzy", k=5).hits == []
-    assert chat.recall("tax deadline for freelancers", k=5).hits == []
+    assert chat.look_up(RecallRequest("zzzz qqqq xyzzy", k=5)).hits == []
+    assert chat.look_up(RecallRequest("tax deadline for freelancers", k=5)).hits == []
 
 
 def test_expanding_summaries_returns_their_memories_once_each(chat: MemoryService) -> None:
-    plain = chat.recall("the puppy Biscuit", k=6, strategy="collapsed", kind="summary", min_relevance=0.0)
+    plain = chat.look_up(
+        RecallRequest("the puppy Biscuit", k=6, strategy="collapsed", kind="summary", min_relevance=0.0)
+    )
     summary = next(h for h in plain.hits if h.kind == "summary")
     memory = chat.memory()
     assert memory is not None
     branch = memory.branch(summary.id)
     assert branch is not None
-    expanded = chat.recall(
-        "the puppy Biscuit", k=20, strategy="collapsed", expand=True, min_relevance=0.0
+    expanded = chat.look_up(
+        RecallRequest("the puppy Biscuit", k=20, strategy="collapsed", expand=True, min_relevance=0.0)
     ).hits
     ids = [h.id for h in expanded]
     assert all(h.kind == "leaf" for h in expanded) and len(ids) == len(set(ids))
@@ -221,7 +234,7 @@ def test_expanding_summaries_returns_their_memories_once_each(chat: MemoryServic
 
 
 def test_top_down_refinement_descends_to_the_subject(chat: MemoryService) -> None:
-    hits = chat.recall("pottery class bowl", k=3, strategy="refine", kind="leaf").hits
+    hits = chat.look_up(RecallRequest("pottery class bowl", k=3, strategy="refine", kind="leaf")).hits
     assert hits[0].text in {CONVERSATION[3][2], CONVERSATION[4][2]}
 
 
@@ -254,7 +267,9 @@ def test_a_forgotten_memory_leaves_no_trace(chat: MemoryService, settings: Setti
         assert memory is not None
         assert "zorblax" not in all_texts(memory)
         assert memory.lexical.scores("zorblax") == {}
-        assert all("zorblax" not in h.text for h in service.recall("zorblax planter key", k=20).hits)
+        assert all(
+            "zorblax" not in h.text for h in service.look_up(RecallRequest("zorblax planter key", k=20)).hits
+        )
         assert "zorblax" not in service.summarize(max_tokens=4000).summary
         assert_semantic_invariants(memory.semantic)
         assert_temporal_invariants(memory.temporal)
@@ -354,11 +369,11 @@ def test_repair_survives_duplicated_or_low_sequence_numbers(
     with service.spaces.writing("default"):
         space.table.commit(memory, damaged, rewritten=damaged)
     fresh = MemoryService(settings, embedder=service.embedder)
-    assert fresh.recall("staging database port").hits  # read as it is meanwhile
+    assert fresh.look_up(RecallRequest("staging database port")).hits  # read as it is meanwhile
     assert fresh.doctor(repair=True)  # the damage is found
     assert fresh.doctor() == []
     assert sorted(fresh.memory().leaves) == sorted(ids)  # type: ignore[union-attr]
-    assert fresh.recall("staging database port").hits
+    assert fresh.look_up(RecallRequest("staging database port")).hits
     fresh.close()
     again = MemoryService(settings, embedder=service.embedder)
     assert again.doctor() == [] and len(again.memory().leaves) == len(ids)  # type: ignore[union-attr]

@@ -24,6 +24,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store import opening
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store import table as tables
@@ -140,7 +141,7 @@ def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restor
     version = writer.history()[-1][0]
     for note in MORE:
         writer.remember(note, session="s2")
-    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
     memory = reopened(settings, embedder)
     assert reads.count == 2
@@ -174,10 +175,10 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
     version = writer.history()[-1][0]
     for note in MORE:
         writer.remember(note, session="s2")
-    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
     writer.restore(str(version))
-    writer.forget(node_id=writer.recall("retriever vacuum", k=1, kind="leaf").hits[0].id)
+    writer.forget(node_id=writer.look_up(RecallRequest("retriever vacuum", k=1, kind="leaf")).hits[0].id)
     space = writer.spaces["default"]
     with space.lock:
         writer.spaces.follow(space)
@@ -322,7 +323,7 @@ def test_a_purge_deletes_the_snapshot_that_may_hold_forgotten_text(
     for note in NOTES:
         writer.remember(note)
     saved_anew(settings, embedder)
-    target = writer.recall("cello recital", k=1, kind="leaf").hits[0].id
+    target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
     assert b"cello" in snapshot_path(settings).read_bytes()  # saved before the forget
     space = writer.spaces["default"]

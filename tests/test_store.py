@@ -9,6 +9,7 @@ import pytest
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import EmbedderMismatch, InvalidInput, StoreError
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.lance import LanceStore
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
@@ -75,7 +76,10 @@ def test_a_failed_commit_leaves_the_previous_state(
     assert space.table.latest_version() == version
     after = service.memory()
     assert after is not None and memory_state(after) == expected
-    assert all(h.text != "This fact never reaches the disk." for h in service.recall("fact disk", k=20).hits)
+    assert all(
+        h.text != "This fact never reaches the disk."
+        for h in service.look_up(RecallRequest("fact disk", k=20)).hits
+    )
     # and the memory keeps working
     assert not service.remember("This fact does reach the disk.").deduplicated
 
@@ -94,11 +98,11 @@ def test_a_second_process_sees_what_the_first_wrote(settings: Settings, embedder
     reader = MemoryService(settings, embedder=embedder)
     writer = MemoryService(settings, embedder=embedder)
     writer.remember("The office wifi password rotates every Monday.")
-    assert [h.text for h in reader.recall("office wifi", k=1).hits] == [
+    assert [h.text for h in reader.look_up(RecallRequest("office wifi", k=1)).hits] == [
         "The office wifi password rotates every Monday."
     ]
     writer.remember("The office moved to the fifth floor.")
-    texts = [h.text for h in reader.recall("office floor", k=5).hits if h.kind == "leaf"]
+    texts = [h.text for h in reader.look_up(RecallRequest("office floor", k=5)).hits if h.kind == "leaf"]
     assert "The office moved to the fifth floor." in texts
 
 
@@ -138,7 +142,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     assert table.row_count() > 2 * live + 5
     assert len(service.history()) == len(facts)
     assert sorted(leaf.text for leaf in table.read(early).leaves) == early_texts
-    then = service.recall("garden", k=20, kind="leaf", as_of=str(early)).hits
+    then = service.look_up(RecallRequest("garden", k=20, kind="leaf", as_of=str(early))).hits
     assert then and {h.text for h in then} <= set(early_texts)
 
     service.close()
@@ -153,7 +157,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     assert table.row_count() <= 2 * live + 5
     assert [version for version, _ in short.history()] == [table.rev]
     with pytest.raises(InvalidInput, match=f"no version {early}"):
-        short.recall("garden", as_of=str(early))
+        short.look_up(RecallRequest("garden", as_of=str(early)))
     expected = memory_state(memory)
     short.close()
 
@@ -201,22 +205,24 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
     service.remember("The deploy freeze starts on December 20.")
     service.remember("The office closes on December 24.")
     before_forget = service.history()[-1][0]
-    fact = service.recall("deploy freeze", k=1, kind="leaf").hits[0]
+    fact = service.look_up(RecallRequest("deploy freeze", k=1, kind="leaf")).hits[0]
     service.forget(node_id=fact.id)
     service.remember("Nothing else is scheduled.")
-    assert all("freeze" not in h.text for h in service.recall("deploy freeze", k=5).hits)
+    assert all("freeze" not in h.text for h in service.look_up(RecallRequest("deploy freeze", k=5)).hits)
 
     # as_of shows the memory as it was, less what was forgotten since
-    then = service.recall("December", k=5, kind="leaf", as_of=str(before_forget)).hits
+    then = service.look_up(RecallRequest("December", k=5, kind="leaf", as_of=str(before_forget))).hits
     assert [h.text for h in then] == ["The office closes on December 24."]
     # a time picks the last version written by then (times have one-second resolution)
-    assert service.recall("deploy freeze", k=3, as_of="2999-01-01") == service.recall("deploy freeze", k=3)
+    assert service.look_up(RecallRequest("deploy freeze", k=3, as_of="2999-01-01")) == service.look_up(
+        RecallRequest("deploy freeze", k=3)
+    )
 
     versions_before = len(service.history())
     restored, latest = service.restore(str(before_forget))
     assert restored == before_forget and latest > before_forget
     assert len(service.history()) == versions_before + 1  # a new version; none destroyed
-    texts = {h.text for h in service.recall("deploy freeze", k=5, kind="leaf").hits}
+    texts = {h.text for h in service.look_up(RecallRequest("deploy freeze", k=5, kind="leaf")).hits}
     assert "The deploy freeze starts on December 20." in texts
     assert "Nothing else is scheduled." not in {leaf.text for leaf in service.memory().leaves.values()}  # type: ignore[union-attr]
     # the restored store keeps working, and reloads identically
@@ -226,7 +232,7 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
     with pytest.raises(InvalidInput, match="no version 9999"):
         service.restore("9999")
     with pytest.raises(InvalidInput, match="no version as old"):
-        service.recall("x", as_of="1999-01-01")
+        service.look_up(RecallRequest("x", as_of="1999-01-01"))
 
 
 def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_restorable(
@@ -240,7 +246,7 @@ def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_
     for fact in FACTS:
         service.remember(fact)
         states.append(memory_state(service.memory()))  # type: ignore[arg-type]
-    biscuit = service.recall("golden retriever Biscuit adopted", k=1, kind="leaf").hits[0]
+    biscuit = service.look_up(RecallRequest("golden retriever Biscuit adopted", k=1, kind="leaf")).hits[0]
     service.forget(node_id=biscuit.id)
     # Three compactions, each a copy of the table; LanceDB keeps only the latest versions' files.
     assert len(lancedb.connect(settings.home).open_table("default").list_versions()) <= 3

@@ -29,6 +29,7 @@ from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 
 # Evenings in UTC: the next morning in Tokyo, the afternoon before in New York. Days, weeks and
 # months fall differently in the two zones, so a tree of one is not a tree of the other.
@@ -99,7 +100,10 @@ def test_one_worker_serves_two_projects_of_two_zones_and_rebuilds_neither_tree(
             for when in ("2026-03-14T10:00:00Z", "2026-03-14T23:30:00Z"):
                 worker.remember(f"A note of {name} written at {when}.", timestamp=when, namespace=name)
         shown = {
-            name: {hit.time_from[:10] for hit in worker.recall("note written", namespace=name).hits}
+            name: {
+                hit.time_from[:10]
+                for hit in worker.look_up(RecallRequest("note written", namespace=name)).hits
+            }
             for name in ("tokyo-project", "ny-project")
         }
         assert shown == {"tokyo-project": {"2026-03-14", "2026-03-15"}, "ny-project": {"2026-03-14"}}
@@ -127,7 +131,7 @@ def test_another_zone_set_is_told_once_and_the_stored_one_used(
     try:
         with caplog.at_level(logging.WARNING, logger="memtree_mcp"):
             for _ in range(3):
-                (hit,) = other.recall("midnight in Tokyo").hits
+                (hit,) = other.look_up(RecallRequest("midnight in Tokyo")).hits
         assert hit.time_from == "2026-03-15T00:30:00+09:00"
         told = [r.getMessage() for r in caplog.records if "MEMTREE_TIMEZONE=Europe/Berlin" in r.getMessage()]
         assert len(told) == 1 and "Asia/Tokyo" in told[0]
@@ -238,7 +242,7 @@ def test_a_namespace_holding_a_memory_of_year_1_or_9999_reads_in_its_zone(
         service.close()
     service = opened(home, zone, embedder)
     try:
-        hits = service.recall("sentinel date ledger", min_relevance=0).hits
+        hits = service.look_up(RecallRequest("sentinel date ledger", min_relevance=0)).hits
         assert f"old-{moment.year}" in {hit.id for hit in hits}
         assert service.summarize(max_tokens=400).summary
         assert "ledger" in service.outline("temporal", 6)

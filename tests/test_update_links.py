@@ -20,6 +20,7 @@ from memtree_mcp.core.trees.model import link_maker
 from memtree_mcp.errors import InvalidInput
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store.rows import SCHEMA_VERSION, node_rows, node_schema
 from memtree_mcp.store.table import NamespaceTable
@@ -51,7 +52,7 @@ def id_of(service: MemoryService, text: str, namespace: str | None = None) -> st
 
 def marked(service: MemoryService, older: str, namespace: str | None = None, **args: object) -> str | None:
     """What recall marks memory ``older`` superseded by, when it is a hit for :data:`QUESTION`."""
-    hits = service.recall(QUESTION, namespace=namespace, **args).hits  # type: ignore[arg-type]
+    hits = service.look_up(RecallRequest(QUESTION, namespace=namespace, **args)).hits  # type: ignore[arg-type]
     (hit,) = [hit for hit in hits if hit.id == older]
     return hit.superseded_by
 

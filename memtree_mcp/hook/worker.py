@@ -125,10 +125,14 @@ def recalled_lines(
 ) -> tuple[list[str], str]:
     """The ``memories`` (at most) that recall finds for ``prompt``, a line each with its id and
     its date in the namespace's zone (none when nothing is close enough), and why there are none."""
+    from memtree_mcp.service.requests import RecallRequest  # the worker's, not the quick hook's
+
     if memories == 0:
         return [], "MEMTREE_HOOK_MEMORIES is 0"
     try:
-        result = service.recall(prompt, k=memories, min_relevance=MIN_RELEVANCE, namespace=namespace)
+        result = service.look_up(
+            RecallRequest(prompt, k=memories, min_relevance=MIN_RELEVANCE, namespace=namespace)
+        )
     except MemtreeError as exc:  # a prompt too long to recall, a namespace not there yet
         return [], str(exc)
     if not result.hits:

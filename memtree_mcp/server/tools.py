@@ -67,6 +67,7 @@ from memtree_mcp.server.resolvers import (
 )
 from memtree_mcp.service import rendering
 from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
+from memtree_mcp.service.requests import RecallRequest
 
 T = TypeVar("T")
 log = logging.getLogger("memtree_mcp")
@@ -90,14 +91,9 @@ async def remember(
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     stored = await _run(
-        functools.partial(service.remember, unlink=unlink, by="agent"),
-        content,
-        role,
-        tags,
-        timestamp,
-        session,
-        namespace,
-        supersedes,
+        lambda: service.remember(
+            content, role, tags, timestamp, session, namespace, supersedes, unlink=unlink, by="agent"
+        )
     )
     return _answer(rendering.remember_text(stored), RememberOutput.of(stored))
 
@@ -150,25 +146,22 @@ async def recall(
     service = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     judgements = judge_answers(ctx, {"namespace": namespace, **judges})
-    found = await _run(
-        functools.partial(
-            service.recall,
-            judgements=judgements,
-            strategy=strategy,
-            kind=kind,
-            time_from=time_from,
-            time_to=time_to,
-            tags=tags,
-            session=session,
-            expand=expand,
-            as_of=as_of,
-            min_relevance=min_relevance,
-        ),
+    request = RecallRequest(
         query,
-        k,
-        max_tokens,
-        namespace,
+        k=k,
+        max_tokens=max_tokens,
+        namespace=namespace,
+        strategy=strategy,
+        kind=kind,
+        time_from=time_from,
+        time_to=time_to,
+        tags=tags,
+        session=session,
+        expand=expand,
+        as_of=as_of,
+        min_relevance=min_relevance,
     )
+    found = await _run(lambda: service.look_up(request, judgements))
     # The hits keep within max_tokens; a notice that none fits is never cut (it says what would).
     return _answer(rendering.recall_text(found), RecallOutput.of(found))
 
@@ -197,15 +190,9 @@ async def navigate(
     given = answers[: answers.index(None)] if None in answers else answers
     model = ReplayChat([a for a in given if a is not None], ask=False) if given else None
     shown = await _run(
-        functools.partial(service.navigate, generator=model),
-        node_id,
-        move,
-        index,
-        tree,
-        query,
-        agent,
-        max_steps,
-        namespace,
+        lambda: service.navigate(
+            node_id, move, index, tree, query, agent, max_steps, namespace, generator=model
+        )
     )
     return _answer(rendering.navigate_text(shown), NavigateOutput.of(shown))
 
@@ -241,13 +228,9 @@ async def summarize(
     answers = summary_answers(ctx, args)
     judgements = judge_answers(ctx, args)
     summary = await _run(
-        functools.partial(service.summarize, answers=answers, judgements=judgements),
-        node_id,
-        time_from,
-        time_to,
-        query,
-        max_tokens,
-        namespace,
+        lambda: service.summarize(
+            node_id, time_from, time_to, query, max_tokens, namespace, answers=answers, judgements=judgements
+        )
     )
     return _answer(rendering.summary_text(summary), SummaryOutput.of(summary))
 
@@ -269,7 +252,7 @@ async def forget(
         return asked  # a round of 2026-07-28: the client answers and calls again
     shown = asked.shown
     if shown is None:  # nobody was asked: a query lists, ids delete
-        done = await _run(functools.partial(service.forget, ids=ids), None, query, confirm, asked.namespace)
+        done = await _run(lambda: service.forget(None, query, confirm, asked.namespace, ids=ids))
         return _answer(rendering.forget_text(done), ForgetOutput.of(done))
     with answered_once(ctx, shown) as first:  # an answer sent again deletes nothing more
         said = asked.verdict if first else "spent"
@@ -278,7 +261,7 @@ async def forget(
             return _answer(ANSWERED[said or "no"], nothing)
         # Exactly the ids the user was shown: never what matches now (issue 47).
         done = await _run(
-            service.forget_shown, shown.ids, shown.asked_at, query, ids, confirm, shown.namespace
+            lambda: service.forget_shown(shown.ids, shown.asked_at, query, ids, confirm, shown.namespace)
         )
     return _answer(rendering.forget_text(done), ForgetOutput.of(done))
 
@@ -292,8 +275,11 @@ def _answer(text: str, output: BaseModel) -> CallToolResult:
     )
 
 
-async def _run(operation: Callable[..., T], *args: object) -> T:
+async def _run(operation: Callable[[], T]) -> T:
     """Run a blocking service call in a worker thread; turn anticipated errors into ToolError.
+
+    ``operation`` is the call written out (a lambda), not a callable and its arguments apart, so
+    that a reader follows each tool's arguments into the service at the line that passes them.
 
     Lance reports I/O as RuntimeError or OSError; one that reaches here (the files of a version
     deleted under a read by another process's purge or compaction, say) is told to the model as
@@ -301,7 +287,7 @@ async def _run(operation: Callable[..., T], *args: object) -> T:
     Its traceback goes to the log.
     """
     try:
-        return await anyio.to_thread.run_sync(functools.partial(operation, *args))
+        return await anyio.to_thread.run_sync(operation)
     except MemtreeError as exc:
         raise ToolError(str(exc)) from exc
     except (RuntimeError, OSError) as exc:

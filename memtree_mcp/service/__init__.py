@@ -5,8 +5,9 @@ namespace's trees in memory, its lock and the one way to commit a change; ``writ
 import and forget; ``reading`` recall, summaries, navigation and views; ``maintenance`` history,
 restore, purge, doctor and re-index; ``versions`` the memory as it was; ``refine`` and ``judging``
 the background LLM workers (summaries, which memories a new one updates); ``inputs`` every limit
-on what a caller may pass; ``results`` what the operations return and ``rendering`` the text the
-model reads of it; ``outline`` a tree as indented lines.
+on what a caller may pass; ``requests`` what a caller asks recall, built once by the face that took
+the call; ``results`` what the operations return and ``rendering`` the text the model reads of it;
+``outline`` a tree as indented lines.
 
 May import ``core``, ``host``, ``secrets``, ``store``, ``providers``, ``llm``, ``config`` and
 ``errors``; nothing of the faces above it (server, cli, ui, transports, interchange).

@@ -29,8 +29,6 @@ from memtree_mcp.config import Settings
 from memtree_mcp.core.checks.memory import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
-from memtree_mcp.core.names import DEFAULT_STRATEGY
-from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.trees.extractive import gist
 from memtree_mcp.core.trees.model import LinkMaker
 from memtree_mcp.errors import ConfigurationError, InvalidInput
@@ -45,9 +43,10 @@ from memtree_mcp.service.inputs import (
 )
 from memtree_mcp.service.judging import JudgeQuestion, Judging
 from memtree_mcp.service.maintenance import Maintenance
-from memtree_mcp.service.reading import Reader, recall_request
+from memtree_mcp.service.reading import Reader
 from memtree_mcp.service.redaction import redact_stored, secrets_held
 from memtree_mcp.service.refine import CLOSE_SECONDS, Refinement, SummaryQuestion
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.results import (
     Candidate,
     ForgetResult,
@@ -170,57 +169,23 @@ class MemoryService:
         undone. Raises NotFound for an unknown ``newer`` and InvalidInput as :meth:`remember`."""
         return self.writer.relink(self.resolve_namespace(namespace), newer, supersedes, unlink, by)
 
-    def recall(
-        self,
-        query: str,
-        k: int = 8,
-        max_tokens: int | None = None,
-        namespace: str | None = None,
-        *,
-        strategy: str = DEFAULT_STRATEGY,
-        kind: str = "any",
-        time_from: str | None = None,
-        time_to: str | None = None,
-        tags: Sequence[str] = (),
-        session: str | None = None,
-        expand: bool = False,
-        as_of: str | None = None,
-        min_relevance: float = DEFAULT_MIN_RELEVANCE,
-        judgements: Sequence[tuple[JudgeQuestion, str]] = (),
+    def look_up(
+        self, request: RecallRequest, judgements: Sequence[tuple[JudgeQuestion, str]] = ()
     ) -> RecallResult:
-        """The ``k`` best memories and summaries for ``query`` that pass the filters, within ``max_tokens``.
+        """The hits of ``request`` (the ``k`` best memories and summaries for its query that pass
+        its filters, within its ``max_tokens``; :class:`~memtree_mcp.service.requests.RecallRequest`
+        says what each field asks) in its namespace.
 
-        ``strategy`` is one of STRATEGIES (``gather``: hybrid, with the authors a query names matched
-        as authors and each memory lifted by its stretch of conversation; ``hybrid``: dense + lexical
-        with propagation along time; ``collapsed``: dense over every node); ``kind`` is ``any``,
-        ``leaf`` or ``summary``; the time filters are ISO 8601; ``tags`` keeps memories with any of
-        them; ``expand`` replaces summaries by their best memories; ``as_of`` (a version number or an
-        ISO 8601 time) recalls from the memory as it was then, less what has been forgotten since.
-        Hits below ``min_relevance`` (0 to 1) are left out, so ``k`` is a most, not a quota; no text
-        appears twice; a memory a later one updates comes after the update and names it
+        No text appears twice; a memory a later one updates comes after the update and names it
         (``superseded_by``). ``max_tokens`` bounds the text the model reads
         (``rendering.recall_text``). ``judgements``: the client model's answers to
         :meth:`judge_questions` (MCP sampling), stored first, so the result shows their links.
         Raises InvalidInput for bad arguments.
         """
-        name = self.resolve_namespace(namespace)
+        name = self.resolve_namespace(request.namespace)
         if judgements:
             self.judging.apply(name, judgements)
-        request = recall_request(
-            query,
-            k,
-            max_tokens,
-            strategy=strategy,
-            kind=kind,
-            time_from=time_from,
-            time_to=time_to,
-            tags=tags,
-            session=session,
-            expand=expand,
-            min_relevance=min_relevance,
-            calendar=self.spaces.calendar_of(name),
-        )
-        return self.reader.recall(name, request, as_of)
+        return self.reader.look_up(name, request)
 
     def summarize(
         self,

@@ -55,6 +55,7 @@ from memtree_mcp.service.inputs import (
 from memtree_mcp.service.outline import plain_outline
 from memtree_mcp.service.refine import Refinement, SummaryQuestion
 from memtree_mcp.service.rendering import recall_cost
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.results import ContextLine, NavigateResult, NodeView, RecallHit, RecallResult
 from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.service.versions import memory_as_of
@@ -75,55 +76,42 @@ class SummaryPlan:
     found: Summary
 
 
-def recall_request(
-    query: str,
-    k: int,
-    max_tokens: int | None,
-    *,
-    strategy: str,
-    kind: str,
-    time_from: str | None,
-    time_to: str | None,
-    tags: Sequence[str],
-    session: str | None,
-    expand: bool,
-    min_relevance: float,
-    calendar: Calendar,
-) -> RankRequest:
-    """A recall as the tools ask it (see :meth:`~memtree_mcp.service.MemoryService.recall`), every
-    argument checked, not yet embedded: the service builds it once and hands it to
-    :meth:`Reader.recall`. Times without a zone are ``calendar``'s (the namespace's). Raises
-    InvalidInput for a bad argument."""
-    text = check_text(query, "query", MAX_QUERY_CHARS)
-    check_range(k, "k", 1, MAX_K)
-    check_share(min_relevance, "min_relevance")
-    if max_tokens is not None:
-        check_range(max_tokens, "max_tokens", 1, MAX_TOKENS)
-    if strategy not in STRATEGIES:
-        raise InvalidInput(f"unknown strategy {quoted(strategy)}; use one of: {', '.join(STRATEGIES)}.")
-    if kind not in KINDS:
-        raise InvalidInput(f"unknown kind {quoted(kind)}; use one of: {', '.join(KINDS)}.")
-    check_flag(expand, "expand")
-    low, high = _period(time_from, time_to, calendar)
+def rank_request(request: RecallRequest, calendar: Calendar) -> RankRequest:
+    """What core's ranking reads of ``request``, every argument checked, not yet embedded: the
+    reader builds it once (:meth:`Reader.look_up`). Times without a zone are ``calendar``'s (the
+    namespace's). Raises InvalidInput for a bad argument."""
+    text = check_text(request.query, "query", MAX_QUERY_CHARS)
+    check_range(request.k, "k", 1, MAX_K)
+    check_share(request.min_relevance, "min_relevance")
+    if request.max_tokens is not None:
+        check_range(request.max_tokens, "max_tokens", 1, MAX_TOKENS)
+    if request.strategy not in STRATEGIES:
+        raise InvalidInput(
+            f"unknown strategy {quoted(request.strategy)}; use one of: {', '.join(STRATEGIES)}."
+        )
+    if request.kind not in KINDS:
+        raise InvalidInput(f"unknown kind {quoted(request.kind)}; use one of: {', '.join(KINDS)}.")
+    check_flag(request.expand, "expand")
+    low, high = _period(request.time_from, request.time_to, calendar)
     where = RecallFilter(
-        kind=kind,
+        kind=request.kind,
         time_from=low,
         time_to=high,
-        tags=check_tags(tags),
-        session=check_session(session),
+        tags=check_tags(request.tags),
+        session=check_session(request.session),
     )
     return RankRequest(
-        k=k,
+        k=request.k,
         query_text=text,
-        strategy=strategy,
+        strategy=request.strategy,
         where=where,
-        max_tokens=max_tokens,
-        min_relevance=min_relevance,
-        expand=expand,
+        max_tokens=request.max_tokens,
+        min_relevance=request.min_relevance,
+        expand=request.expand,
         supersede=True,
         cost=recall_cost,
         # "min_relevance: 0 returns every hit ranked" (the README), whatever the query.
-        every=min_relevance == 0,
+        every=request.min_relevance == 0,
     )
 
 
@@ -153,22 +141,25 @@ class Reader:
         """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
         return self.read(lambda memory: memory, name)
 
-    def recall(self, name: str, request: RankRequest, as_of: str | None = None) -> RecallResult:
-        """The hits of ``request`` (checked by :func:`recall_request`, not yet embedded) in namespace
-        ``name``, or in it as it was at ``as_of``. See :meth:`~memtree_mcp.service.MemoryService.recall`."""
+    def look_up(self, name: str, request: RecallRequest) -> RecallResult:
+        """The hits of ``request`` in namespace ``name``, or in it as it was at ``request.as_of``:
+        checked (:func:`rank_request`), embedded, ranked by core (:func:`rank`). See
+        :meth:`~memtree_mcp.service.MemoryService.look_up`. Raises InvalidInput for a bad argument."""
+        asked = rank_request(request, self._spaces.calendar_of(name))
+        as_of = request.as_of
         known = self._spaces.get(name, create=False)
         if known is None:
             return RecallResult(hits=[], namespace=name)
-        text = request.query_text
+        text = asked.query_text
         texts = [text]
-        if request.strategy == "gather":
+        if asked.strategy == "gather":
             # gather also embeds the query without the authors it names, in the same batch.
             content = self._content_text(known, text)
             if content is not None:
                 texts.append(content)
         vectors = embed_queries(self._embedder(), texts)
         embedded = dataclasses.replace(
-            request,
+            asked,
             query=vectors[0],
             content_query=vectors[1] if len(texts) > 1 else None,
             weights=self._weights(),
@@ -178,7 +169,7 @@ class Reader:
             assert space is not None
             if as_of is None:
                 hits = rank(space.memory, embedded)
-                if not hits and request.max_tokens is not None:
+                if not hits and asked.max_tokens is not None:
                     unfit = rank(space.memory, dataclasses.replace(embedded, max_tokens=None))
             else:
                 table, dimension, present = (
@@ -191,13 +182,13 @@ class Reader:
             # Built outside the lock: a rebuilt version can take seconds, and it is this call's own.
             past = memory_as_of(table, as_of, dimension, present, calendar, self._spaces.settings.session_gap)
             hits = rank(past, embedded)
-            if not hits and request.max_tokens is not None:
+            if not hits and asked.max_tokens is not None:
                 unfit = rank(past, dataclasses.replace(embedded, max_tokens=None))
         result = RecallResult(hits=[_recall_hit(hit, calendar) for hit in hits], namespace=name)
         if unfit:
             # Matches that did not fit the budget are not "nothing": say so, and what would fit.
-            result.unfit, result.max_tokens = len(unfit), request.max_tokens
-            result.first_needs = math.ceil(sum(map(request.cost or recall_cost, _first_group(unfit))))
+            result.unfit, result.max_tokens = len(unfit), asked.max_tokens
+            result.first_needs = math.ceil(sum(map(asked.cost or recall_cost, _first_group(unfit))))
         return result
 
     def forget_candidates(self, name: str, query: str) -> list[RecallHit]:

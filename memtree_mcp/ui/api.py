@@ -56,6 +56,7 @@ from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound, ProviderErr
 from memtree_mcp.secrets.detection import quoted
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.inputs import check_tree, format_timestamp
+from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.transports.guards import BearerTokenMiddleware
 
 __all__ = ["ui_app"]
@@ -401,7 +402,9 @@ class ExplorerApi:
         query = _text_param(request, "q", required=True)
         assert query is not None
         k = _int_param(request, "k", DEFAULT_K, 1, MAX_K)
-        found = self.service.recall(query, k=k, namespace=self._name(_text_param(request, "ns")))
+        found = self.service.look_up(
+            RecallRequest(query, k=k, namespace=self._name(_text_param(request, "ns")))
+        )
 
         def with_paths(memory: Memory) -> dict[str, Any]:
             hits: list[dict[str, Any]] = []

@@ -115,9 +115,10 @@ def link(args: argparse.Namespace, settings: Settings, service: MemoryService) -
 
 def recall(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     from memtree_mcp.service.rendering import recall_text
+    from memtree_mcp.service.requests import RecallRequest
 
     cut = {} if args.min_relevance is None else {"min_relevance": args.min_relevance}
-    found = service.recall(
+    request = RecallRequest(
         args.query,
         k=args.k,
         max_tokens=args.max_tokens,
@@ -126,6 +127,7 @@ def recall(args: argparse.Namespace, settings: Settings, service: MemoryService)
         as_of=args.as_of,
         **cut,
     )
+    found = service.look_up(request)
     if args.json:
         print(found.model_dump_json(indent=2))
         return 0
