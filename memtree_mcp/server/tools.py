@@ -14,7 +14,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
@@ -69,6 +69,9 @@ from memtree_mcp.service import rendering
 from memtree_mcp.service.inputs import DEFAULT_AGENT_STEPS, DEFAULT_K, DEFAULT_SUMMARY_TOKENS
 from memtree_mcp.service.requests import RecallRequest
 
+if TYPE_CHECKING:
+    from memtree_mcp.service.memory_service import MemoryService
+
 T = TypeVar("T")
 log = logging.getLogger("memtree_mcp")
 
@@ -88,7 +91,7 @@ async def remember(
     """Store a memory after each turn that taught you something durable: one self-contained fact,
     decision or preference per call. Never store secrets. If it lists memories it may update, call
     again with supersedes=[id] for each it replaces."""
-    service = ctx.request_context.lifespan_context
+    service: MemoryService = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     stored = await _run(
         lambda: service.remember(
@@ -143,25 +146,30 @@ async def recall(
 ) -> Annotated[CallToolResult, RecallOutput]:
     """Look up long-term memory before answering, with the user's request or its subject. Hits best
     first: rank. [relevance 0-1 · date] text {id}. "superseded by N": line N replaced it."""
-    service = ctx.request_context.lifespan_context
+    service: MemoryService = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     judgements = judge_answers(ctx, {"namespace": namespace, **judges})
-    request = RecallRequest(
-        query,
-        k=k,
-        max_tokens=max_tokens,
-        namespace=namespace,
-        strategy=strategy,
-        kind=kind,
-        time_from=time_from,
-        time_to=time_to,
-        tags=tags,
-        session=session,
-        expand=expand,
-        as_of=as_of,
-        min_relevance=min_relevance,
+    # The request is written once, where it is handed on: the worker thread runs exactly this call.
+    found = await _run(
+        lambda: service.look_up(
+            RecallRequest(
+                query,
+                k=k,
+                max_tokens=max_tokens,
+                namespace=namespace,
+                strategy=strategy,
+                kind=kind,
+                time_from=time_from,
+                time_to=time_to,
+                tags=tags,
+                session=session,
+                expand=expand,
+                as_of=as_of,
+                min_relevance=min_relevance,
+            ),
+            judgements,
+        )
     )
-    found = await _run(lambda: service.look_up(request, judgements))
     # The hits keep within max_tokens; a notice that none fits is never cut (it says what would).
     return _answer(rendering.recall_text(found), RecallOutput.of(found))
 
@@ -184,7 +192,7 @@ async def navigate(
 ) -> Annotated[CallToolResult, NavigateOutput]:
     """Browse memory by subject (semantic tree) or time (temporal tree): a node, its children and
     neighbours. With agent=true and a query the server walks for you."""
-    service = ctx.request_context.lifespan_context
+    service: MemoryService = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     answers = [answer_text(steps.get(f"step_{k}")) for k in range(SAMPLED_AGENT_STEPS)]
     given = answers[: answers.index(None)] if None in answers else answers
@@ -214,7 +222,7 @@ async def summarize(
 ) -> Annotated[CallToolResult, SummaryOutput]:
     """Summarize what memory holds now: everything, a subtree (node_id), a period or a subject
     (query); at most one. Each line ends with its id."""
-    service = ctx.request_context.lifespan_context
+    service: MemoryService = ctx.request_context.lifespan_context
     namespace = namespace or namespace_from_roots(roots)
     args = {
         "node_id": node_id,
@@ -246,7 +254,7 @@ async def forget(
 ) -> Annotated[CallToolResult, ForgetOutput] | InputRequiredResult:
     """Delete memories the user wants forgotten: list them with query, then pass the ids to delete.
     At most 50 a call, never a root."""
-    service = ctx.request_context.lifespan_context
+    service: MemoryService = ctx.request_context.lifespan_context
     asked = await confirm_forget(ctx, query, ids, bool(confirm), namespace)  # server/confirmations.py
     if isinstance(asked, InputRequiredResult):
         return asked  # a round of 2026-07-28: the client answers and calls again

@@ -185,7 +185,7 @@ class MemoryService:
         name = self.resolve_namespace(request.namespace)
         if judgements:
             self.judging.apply(name, judgements)
-        return self.reader.look_up(name, request)
+        return self.reader.recall_hits(name, request)
 
     def summarize(
         self,

@@ -78,7 +78,7 @@ class SummaryPlan:
 
 def rank_request(request: RecallRequest, calendar: Calendar) -> RankRequest:
     """What core's ranking reads of ``request``, every argument checked, not yet embedded: the
-    reader builds it once (:meth:`Reader.look_up`). Times without a zone are ``calendar``'s (the
+    reader builds it once (:meth:`Reader.recall_hits`). Times without a zone are ``calendar``'s (the
     namespace's). Raises InvalidInput for a bad argument."""
     text = check_text(request.query, "query", MAX_QUERY_CHARS)
     check_range(request.k, "k", 1, MAX_K)
@@ -141,7 +141,7 @@ class Reader:
         """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
         return self.read(lambda memory: memory, name)
 
-    def look_up(self, name: str, request: RecallRequest) -> RecallResult:
+    def recall_hits(self, name: str, request: RecallRequest) -> RecallResult:
         """The hits of ``request`` in namespace ``name``, or in it as it was at ``request.as_of``:
         checked (:func:`rank_request`), embedded, ranked by core (:func:`rank`). See
         :meth:`~memtree_mcp.service.MemoryService.look_up`. Raises InvalidInput for a bad argument."""

@@ -3,7 +3,7 @@
 The MCP tool ``recall``, the CLI's ``recall``, the hook's context lookup and the explorer's search
 each write a recall's arguments once, as one :class:`RecallRequest`, and hand it down unchanged:
 :meth:`~memtree_mcp.service.MemoryService.look_up` resolves its namespace, the reader
-(:meth:`~memtree_mcp.service.reading.Reader.look_up`) checks it into what core's ranking reads
+(:meth:`~memtree_mcp.service.reading.Reader.recall_hits`) checks it into what core's ranking reads
 (:class:`~memtree_mcp.core.ranking.recall.RankRequest`, by
 :func:`~memtree_mcp.service.reading.rank_request`), embeds its query and ranks. Before, the same
 dozen keywords were restated at each layer and joined by ``functools.partial``.
