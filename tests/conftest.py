@@ -1,5 +1,9 @@
 """Shared fixtures: the real default embedder (loaded once) and services on temporary stores.
 
+Tests of the trees' shape and of navigation give their module a hashing embedder instead
+(tests/hashing_embedder.py: deterministic, nothing to load, microseconds a text); tests of what
+recall finds keep the real model.
+
 Also the two tiers of the suite. ``pytest`` runs everything (CI, and before a commit);
 ``pytest -m "not slow"`` leaves out the tests marked ``slow`` (pyproject.toml says which); the
 README gives the counts and times. The modules in :data:`SLOW_MODULES` are slow throughout and are
@@ -44,8 +48,18 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> MiniLMEmbedder:
+def model_embedder() -> MiniLMEmbedder:
+    """The real default model, loaded once: for what recall finds and for the model itself, and
+    for stores other processes (which load it themselves) write too."""
     return MiniLMEmbedder()
+
+
+@pytest.fixture(scope="session")
+def embedder(model_embedder: MiniLMEmbedder) -> MiniLMEmbedder:
+    """The embedder of the services the tests build. A module that tests the trees' shape or
+    navigation, not recall, overrides it with :class:`tests.hashing_embedder.HashingEmbedder`
+    (a fixture named ``embedder`` of its own), which the ``service`` fixture then uses too."""
+    return model_embedder
 
 
 @pytest.fixture
