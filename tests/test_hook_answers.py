@@ -37,9 +37,25 @@ CAT = "The user's cat Miso sleeps on the warm keyboard every afternoon."
 
 
 @pytest.fixture
-def hook_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def worker_starts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The flags of each worker process a hook started: none is started here (one would load the
+    model in a process of its own); the hook is told it started."""
+    started: list[list[str]] = []
+
+    def start_worker(_caller: object, flags: list[str]) -> bool:
+        started.append(flags)
+        return True
+
+    monkeypatch.setattr(client, "start_worker", start_worker)
+    return started
+
+
+@pytest.fixture
+def hook_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_starts: list[list[str]]
+) -> Iterator[Path]:
     """A store of its own named by MEMTREE_HOME, a short runtime folder for the worker's socket,
-    no other MEMTREE_ setting, and no worker process ever started (one would load the model)."""
+    and no other MEMTREE_ setting."""
     for name in list(os.environ):
         if name.startswith("MEMTREE_"):
             monkeypatch.delenv(name)
@@ -47,11 +63,8 @@ def hook_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("MEMTREE_HOME", str(home))
     runtime = tempfile.mkdtemp(prefix="mt")
     monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
-    started: list[object] = []
-    monkeypatch.setattr(client, "start_worker", lambda *args: started.append(args) or False)
     yield home
     shutil.rmtree(runtime, ignore_errors=True)
-    assert started == [], "a hook of this file started a worker process"
 
 
 def run_hook(stdin: str, *argv: str) -> tuple[int | None, str]:
@@ -113,7 +126,7 @@ def serving(home: Path, embedder: object, hooks: Callable[[MemoryService], None]
 
 
 def test_a_prompt_gets_the_memory_close_to_it_fenced_and_a_session_start_gets_a_brief(
-    hook_home: Path, embedder: object
+    hook_home: Path, embedder: object, worker_starts: list[list[str]]
 ) -> None:
     writer = MemoryService(Settings(home=str(hook_home)), embedder=embedder)  # type: ignore[arg-type]
     writer.remember(BILLING)
@@ -260,3 +273,98 @@ def test_a_session_whose_start_got_no_brief_gets_it_with_its_first_prompt_within
     assert "Latest sessions:" in first["context"]
     again = asked(worker, prompt="which port does the billing service use?", session="s9")
     assert "Close to this prompt:" in again["context"] and "Latest sessions:" not in again["context"]
+
+
+# -- no worker up, or one that could not start ----------------------------------------------------------
+
+
+def test_with_no_worker_up_a_prompt_adds_nothing_within_its_budget_and_the_log_says_why(
+    hook_home: Path, worker_starts: list[list[str]]
+) -> None:
+    started = time.monotonic()
+    assert run_hook(prompt_event("which port does billing use?"), "--seconds", "0.5") == (0, "")
+    assert time.monotonic() - started < 5  # its half second, on however busy a machine
+    why = (
+        f"UserPromptSubmit: no context: no worker was ready for {hook_home}; started one (later hooks use it)"
+    )
+    assert why in hook_log(hook_home)
+    assert worker_starts == [["--namespace=default"]]
+
+
+def test_a_worker_that_could_not_start_is_named_by_the_next_hook_in_one_line(
+    hook_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caller = caller_of(os.environ)
+    client.leave_problem(caller.home, caller.key, "it cannot listen on its socket (no room left)")
+    assert run_hook(prompt_event("hello"), "--seconds", "30") == (1, "")
+    assert capsys.readouterr().err == "memtree-mcp hook: it cannot listen on its socket (no room left)\n"
+    assert run_hook(prompt_event("hello"), "--seconds", "0.3") == (0, ""), "said once, then tried again"
+
+
+def test_a_stop_hook_with_no_worker_up_keeps_the_turn_queued_and_starts_one(
+    hook_home: Path, tmp_path: Path, worker_starts: list[list[str]]
+) -> None:
+    path = transcript(tmp_path, "Where do the backups go?", "To the NAS.")
+    assert run_hook(stop_event(path), "--seconds", "30") == (0, "")
+    assert len(list(queue_folder(str(hook_home)).glob("*.json"))) == 1
+    assert f"Stop: the turn is queued; no worker was up for {hook_home}; started one" in hook_log(hook_home)
+    assert worker_starts == [["--namespace=default"]]
+
+
+# -- the full command: a drain, and a hook the quick path does not take -----------------------------------
+
+
+@pytest.fixture
+def in_process(hook_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., int]]:
+    """``memtree-mcp ARGV`` with ``stdin`` in this process, as the shell would run it (its
+    budget counted from now, the umask it sets put back)."""
+    from memtree_mcp.cli import main
+    from memtree_mcp.hook import worker
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+
+    def run(*argv: str, stdin: str = "") -> int:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        monkeypatch.setattr(worker, "STARTED", time.monotonic())
+        client.STARTED = time.monotonic()
+        return main(list(argv))
+
+    yield run
+    os.umask(umask)
+
+
+def test_the_drain_stores_queued_turns_moves_an_unreadable_one_aside_and_names_those_that_wait(
+    hook_home: Path, tmp_path: Path, in_process: Callable[..., int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = transcript(tmp_path, "Which editor does the team use?", "Helix.")
+    assert run_hook(stop_event(path), "--queue-only") == (0, "")
+    folder = queue_folder(str(hook_home))
+    (folder / "0000-broken.json").write_text("{half a record", encoding="utf-8")
+    (folder / "0001-elsewhere.json").write_text(
+        json.dumps({"content": "User: x", "store": "another-store"}), encoding="utf-8"
+    )
+    capsys.readouterr()
+    assert in_process("hook", "--drain") == 0
+    err = capsys.readouterr().err
+    assert "memtree-mcp: hook queue: 0000-broken.json moved aside" in err
+    waits = "1 turn waits for a hook with another embedder or store (its worker stores them)"
+    assert err.endswith(f"memtree-mcp: hook queue: {waits}\n")
+    assert (folder / "bad" / "0000-broken.json").exists()
+    assert sorted(p.name for p in folder.glob("*.json")) == ["0001-elsewhere.json"]
+    assert in_process("export") == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["content"] == "User: Which editor does the team use?\n\nAssistant: Helix."
+
+
+def test_a_hook_with_a_flag_the_quick_path_does_not_take_answers_from_its_own_process(
+    hook_home: Path, in_process: Callable[..., int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert in_process("remember", BILLING) == 0
+    capsys.readouterr()
+    asked_for = prompt_event("which port does the billing service use?")
+    assert in_process("hook", "--llm", "none", "--seconds", "60", stdin=asked_for) == 0
+    context = context_in(capsys.readouterr().out, "UserPromptSubmit")
+    assert "Close to this prompt:" in context and BILLING in context
+    assert in_process("hook", "--llm", "none", stdin="{not json") == 1
+    assert capsys.readouterr().err.startswith("memtree-mcp hook: hook input is not JSON")
