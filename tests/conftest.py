@@ -1,5 +1,9 @@
 """Shared fixtures: the real default embedder (loaded once) and services on temporary stores.
 
+Tests of the trees' shape and of navigation give their module a hashing embedder instead
+(tests/hashing_embedder.py: deterministic, nothing to load, microseconds a text); tests of what
+recall finds keep the real model.
+
 Also the two tiers of the suite. ``pytest`` runs everything (CI, and before a commit);
 ``pytest -m "not slow"`` leaves out the tests marked ``slow`` (pyproject.toml says which); the
 README gives the counts and times. The modules in :data:`SLOW_MODULES` are slow throughout and are
@@ -14,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from memtree_mcp import providers
 from memtree_mcp.config import Settings
+from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
 
@@ -43,9 +49,42 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+_MODEL: list[MiniLMEmbedder] = []
+
+
+def the_model() -> MiniLMEmbedder:
+    """The real default model, loaded on first use and once per test run."""
+    if not _MODEL:
+        _MODEL.append(MiniLMEmbedder())
+    return _MODEL[0]
+
+
 @pytest.fixture(scope="session")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
+def model_embedder() -> MiniLMEmbedder:
+    """The real default model, loaded once: for what recall finds and for the model itself, and
+    for stores other processes (which load it themselves) write too."""
+    return the_model()
+
+
+@pytest.fixture(autouse=True)
+def one_model_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service built without an embedder in this process (a command run by ``cli.main``) gets the
+    model already loaded, the same model with the same identity: loading it anew took 0.4 s a
+    command on two busy cores. Other processes and other embedders load their own."""
+    made_by_the_product = providers.make_embedder
+
+    def make_embedder(spec: str, **endpoint: str | None) -> Embedder:
+        return the_model() if spec == "local" else made_by_the_product(spec, **endpoint)
+
+    monkeypatch.setattr(providers, "make_embedder", make_embedder)
+
+
+@pytest.fixture(scope="session")
+def embedder(model_embedder: MiniLMEmbedder) -> MiniLMEmbedder:
+    """The embedder of the services the tests build. A module that tests the trees' shape or
+    navigation, not recall, overrides it with :class:`tests.hashing_embedder.HashingEmbedder`
+    (a fixture named ``embedder`` of its own), which the ``service`` fixture then uses too."""
+    return model_embedder
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from mcp import Client, StdioServerParameters
 from memtree_mcp.config import Settings
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transports.stdio import WAITING_ON_A_TERMINAL
+from tests.interrupts import WITH_DEFAULT_SIGINT
 from tests.loopback import INITIALIZE
 
 COMMAND = str(Path(sys.executable).with_name("memtree-mcp"))
@@ -84,7 +85,7 @@ EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 0}
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stdio_server_stops_at_once_on_a_signal(number: signal.Signals, tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [COMMAND, "serve"],
+        [*WITH_DEFAULT_SIGINT, COMMAND, "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -106,7 +107,7 @@ def test_on_a_terminal_the_server_says_what_it_waits_for_and_a_signal_stops_it(
     terminal, child_side = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [COMMAND, "serve"],
+            [*WITH_DEFAULT_SIGINT, COMMAND, "serve"],
             stdin=child_side,
             stdout=child_side,
             stderr=subprocess.PIPE,
@@ -131,7 +132,7 @@ def test_an_http_server_prints_its_url_when_ready_and_stops_at_once_on_a_signal(
     transport: str, path: str, number: signal.Signals, tmp_path: Path
 ) -> None:
     proc = subprocess.Popen(
-        [COMMAND, "serve", "--transport", transport, "--port", "0"],
+        [*WITH_DEFAULT_SIGINT, COMMAND, "serve", "--transport", transport, "--port", "0"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

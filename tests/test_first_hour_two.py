@@ -19,6 +19,7 @@ import pytest
 
 from memtree_mcp.service import MemoryService
 from memtree_mcp.transports.stdio import NOT_JSON_ON_A_TERMINAL, WAITING_ON_A_TERMINAL
+from tests.interrupts import WITH_DEFAULT_SIGINT
 from tests.mcp_text import client_remembering, text_of
 from tests.test_first_hour import environment
 
@@ -303,7 +304,7 @@ def test_ctrl_c_during_import_says_how_many_were_imported_and_that_a_rerun_conti
         )
     )
     proc = subprocess.Popen(
-        [COMMAND, "import", str(source)],
+        [*WITH_DEFAULT_SIGINT, COMMAND, "import", str(source)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environment(MEMTREE_HOME=str(home)),

@@ -32,6 +32,7 @@ from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.fences import FENCE
+from tests.hashing_embedder import HashingEmbedder
 from tests.test_fast_paths import (
     DIM,
     WORDS,
@@ -42,6 +43,14 @@ from tests.test_fast_paths import (
 )
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
 from tests.waiting import wait_until
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """A follower equals a fresh read whatever the vectors:
+    the hashing embedder stands in for the model (conftest.py)."""
+    return HashingEmbedder()
+
 
 # -- the core: Memory.apply ---------------------------------------------------------------------
 
@@ -546,8 +555,9 @@ service.close()
 
 @pytest.mark.slow
 def test_a_service_follows_another_process_s_remember_forget_and_restore_without_reading_whole(
-    settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, model_embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    embedder = model_embedder  # the other process writes with the model it loads itself
     import subprocess
     import sys
 

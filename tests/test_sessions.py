@@ -21,7 +21,16 @@ from memtree_mcp.config import Settings
 from memtree_mcp.server import build_server
 from memtree_mcp.service import MemoryService
 from memtree_mcp.ui.api import timeline_segments
+from tests.hashing_embedder import HashingEmbedder
 from tests.mcp_text import remember_as_an_agent, text_of
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """The shape of the temporal tree through MCP, not what recall finds:
+    the hashing embedder stands in for the model (conftest.py)."""
+    return HashingEmbedder()
+
 
 pytestmark = pytest.mark.anyio
 

@@ -30,10 +30,19 @@ from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.lance import LanceStore
 from memtree_mcp.store.table import NamespaceTable, Position
+from tests.hashing_embedder import HashingEmbedder
 from tests.test_fast_paths import assert_arrays_match_a_fresh_build, same_hits
 from tests.test_follow import NOTES, timeline_by_id
 from tests.test_follow import fresh_memory as reopened
 from tests.tree_checks import memory_state
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """A snapshot opens as a whole read does whatever the vectors:
+    the hashing embedder stands in for the model (conftest.py)."""
+    return HashingEmbedder()
+
 
 MORE = [
     "The quarterly review is booked for the first Monday of March.",

@@ -29,6 +29,15 @@ from memtree_mcp.core.trees.calendar import SESSION, UTC_CALENDAR, period_name
 from memtree_mcp.core.trees.model import Leaf
 from memtree_mcp.core.walking.navigation import NavigationError, move
 from memtree_mcp.service import MemoryService
+from tests.hashing_embedder import HashingEmbedder
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """Time order in the temporal tree, whatever the vectors:
+    the hashing embedder stands in for the model (conftest.py)."""
+    return HashingEmbedder()
+
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MONDAY = datetime(2026, 3, 9, 9, tzinfo=UTC)

@@ -18,11 +18,19 @@ from rich.console import Console
 
 from memtree_mcp import cli
 from memtree_mcp.config import Settings
-from memtree_mcp.providers.local import MiniLMEmbedder
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service import memory_service as service_module
 from memtree_mcp.service.outline import plain_outline
 from memtree_mcp.ui.outline import outline_tree
+from tests.hashing_embedder import HashingEmbedder
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """The outline's layout, not the model's grouping:
+    the hashing embedder stands in for the model (conftest.py)."""
+    return HashingEmbedder()
+
 
 ANSI = re.compile(r"\x1b\[")
 NOTES = [
@@ -35,17 +43,20 @@ NOTES = [
 ]
 
 
-@pytest.fixture
-def home(tmp_path: Path, embedder: MiniLMEmbedder) -> Path:
-    store = tmp_path / "store"
-    service = MemoryService(Settings(home=str(store), namespace="default"), embedder=embedder)
+def store_of_notes(store: Path, embedder: object) -> Path:
+    service = MemoryService(Settings(home=str(store), namespace="default"), embedder=embedder)  # type: ignore[arg-type]
     service.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
     service.close()
     return store
 
 
+@pytest.fixture
+def home(tmp_path: Path, embedder: HashingEmbedder) -> Path:
+    return store_of_notes(tmp_path / "store", embedder)
+
+
 @pytest.fixture(autouse=True)
-def shared_embedder(monkeypatch: pytest.MonkeyPatch, embedder: MiniLMEmbedder) -> Iterator[None]:
+def shared_embedder(monkeypatch: pytest.MonkeyPatch, embedder: HashingEmbedder) -> Iterator[None]:
     """The command builds its own service: hand it the already loaded model, and keep the umask it sets."""
     monkeypatch.setattr(
         service_module,
@@ -94,7 +105,7 @@ def test_piped_output_has_no_colour_codes_and_no_wrapped_lines(
     assert sum(1 for line in out.splitlines() if "[m" in line) == len(NOTES)
 
 
-def test_a_terminal_gets_colour(home: Path, embedder: MiniLMEmbedder) -> None:
+def test_a_terminal_gets_colour(home: Path, embedder: HashingEmbedder) -> None:
     service = MemoryService(Settings(home=str(home), namespace="default"), embedder=embedder)
     memory = service.memory()
     assert memory is not None
@@ -132,7 +143,8 @@ def test_a_bad_depth_is_refused_with_a_message(home: Path, capsys: pytest.Captur
 
 
 @pytest.mark.slow
-def test_the_installed_command_prints_plain_text_into_a_pipe(home: Path) -> None:
+def test_the_installed_command_prints_plain_text_into_a_pipe(tmp_path: Path, model_embedder: object) -> None:
+    home = store_of_notes(tmp_path / "store", model_embedder)  # the command loads the model itself
     done = subprocess.run(
         [
             sys.executable,
