@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 # After PYTHONPATH: bench/bucket_soak.py runs it over an older checkout to compare.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
@@ -29,7 +30,17 @@ import memtree_mcp
 from memtree_mcp.config import Settings
 from memtree_mcp.errors import MemtreeError
 from memtree_mcp.service import MemoryService
-from memtree_mcp.service.requests import RecallRequest
+
+
+def recall(service: MemoryService, query: str, k: int) -> Any:
+    """A recall of ``k`` hits, asked as the checkout under test asks it: ``look_up`` with one
+    request, or, in a checkout older than the request (a baseline bench/bucket_soak.py compares
+    against), ``recall`` with keywords."""
+    if not hasattr(service, "look_up"):
+        return service.recall(query, k=k)  # type: ignore[attr-defined]
+    from memtree_mcp.service.requests import RecallRequest
+
+    return service.look_up(RecallRequest(query, k=k))
 
 
 def fact(writer: int, i: int) -> str:
@@ -68,7 +79,7 @@ def main() -> int:
     args = parser.parse_args()
     settings = Settings(home=args.home, namespace="default", lock_dir=args.lock_dir)
     service = MemoryService(settings)
-    service.look_up(RecallRequest("warm up the embedder", k=1))
+    recall(service, "warm up the embedder", k=1)
     say(ready=os.getpid(), code=str(Path(memtree_mcp.__file__).parent))
     stored: list[str] = []
     try:
@@ -103,9 +114,8 @@ def main() -> int:
             if args.recall_every and i % args.recall_every == 0:
                 started = time.perf_counter()
                 try:
-                    hits = service.look_up(
-                        RecallRequest(f"who owns the {['budget review', 'design doc'][i % 2]}?", k=3)
-                    ).hits
+                    topic = ["budget review", "design doc"][i % 2]
+                    hits = recall(service, f"who owns the {topic}?", k=3).hits
                     say(recall=bool(hits), ms=(time.perf_counter() - started) * 1000)
                 except MemtreeError as exc:
                     say(recall=False, error=str(exc))
