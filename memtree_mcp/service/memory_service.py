@@ -133,10 +133,24 @@ class MemoryService:
         store built by another model.
         """
         name = self.resolve_namespace(namespace)
-        calendar = self.spaces.calendar_of(name)
+        # The namespace's zone reads a timestamp given without one; reading it brings the namespace
+        # up to date (a listing of the table's versions on a bucket), so only when there is one.
+        calendar = self.spaces.calendar_of(name) if timestamp is not None else None
         chunks = self.writer.chunks(content, role, tags, timestamp, session, calendar=calendar)
         stored = self.writer.store(name, chunks, supersedes, unlink=unlink, by=by, judge=True)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
+        candidates: list[Candidate] = []
+        if stored.candidates:
+            # Dates as the namespace shows them: the space the store just brought up to date.
+            shown = calendar if calendar is not None else self.spaces[name].memory.calendar
+            candidates = [
+                Candidate(
+                    id=leaf.id,
+                    text=gist(leaf.text, CANDIDATE_CHARS),
+                    timestamp=format_timestamp(leaf.timestamp, shown),
+                )
+                for leaf in stored.candidates
+            ]
         return RememberResult(
             ids=stored.ids,
             deduplicated=stored.added == 0,
@@ -145,14 +159,7 @@ class MemoryService:
             supersedes=list(stored.supersedes),
             unlinked=list(stored.unlinked),
             redacted=[kind for chunk in chunks for kind in chunk.redacted],
-            candidates=[
-                Candidate(
-                    id=leaf.id,
-                    text=gist(leaf.text, CANDIDATE_CHARS),
-                    timestamp=format_timestamp(leaf.timestamp, calendar),
-                )
-                for leaf in stored.candidates
-            ],
+            candidates=candidates,
         )
 
     def link(
