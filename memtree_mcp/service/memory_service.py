@@ -134,15 +134,16 @@ class MemoryService:
         """
         name = self.resolve_namespace(namespace)
         # The namespace's zone reads a timestamp given without one; reading it brings the namespace
-        # up to date (a listing of the table's versions on a bucket), so only when there is one.
-        calendar = self.spaces.calendar_of(name) if timestamp is not None else None
+        # up to date (a listing of the table's versions on a bucket), so only when there is one:
+        # without a timestamp the calendar reads nothing, and the configured zone's will do.
+        calendar = self.spaces.calendar_of(name) if timestamp is not None else self.spaces.zones.of(name)
         chunks = self.writer.chunks(content, role, tags, timestamp, session, calendar=calendar)
         stored = self.writer.store(name, chunks, supersedes, unlink=unlink, by=by, judge=True)
         log.info("stored %d new leaf(s) in namespace %s", stored.added, name)
         candidates: list[Candidate] = []
         if stored.candidates:
             # Dates as the namespace shows them: the space the store just brought up to date.
-            shown = calendar if calendar is not None else self.spaces[name].memory.calendar
+            shown = self.spaces[name].memory.calendar
             candidates = [
                 Candidate(
                     id=leaf.id,

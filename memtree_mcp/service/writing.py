@@ -138,26 +138,20 @@ class Writer:
         timestamp: object = None,
         session: object = None,
         *,
-        calendar: Calendar | None,
+        calendar: Calendar,
         terms: ImportTerms = FROM_A_FILE,
     ) -> list[Chunk]:
         """``content`` and its attributes checked, the secrets of each that is stored (content,
         role, tags, session) dealt with as MEMTREE_SECRETS says (the one door of every write), and
         the content split into chunks; the first chunk names the kinds of secrets redacted. A
-        ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's; None only when no
-        ``timestamp`` is given).
+        ``timestamp`` without a zone is a time of ``calendar``'s (the namespace's).
 
         ``terms``: a writer's own secrets mode and length limit, for records it dealt with already.
         Raises InvalidInput for any bad argument, and for a secret when MEMTREE_SECRETS=refuse.
         """
         text = check_text(content, "content", terms.max_chars or self.settings.max_content_chars)
         given = Fields(text, check_role(role), check_tags(tags), check_session(session))
-        if timestamp is None:
-            moment = time.time()
-        elif calendar is None:
-            raise ValueError("a timestamp is read in its namespace's calendar: pass it")
-        else:
-            moment = memory_timestamp(timestamp, calendar)
+        moment = memory_timestamp(timestamp, calendar) if timestamp is not None else time.time()
         kept = guard_secrets(given, terms.secrets or self.settings.secrets)
         parts = split_into_chunks(kept.content)
         chunks = [Chunk(part, kept.role, kept.tags, moment, kept.session) for part in parts]
