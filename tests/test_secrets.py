@@ -253,3 +253,44 @@ def test_a_marker_is_no_subject_of_the_labels(service: MemoryService) -> None:
     assert memory is not None
     labels = [b.label for tree in (memory.semantic, memory.temporal) for b in tree.branches.values()]
     assert labels and not any("redacted" in (label or "") for label in labels)
+
+
+def test_the_kept_plugin_patterns_are_the_installed_detect_secrets_own() -> None:
+    # memtree_mcp/secrets/plugin_patterns.json spares each process detect-secrets' import (and
+    # requests'); after an upgrade of detect-secrets: python -m memtree_mcp.secrets.detection
+    from memtree_mcp.secrets import detection
+
+    kept = json.loads(Path(detection.__file__).with_name(detection.PATTERNS_FILE).read_text())
+    installed = detection.installed_version()
+    if kept["detect_secrets"] != installed:  # then the plugins are read (the test below)
+        pytest.skip(f"kept for {kept['detect_secrets']}, detect-secrets {installed} installed")
+    assert [(kind, [tuple(p) for p in patterns]) for kind, patterns in kept["patterns"]] == [
+        (kind, list(patterns)) for kind, patterns in detection.plugin_patterns()
+    ]
+
+
+def test_finding_a_key_in_a_fresh_process_loads_neither_detect_secrets_nor_requests() -> None:
+    # What a hook's Stop pays before its turn is queued: the detector, not a web client.
+    code = (
+        "import sys; from memtree_mcp.secrets.detection import find_secrets; "
+        "kinds = [f.kind for f in find_secrets('key AKIAIOSFODNN7EXAMPLE')]; "
+        "print(kinds, 'detect_secrets' in sys.modules, 'requests' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert run.stdout.strip() == "['aws-access-key'] False False", run.stdout + run.stderr
+
+
+def test_a_detect_secrets_of_another_version_is_read_from_its_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memtree_mcp.secrets import detection
+
+    text = "key AKIAIOSFODNN7EXAMPLE, ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8, xoxb-1234567890-abcdefgh"
+    kept = [(f.kind, f.start, f.end) for f in detection.find_secrets(text)]
+    monkeypatch.setattr(detection, "installed_version", lambda: "0.0.0")
+    detection._detectors.cache_clear()
+    try:
+        assert detection._kept_patterns() is None
+        assert [(f.kind, f.start, f.end) for f in detection.find_secrets(text)] == kept
+    finally:
+        detection._detectors.cache_clear()

@@ -128,10 +128,17 @@ _SPLIT_SPACES = "(?: *)(?:=|:|:=|=>| +|::)(?: *)"
 _SPACES_ONCE = "(?: *(?:=|:=|=>|::|:) *| +)"
 
 
-@cache
-def _detectors() -> list[tuple[str, tuple[re.Pattern[str], ...]]]:
-    """detect-secrets' plugins' patterns, by the kind each finds, loaded once (importing the
-    plugins takes a fifth of a second), with the spaces before a value read once (_SPACES_ONCE)."""
+PATTERNS_FILE = "plugin_patterns.json"
+"""detect-secrets' plugins' patterns as :func:`plugin_patterns` reads them, kept beside this module
+with the version of detect-secrets they were read from (``python -m memtree_mcp.secrets.detection``
+writes it; a test holds it to the installed plugins): importing the plugins loads ``requests`` and
+takes a tenth of a second, which a hook's process would pay on every Stop."""
+
+
+def plugin_patterns() -> list[tuple[str, list[tuple[str, int]]]]:
+    """detect-secrets' plugins' patterns (source and flags), plugin by plugin in PLUGINS' order,
+    each with the kind it finds and the spaces before a value read once (_SPACES_ONCE): read from
+    the installed plugins."""
     import importlib
 
     import detect_secrets.plugins  # the package whose modules PLUGINS names
@@ -139,12 +146,65 @@ def _detectors() -> list[tuple[str, tuple[re.Pattern[str], ...]]]:
     found = []
     for (module, name), kind in PLUGINS.items():
         plugin = getattr(importlib.import_module(f"{detect_secrets.plugins.__name__}.{module}"), name)()
-        patterns = tuple(
-            re.compile(pattern.pattern.replace(_SPLIT_SPACES, _SPACES_ONCE), pattern.flags)
+        patterns = [
+            (pattern.pattern.replace(_SPLIT_SPACES, _SPACES_ONCE), int(pattern.flags))
             for pattern in getattr(plugin, "denylist", ())
-        )
+        ]
         found.append((kind, patterns))
     return found
+
+
+def installed_version() -> str | None:
+    """The version of the installed detect-secrets, read from its ``__version__.py`` without
+    importing it (None when it cannot be read)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("detect_secrets")
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        text = (Path(spec.origin).parent / "__version__.py").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r"VERSION\s*=\s*['\"]([^'\"]+)['\"]", text)
+    return found.group(1) if found else None
+
+
+def _kept_patterns() -> list[tuple[str, list[tuple[str, int]]]] | None:
+    """The patterns kept in PATTERNS_FILE, when they were read from the installed detect-secrets."""
+    import json
+    from importlib.resources import files
+
+    try:
+        kept = json.loads(files(__package__).joinpath(PATTERNS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("detect_secrets") != installed_version():
+        return None
+    return [
+        (str(kind), [(str(source), int(flags)) for source, flags in patterns])
+        for kind, patterns in kept["patterns"]
+    ]
+
+
+@cache
+def _detectors() -> list[tuple[str, tuple[re.Pattern[str], ...]]]:
+    """detect-secrets' plugins' patterns, by the kind each finds, compiled once: the kept ones
+    (PATTERNS_FILE) when they match the installed detect-secrets, else read from its plugins."""
+    patterns = _kept_patterns() or plugin_patterns()
+    return [(kind, tuple(re.compile(source, flags) for source, flags in found)) for kind, found in patterns]
+
+
+def write_patterns() -> str:
+    """Write PATTERNS_FILE beside this module from the installed plugins; returns its path."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).with_name(PATTERNS_FILE)
+    kept = {"detect_secrets": installed_version(), "patterns": plugin_patterns()}
+    path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return str(path)
 
 
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -391,3 +451,7 @@ def redact_record(record: Mapping[str, Any], mode: str) -> dict[str, Any] | None
     if held and mode == "refuse":
         return None
     return {**record, **fields}
+
+
+if __name__ == "__main__":  # python -m memtree_mcp.secrets.detection: keep the plugins' patterns
+    print(f"wrote {write_patterns()}")
