@@ -152,7 +152,7 @@ def test_a_follower_applying_each_commit_equals_a_fresh_load(
         elif op == "link":  # a stored memory given another link (remember of its duplicate)
             newer, older = (str(n) for n in rng.choice(sorted(writer.leaves), size=2))
             # As the writer does, a link that would close a circle is left out (link refuses it).
-            if not writer.reaches(older, newer) and writer.link(newer, [older]):
+            if not writer.links.reaches(older, newer) and writer.links.link(newer, [older]):
                 changed.add(newer)
         else:
             leaf_changed, leaf_removed = writer.remove_leaf(str(rng.choice(sorted(writer.leaves))))

@@ -226,7 +226,7 @@ async def test_forgetting_the_middle_of_a_chain_keeps_its_newest_memory_current(
     assert marked(service, x) == z
     service.forget(ids=[y])
     assert marked(service, x) == z
-    assert held(service).current_of(x) == z
+    assert held(service).links.current_of(x) == z
     summary = text_of(await client.call_tool("summarize", {}))
     assert "9090" in summary and "port 7070" not in summary, summary
     # The link is stored: another process reading the namespace afresh sees it.
@@ -261,7 +261,7 @@ def test_forgetting_a_whole_chain_but_its_ends_links_them(service: MemoryService
     service.link(w, [z])
     service.forget(ids=[y, z])
     memory = held(service)
-    assert memory.current_of(x) == w and x in memory.leaves[w].supersedes
+    assert memory.links.current_of(x) == w and x in memory.leaves[w].supersedes
     assert [r.get("supersedes") for r in service.export_memories() if r["id"] == w] == [[x]]
 
 
@@ -278,11 +278,11 @@ def test_memory_link_refuses_a_circle_and_changes_nothing() -> None:
     memory = Memory(4)
     for seq, leaf_id in enumerate(("m0", "m1", "m2")):
         memory.add_leaf(leaf(leaf_id, seq))
-    memory.link("m1", ["m0"])
-    memory.link("m2", ["m1"])
+    memory.links.link("m1", ["m0"])
+    memory.links.link("m2", ["m1"])
     with pytest.raises(ValueError, match="circle"):
-        memory.link("m0", ["m2"])
-    assert memory.leaves["m0"].supersedes == () and memory.current_of("m0") == "m2"
+        memory.links.link("m0", ["m2"])
+    assert memory.leaves["m0"].supersedes == () and memory.links.current_of("m0") == "m2"
 
 
 def test_an_import_that_names_a_circle_keeps_the_newer_memorys_link_only(
@@ -298,7 +298,7 @@ def test_an_import_that_names_a_circle_keeps_the_newer_memorys_link_only(
         service.import_memories(records)
     memory = held(service)
     assert memory.leaves[b].supersedes == (a,) and memory.leaves[a].supersedes == ()
-    assert memory.current_of(a) == b and memory.current_of(b) is None
+    assert memory.links.current_of(a) == b and memory.links.current_of(b) is None
     assert any("circle" in record.getMessage() for record in caplog.records)
 
 

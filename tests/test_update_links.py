@@ -217,14 +217,14 @@ def test_forgetting_the_newer_memory_makes_the_older_current_again(service: Memo
     assert marked(service, older) == newer
     service.forget(ids=[newer])
     assert marked(service, older) is None
-    assert held(service).superseded_by(older) is None
+    assert held(service).links.superseded_by(older) is None
 
 
 def test_forgetting_the_older_memory_drops_the_link(service: MemoryService) -> None:
     older, newer = linked(service)
     service.forget(ids=[older])
     memory = held(service)
-    assert memory.superseded_by(older) is None and memory.current_of(older) is None
+    assert memory.links.superseded_by(older) is None and memory.links.current_of(older) is None
     exported = {record["id"]: record for record in service.export_memories()}
     assert "supersedes" not in exported[newer]
 
@@ -234,7 +234,7 @@ def test_links_chain_to_the_latest_memory(service: MemoryService) -> None:
     latest = service.remember("Billing questions now go to the finance inbox.", supersedes=[newer]).ids[0]
     assert marked(service, older) == latest
     memory = held(service)
-    assert memory.current_of(older) == latest and memory.superseded_by(older) == newer
+    assert memory.links.current_of(older) == latest and memory.links.superseded_by(older) == newer
     service.forget(ids=[latest])
     assert marked(service, older) == newer
 

@@ -186,7 +186,8 @@ def brief_lines(
         held = counted(session.leaf_count, "memory", "memories")
         lines.append(f"- {memory.calendar.shown_date(session.first_ts)}: {subject} ({held})")
     latest = sorted(memory.leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq), reverse=True)
-    current = [leaf for leaf in latest if memory.superseded_by(leaf.id) is None and leaf.id not in leave_out]
+    superseded_by = memory.links.superseded_by
+    current = [leaf for leaf in latest if superseded_by(leaf.id) is None and leaf.id not in leave_out]
     if current:
         lines.append("Latest memories:")
     for leaf in current[:BRIEF_MEMORIES]:

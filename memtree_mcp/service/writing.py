@@ -13,6 +13,10 @@ long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
 Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
 MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``); which
 memories those are is ``service/forgetting.py``'s to say.
+
+One module, not several: remember, import and forget are one write path (the namespace taken,
+the trees changed, the summaries marked, one commit) and share its helpers; split, each part
+would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -271,10 +275,10 @@ class Writer:
                     mapped = [(new_id.get(older, older), by) for older, by in links[leaf_id]]
                     found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
                     dropped += len(mapped) - len(found)
-                    fitting = [(o, by) for o, by in found if not memory.reaches(o, leaf_id)]
+                    fitting = [(o, by) for o, by in found if not memory.links.reaches(o, leaf_id)]
                     circles += len(found) - len(fitting)
                     for maker in LINK_MAKERS:
-                        if memory.link(leaf_id, [o for o, by in fitting if by == maker], maker):
+                        if memory.links.link(leaf_id, [o for o, by in fitting if by == maker], maker):
                             change.changed.add(leaf_id)
                             change.rewritten.add(leaf_id)
         if dropped:
@@ -350,8 +354,8 @@ class Writer:
                     existing = memory.duplicate_of(hashes[i])
                     if existing is not None:
                         if not ids:
-                            linked = memory.link(existing, olders, by)
-                            if memory.unlink(existing, undone, by) or linked:
+                            linked = memory.links.link(existing, olders, by)
+                            if memory.links.unlink(existing, undone, by) or linked:
                                 change.changed.add(existing)
                                 change.rewritten.add(existing)
                             offered = _still_offered(memory, memory.leaves[existing])
@@ -409,8 +413,8 @@ class Writer:
             check_links(memory, name, olders, [leaf.content_hash])
             check_unlinks(memory, undone, leaf.content_hash, by)
             with self._spaces.change(space) as change:
-                linked = memory.link(newer, olders, by)
-                if memory.unlink(newer, undone, by) or linked:
+                linked = memory.links.link(newer, olders, by)
+                if memory.links.unlink(newer, undone, by) or linked:
                     change.changed.add(newer)
                     change.rewritten.add(newer)
             return leaf.supersedes, undone
@@ -465,7 +469,7 @@ class Writer:
         At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
         CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
         leave both trees, every summary above them is recomputed without them, a memory that
-        updated one of them updates what it updated (``Memory.carry_over``: the newest of a chain
+        updated one of them updates what it updated (``Links.carry_over``: the newest of a chain
         stays current), and all of it is one commit. Raises InvalidInput for a bad or refused
         request and NotFound for an unknown node; nothing is deleted then.
         """
@@ -490,7 +494,7 @@ class Writer:
                 targets = forget_under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
                 for done, leaf_id in enumerate(targets, start=1):
-                    relinked = memory.carry_over(leaf_id)
+                    relinked = memory.links.carry_over(leaf_id)
                     change.changed |= relinked
                     change.rewritten |= relinked
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
@@ -512,7 +516,7 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
     own = {memory.duplicate_of(h) for h in hashes}
     first = memory.duplicate_of(hashes[0]) if hashes else None
     for older in supersedes:
-        if first is not None and older in memory.leaves and memory.reaches(older, first):
+        if first is not None and older in memory.leaves and memory.links.reaches(older, first):
             raise InvalidInput(
                 f"supersedes: {older} already updates {first} (this memory), directly or through "
                 "others; a memory cannot update one that updates it. Nothing was changed."
@@ -582,7 +586,7 @@ def _still_offered(memory: Memory, leaf: Leaf) -> tuple[Leaf, ...]:
     return tuple(
         memory.leaves[older]
         for older in leaf.may_update
-        if older in memory.leaves and older not in leaf.supersedes and memory.current_of(older) is None
+        if older in memory.leaves and older not in leaf.supersedes and memory.links.current_of(older) is None
     )
 
 
