@@ -127,7 +127,7 @@ def test_links_are_stored_with_who_made_them_exported_so_and_imported_as_the_imp
     assert [r.get("supersedes_by") for r in records] == [None, ["agent"], ["user"]]
     copy = MemoryService(service.settings.model_copy(update={"namespace": "copy"}), embedder=service.embedder)
     try:
-        copy.import_memories(records)
+        copy.upkeep.import_memories(records)
         held = copy.memory()
         assert held is not None
         # An import vouches only for itself: what a file says the user linked is not the user's word.

@@ -311,7 +311,7 @@ class _Worker:
             return {"error": f"unknown request {op!r}"}
         try:
             asked = _Asked.of(request)
-            self.service.set_zone_for(asked.namespace, asked.zone)
+            self.service.upkeep.set_zone_for(asked.namespace, asked.zone)
         except InvalidInput as exc:
             return {"error": str(exc)}
         if op == "brief":
@@ -514,7 +514,7 @@ def _in_process(
         if queued and not args.queue_only:
             drain(caller.home, caller.store, service)
         return 0
-    service.set_zone_for(caller.namespace, caller.timezone)
+    service.upkeep.set_zone_for(caller.namespace, caller.timezone)
     found: list[str | None] = []
 
     def look() -> None:
