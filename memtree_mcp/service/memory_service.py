@@ -33,7 +33,6 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.extractive import gist
 from memtree_mcp.core.trees.model import LinkMaker
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.service.forgetting import forget_preview, stored_since
 from memtree_mcp.service.inputs import (
     MAX_FORGET,
     check_flag,
@@ -55,7 +54,7 @@ from memtree_mcp.service.results import (
 )
 from memtree_mcp.service.spaces import Spaces
 from memtree_mcp.service.upkeep import Upkeep
-from memtree_mcp.service.writing import Writer
+from memtree_mcp.service.writing import Writer, forget_preview, stored_since
 
 if TYPE_CHECKING:
     from memtree_mcp.llm.chat import TextGenerator
@@ -296,7 +295,7 @@ class MemoryService:
         namespace: str | None = None,
     ) -> list[tuple[str, str]]:
         """What a ``forget`` by query, or by summaries with ``confirm``, would delete, to show the
-        user first (``service/forgetting.py``); empty when there is nothing to ask about."""
+        user first (``service/writing.py``); empty when there is nothing to ask about."""
         name = self.resolve_namespace(namespace)
         return forget_preview(self.reader, self.spaces, name, query, ids, confirm)
 
