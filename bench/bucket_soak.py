@@ -133,7 +133,7 @@ def soak(writers: int, remembers: int, forget_every: int, recall_every: int, lea
             assert memory is not None
             held = set(memory.leaves)
             texts = [leaf.text for leaf in memory.leaves.values()]
-            problems = [str(p) for p in services[0].doctor()]
+            problems = [str(p) for p in services[0].upkeep.doctor()]
             answers = [
                 [[h.id for h in s.look_up(RecallRequest(q, k=5)).hits] for q in QUERIES] for s in services
             ]
@@ -256,7 +256,7 @@ def check_bucket(home: str, work: Path, results: list[list[dict[str, Any]]], ser
         assert memory is not None
         held = set(memory.leaves)
         texts = [leaf.text for leaf in memory.leaves.values()]
-        problems = [str(p) for p in services[0].doctor()]
+        problems = [str(p) for p in services[0].upkeep.doctor()]
         answers = [[recalled(s, q) for q in QUERIES] for s in services]
     finally:
         for service in services:

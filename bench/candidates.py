@@ -233,7 +233,7 @@ def project(
             for question, fresh, stale, fresh_words, stale_words in asked:
                 memory = service.memory()
                 assert memory is not None
-                told += memory.current_of(leaf_of[stale]) == leaf_of[fresh]
+                told += memory.links.current_of(leaf_of[stale]) == leaf_of[fresh]
                 summary = service.summarize(query=question).summary
                 stated = fresh_words in summary and not _states(summary, stale_words)
                 summaries += stated
@@ -247,7 +247,7 @@ def project(
             memory = service.memory()
             assert memory is not None
             explicit_told = sum(
-                memory.current_of(leaf_of[i.updates or ""]) == leaf_of[i.key] for i in explicit
+                memory.links.current_of(leaf_of[i.updates or ""]) == leaf_of[i.key] for i in explicit
             )
         finally:
             service.close()

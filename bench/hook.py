@@ -47,7 +47,7 @@ def build_store(home: Path, count: int) -> None:
     service = MemoryService(Settings(home=str(home), namespace="default", llm="none"), background=False)
     try:
         if not service.namespaces():
-            service.import_memories(list(records(count, random.Random(40))))
+            service.upkeep.import_memories(list(records(count, random.Random(40))))
     finally:
         service.close()
 

@@ -77,7 +77,7 @@ def build_store(home: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
     service = MemoryService(Settings(home=str(home), namespace=NAMESPACE), embedder=MiniLMEmbedder())
     started = time.perf_counter()
     try:
-        added, skipped = service.import_memories(records, namespace=NAMESPACE)
+        added, skipped = service.upkeep.import_memories(records, namespace=NAMESPACE)
     finally:
         service.close()
     return {"memories": added, "skipped": skipped, "seconds": round(time.perf_counter() - started, 1)}

@@ -424,7 +424,7 @@ def bench_size(
             mark = probe.mark()
             embeds_before = len(embedder.durations)
             started = time.perf_counter()
-            added, skipped = service.import_memories(records[:size], namespace=NAMESPACE)
+            added, skipped = service.upkeep.import_memories(records[:size], namespace=NAMESPACE)
             import_s = time.perf_counter() - started
             parts = probe.since(mark)
             embedding_s = sum(embedder.durations[embeds_before:])

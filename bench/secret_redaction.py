@@ -137,7 +137,7 @@ def cost(count: int, rounds: int, workdir: Path) -> dict[str, Any]:
     source = workdir / f"store-{count}"
     if not source.exists():
         service = MemoryService(Settings(home=str(source), namespace="default", llm="none"), background=False)
-        service.import_memories(list(records(count, random.Random(40))))
+        service.upkeep.import_memories(list(records(count, random.Random(40))))
         service.close()
     services = {}
     for mode in ("redact", "keep"):

@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     service = MemoryService(settings, background=False)
     built = time.perf_counter()
     if not home.exists() or not service.namespaces():
-        service.import_memories(list(records(args.memories, rng)))
+        service.upkeep.import_memories(list(records(args.memories, rng)))
     build_seconds = time.perf_counter() - built
     memory = service.memory()
     first = min(leaf.timestamp for leaf in memory.leaves.values())
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     service.close()
 
     check = MemoryService(settings, background=False)
-    problems = [str(problem) for problem in check.doctor()]
+    problems = [str(problem) for problem in check.upkeep.doctor()]
     memory = check.memory()
     size = len(memory.leaves)
     check.close()

@@ -107,7 +107,7 @@ def measure(store: str, count: int, calls: int) -> dict[str, Any]:
         service = MemoryService(Settings(home=home, namespace="default"), embedder=WordsEmbedder())
         try:
             started = time.perf_counter()
-            service.import_memories(memories(store, count))
+            service.upkeep.import_memories(memories(store, count))
             built = time.perf_counter() - started
             service.remember("A warm-up note about tulips.", timestamp=times(store, count)[-1].isoformat())
             stamps = times(store, count)

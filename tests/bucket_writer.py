@@ -107,7 +107,7 @@ def main() -> int:
                     for j in range(5)
                 ]
                 try:
-                    added, _ = service.import_memories(records)
+                    added, _ = service.upkeep.import_memories(records)
                     say(imported=[r["content"] for r in records], added=added)
                 except MemtreeError as exc:
                     say(error=str(exc), imported=[])

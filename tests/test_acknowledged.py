@@ -89,7 +89,7 @@ def test_a_commit_built_on_rows_another_writer_changed_first_is_refused_and_not_
         texts = {leaf.text for leaf in held.leaves.values()}
         assert "The budget review is owned by Dana." not in texts
         assert "Billing runs on the 3rd of each month." in texts
-        assert reader.doctor() == []
+        assert reader.upkeep.doctor() == []
     finally:
         reader.close()
     pairs = counted_pairs(tmp_path / "home")
@@ -132,7 +132,7 @@ def test_a_remember_that_loses_the_race_is_written_again_on_what_the_other_wrote
             ]
         )
         assert done.ids[0] in held.leaves
-        assert reader.doctor() == []
+        assert reader.upkeep.doctor() == []
         assert [
             h.id for h in reader.look_up(RecallRequest("who owns the budget review?", k=1)).hits
         ] == done.ids[:1]
@@ -171,7 +171,7 @@ def test_two_writers_without_a_common_lock_lose_nothing_and_agree(
         assert set(acknowledged[0] + acknowledged[1]) == set(held.leaves)
         texts = [leaf.text for leaf in held.leaves.values()]
         assert len(texts) == len(set(texts))
-        assert reader.doctor() == []
+        assert reader.upkeep.doctor() == []
         for service in two_writers:  # each writer, following, holds what the fresh reader reads
             mine = service.memory()
             assert mine is not None and set(mine.leaves) == set(held.leaves)

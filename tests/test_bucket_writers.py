@@ -154,7 +154,7 @@ def assert_whole(
     assert len(seqs) == len(set(seqs))
     assert_semantic_invariants(memory.semantic)
     assert_temporal_invariants(memory.temporal)
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
     return service
 
 

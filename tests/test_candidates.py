@@ -74,7 +74,7 @@ def test_an_older_memory_already_updated_a_later_one_or_one_linked_is_not_offere
     memory = memory_of(
         embedder, ["The ingest service listens on port 7070.", "The ingest service listens on 7443."]
     )
-    memory.link("m1", ["m0"])
+    memory.links.link("m1", ["m0"])
     assert offered(embedder, memory, "The ingest service now listens on port 9000.") == ["m1"]
     # Backdated before both: it can update neither.
     assert offered(embedder, memory, "The ingest service listens on port 6000.", when=1.0) == []
@@ -127,11 +127,11 @@ def test_links_are_stored_with_who_made_them_exported_so_and_imported_as_the_imp
     assert [r.get("supersedes_by") for r in records] == [None, ["agent"], ["user"]]
     copy = MemoryService(service.settings.model_copy(update={"namespace": "copy"}), embedder=service.embedder)
     try:
-        copy.import_memories(records)
+        copy.upkeep.import_memories(records)
         held = copy.memory()
         assert held is not None
         # An import vouches only for itself: what a file says the user linked is not the user's word.
-        assert link_maker(held.leaves[c], b) == "import" and held.current_of(a) == c
+        assert link_maker(held.leaves[c], b) == "import" and held.links.current_of(a) == c
     finally:
         copy.close()
 

@@ -62,7 +62,7 @@ async def test_invisible_characters_never_reach_the_store(client: Client, servic
 
 async def test_as_of_takes_ascii_digits_or_an_iso_time_only(client: Client, service: MemoryService) -> None:
     service.remember("The deploy freeze starts on December 20.")
-    version = service.history()[-1][0]
+    version = service.upkeep.history()[-1][0]
     for when in ("²", "١", "٣", "１", "2024-٠١-01", "12abc"):
         result = await client.call_tool("recall", {"query": "freeze", "as_of": when})
         assert result.is_error, when

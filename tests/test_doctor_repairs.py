@@ -68,11 +68,11 @@ def test_doctor_repairs_what_unshared_locks_left_and_keeps_every_memory(
     checker = MemoryService(
         Settings(home=home, namespace="default", lock_dir=str(tmp_path / "c")), embedder=embedder
     )
-    problems = [str(p) for p in checker.doctor()]
+    problems = [str(p) for p in checker.upkeep.doctor()]
     assert any("stores the text of" in p for p in problems), problems
     assert any(f"quotes the forgotten memory {forgotten}" in p for p in problems), problems
-    assert checker.doctor(repair=True)
-    leftover = checker.doctor()
+    assert checker.upkeep.doctor(repair=True)
+    leftover = checker.upkeep.doctor()
     assert leftover == []
     memory = checker.memory()
     assert memory is not None

@@ -55,11 +55,11 @@ def remember_then_forget_the_secret(service: MemoryService) -> tuple[int, int]:
     """(the version with the secret, the version before it); the secret is forgotten after."""
     first = service.remember(OTHERS[0], timestamp="2024-05-08T10:00:00Z")
     assert first.ids
-    before = service.history()[-1][0]
+    before = service.upkeep.history()[-1][0]
     secret = service.remember(SECRET, timestamp="2024-05-08T10:01:00Z").ids[0]
     for i, text in enumerate(OTHERS[1:]):
         service.remember(text, timestamp=f"2024-05-08T10:0{i + 2}:00Z")
-    with_secret = service.history()[-1][0]
+    with_secret = service.upkeep.history()[-1][0]
     service.forget(ids=[secret])
     service.remember("The bastion's SSH port is 2222.", timestamp="2024-05-08T10:09:00Z")
     return with_secret, before
@@ -130,25 +130,25 @@ def test_a_purge_leaves_no_byte_of_a_forgotten_memory_and_a_valid_store(
     home = Path(settings.home)
     with_secret, _ = remember_then_forget_the_secret(service)
     assert files_holding(home, MARKER), "the check must see the text in the store's files before the purge"
-    assert service.restore(str(with_secret))  # restore can undo the forget until the purge
+    assert service.upkeep.restore(str(with_secret))  # restore can undo the forget until the purge
     assert any(MARKER in leaf.text for leaf in service.memory().leaves.values())  # type: ignore[union-attr]
     secret = next(
         h.id for h in service.look_up(RecallRequest("vault code", k=5, kind="leaf")).hits if MARKER in h.text
     )
     service.forget(ids=[secret])
 
-    version = service.purge()
+    version = service.upkeep.purge()
     assert files_holding(home, MARKER) == []
-    assert service.history() == [(version, service.history()[0][1])]
+    assert service.upkeep.history() == [(version, service.upkeep.history()[0][1])]
     with pytest.raises(InvalidInput, match="versions kept"):
         service.look_up(RecallRequest("vault", as_of=str(with_secret)))
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
     fresh = MemoryService(settings, embedder=embedder)
     memory = fresh.memory()
     assert memory is not None and MARKER not in everything_said(memory)
     assert sorted(leaf.text for leaf in memory.leaves.values()) == sorted(OTHERS)  # as restored
     assert fresh.remember("The vault is audited every quarter.").ids
-    assert fresh.doctor() == []
+    assert fresh.upkeep.doctor() == []
     fresh.close()
 
 
@@ -186,7 +186,7 @@ def test_a_read_purges_once_the_retention_has_passed(settings: Settings, embedde
         every=0.1,
         what="a read to purge the forgotten text",
     )
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
     service.close()
 
 
@@ -232,7 +232,7 @@ def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes
     home = Path(settings.home)
     remember_then_forget_the_secret(service)
     forgotten_at = service.spaces["default"].table.oldest_forget
-    service.reindex()
+    service.upkeep.reindex()
     fresh = MemoryService(settings.model_copy(update={"retention": 3_600.0}), embedder=embedder)
     texts = {hit.text for hit in fresh.look_up(RecallRequest("bastion", kind="leaf", min_relevance=0)).hits}
     assert "The bastion's SSH port is 2222." in texts and not any(MARKER in text for text in texts)
@@ -244,7 +244,7 @@ def test_a_reindex_keeps_the_date_of_what_was_forgotten_so_the_purge_still_comes
     reachable = {hit.text for hit in due.look_up(RecallRequest("bastion", kind="leaf", min_relevance=0)).hits}
     assert set(OTHERS[:2]) <= reachable  # opening it purges, and every memory kept is still there
     assert due.spaces["default"].table.oldest_forget is None
-    assert files_holding(home, MARKER) == [] and due.doctor() == []
+    assert files_holding(home, MARKER) == [] and due.upkeep.doctor() == []
     due.close()
 
 
@@ -297,5 +297,5 @@ def test_a_purge_removes_the_snapshot_a_process_killed_while_saving_left_behind(
         child.wait(timeout=30)
     assert [path.parent.name for path in files_holding(home, MARKER)].count(".snapshots") == 1
     service.forget(ids=[secret])
-    service.purge()
+    service.upkeep.purge()
     assert files_holding(home, MARKER) == []

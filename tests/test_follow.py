@@ -152,7 +152,7 @@ def test_a_follower_applying_each_commit_equals_a_fresh_load(
         elif op == "link":  # a stored memory given another link (remember of its duplicate)
             newer, older = (str(n) for n in rng.choice(sorted(writer.leaves), size=2))
             # As the writer does, a link that would close a circle is left out (link refuses it).
-            if not writer.reaches(older, newer) and writer.link(newer, [older]):
+            if not writer.links.reaches(older, newer) and writer.links.link(newer, [older]):
                 changed.add(newer)
         else:
             leaf_changed, leaf_removed = writer.remove_leaf(str(rng.choice(sorted(writer.leaves))))
@@ -316,14 +316,14 @@ def test_a_second_service_follows_remember_forget_and_restore_without_reading_th
         assert_follows_without_reading_whole(follower, reads, settings, embedder)
     assert follower.look_up(RecallRequest("retriever vacuum", k=1)).hits[0].text == NOTES[1]
 
-    version = writer.history()[-1][0]
+    version = writer.upkeep.history()[-1][0]
     target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
     memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
     assert target not in memory.leaves
     assert all("cello" not in h.text for h in follower.look_up(RecallRequest("cello recital", k=5)).hits)
 
-    writer.restore(str(version))
+    writer.upkeep.restore(str(version))
     memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)
     assert target in memory.leaves
     assert follower.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id == target
@@ -349,7 +349,7 @@ def test_a_watching_server_catches_up_with_another_process_s_writes_before_it_is
     steps = [
         lambda: writer.remember(NOTES[1]),
         lambda: writer.forget(node_id=target),
-        lambda: writer.restore("2"),
+        lambda: writer.upkeep.restore("2"),
     ]
     for step in steps:
         step()
@@ -471,7 +471,7 @@ def test_a_purge_is_read_whole_by_a_follower_which_then_follows_again(
     assert follower.spaces["default"].table.oldest_forget == writer.spaces["default"].table.oldest_forget
     assert before - 1 <= (follower.spaces["default"].table.oldest_forget or 0) <= time.time()
 
-    writer.purge()
+    writer.upkeep.purge()
     # More is appended after the rewrite than it took away: the row count alone would add up; the
     # purge's new generation says the rows seen are gone.
     mine = follower.spaces["default"].table
@@ -499,7 +499,7 @@ def test_a_re_indexed_store_is_read_whole_by_a_follower(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     writer, follower, reads = loaded_after(pair, NOTES, monkeypatch)
-    writer.reindex()
+    writer.upkeep.reindex()
     assert_reads_whole_once(follower, reads, settings, embedder)
 
 
@@ -548,7 +548,7 @@ if op == "remember":
 elif op == "forget":
     service.forget(node_id=arg)
 else:
-    service.restore(arg)
+    service.upkeep.restore(arg)
 service.close()
 """
 
@@ -575,7 +575,7 @@ def test_a_service_follows_another_process_s_remember_forget_and_restore_without
         for note in NOTES[1:4]:
             other_process("remember", note)
             assert_follows_without_reading_whole(follower, reads, settings, embedder)
-        version = follower.history()[-1][0]
+        version = follower.upkeep.history()[-1][0]
         (cello,) = [leaf.id for leaf in memory_of(follower).leaves.values() if "cello" in leaf.text]
         other_process("forget", cello)
         memory = assert_follows_without_reading_whole(follower, reads, settings, embedder)

@@ -73,7 +73,7 @@ FACTS = [
 
 @pytest.fixture
 def forty(service: MemoryService) -> MemoryService:
-    service.import_memories({"content": fact} for fact in FACTS)
+    service.upkeep.import_memories({"content": fact} for fact in FACTS)
     return service
 
 
@@ -238,7 +238,7 @@ def test_the_cli_forgets_by_id_by_listed_query_and_a_whole_subtree_only_with_a_f
 ) -> None:
     home = tmp_path / "store"
     service = MemoryService(Settings(home=str(home)), embedder=embedder)
-    service.import_memories({"content": fact} for fact in FACTS)
+    service.upkeep.import_memories({"content": fact} for fact in FACTS)
     service.close()
 
     listed = run(home, "forget", "--query", "the old staging password")

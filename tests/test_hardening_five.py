@@ -324,7 +324,7 @@ def big_store(
 ) -> Iterator[MemoryService]:
     home = tmp_path_factory.mktemp(request.param)
     service = MemoryService(Settings(home=str(home), namespace="default"), embedder=WordsEmbedder())
-    assert service.import_memories(memories(request.param)) == (10_000, 0)
+    assert service.upkeep.import_memories(memories(request.param)) == (10_000, 0)
     yield service
     service.close()
 
@@ -404,7 +404,7 @@ def test_a_summary_of_a_day_of_a_thousand_sessions_prices_few_lines(
         Settings(home=str(tmp_path / "store"), namespace="default"), embedder=WordsEmbedder()
     )
     try:
-        assert service.import_memories(sessions) == (1_000, 0)
+        assert service.upkeep.import_memories(sessions) == (1_000, 0)
         priced = 0
         line = summary._line
 

@@ -80,7 +80,7 @@ async def test_the_agent_cannot_undo_a_link_the_user_made_and_nothing_is_written
 ) -> None:
     older, newer = ports(service)
     service.link(newer, [older], by="user")  # what `memtree-mcp link NEWER --supersedes OLDER` does
-    before = service.history()[-1][0]
+    before = service.upkeep.history()[-1][0]
 
     refused = await client.call_tool("remember", {"content": NEW_PORT, "unlink": [older]})
     assert refused.is_error
@@ -89,7 +89,7 @@ async def test_the_agent_cannot_undo_a_link_the_user_made_and_nothing_is_written
     assert newer in message and older in message and "only the user" in message, message
     assert f"memtree-mcp link {newer} --unlink {older}" in message, message
 
-    assert service.history()[-1][0] == before  # nothing written
+    assert service.upkeep.history()[-1][0] == before  # nothing written
     assert held(service).leaves[newer].supersedes == (older,)
     assert marked(service, older) == newer
     summary = text_of(await client.call_tool("summarize", {}))
@@ -175,13 +175,13 @@ def test_an_export_imported_again_marks_the_users_links_as_the_imports(service: 
     service.link(newer, [older], by="user")
     records = list(service.export_memories())
     assert next(r for r in records if r["id"] == newer)["supersedes_by"] == ["user"]
-    service.import_memories(records, namespace="copy")
+    service.upkeep.import_memories(records, namespace="copy")
     copy = held(service, "copy")
     assert copy.leaves[newer].supersedes == (older,)
     assert link_maker(copy.leaves[newer], older) == "import"
     assert marked(service, older, namespace="copy") == newer
     # Importing into the namespace that holds the user's link leaves it the user's.
-    service.import_memories(records)
+    service.upkeep.import_memories(records)
     assert link_maker(held(service).leaves[newer], older) == "user"
 
 
@@ -198,7 +198,7 @@ def test_doctor_redact_storing_memories_again_keeps_the_users_links_the_users(
         keeping.close()
     service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     try:
-        assert service.redact_stored() == [newer]
+        assert service.upkeep.redact_stored() == [newer]
         rewritten = held(service).leaves[newer]
         assert "[redacted: " in rewritten.text and rewritten.supersedes == (older,)
         assert link_maker(rewritten, older) == "user"
@@ -226,7 +226,7 @@ async def test_forgetting_the_middle_of_a_chain_keeps_its_newest_memory_current(
     assert marked(service, x) == z
     service.forget(ids=[y])
     assert marked(service, x) == z
-    assert held(service).current_of(x) == z
+    assert held(service).links.current_of(x) == z
     summary = text_of(await client.call_tool("summarize", {}))
     assert "9090" in summary and "port 7070" not in summary, summary
     # The link is stored: another process reading the namespace afresh sees it.
@@ -261,7 +261,7 @@ def test_forgetting_a_whole_chain_but_its_ends_links_them(service: MemoryService
     service.link(w, [z])
     service.forget(ids=[y, z])
     memory = held(service)
-    assert memory.current_of(x) == w and x in memory.leaves[w].supersedes
+    assert memory.links.current_of(x) == w and x in memory.leaves[w].supersedes
     assert [r.get("supersedes") for r in service.export_memories() if r["id"] == w] == [[x]]
 
 
@@ -278,11 +278,11 @@ def test_memory_link_refuses_a_circle_and_changes_nothing() -> None:
     memory = Memory(4)
     for seq, leaf_id in enumerate(("m0", "m1", "m2")):
         memory.add_leaf(leaf(leaf_id, seq))
-    memory.link("m1", ["m0"])
-    memory.link("m2", ["m1"])
+    memory.links.link("m1", ["m0"])
+    memory.links.link("m2", ["m1"])
     with pytest.raises(ValueError, match="circle"):
-        memory.link("m0", ["m2"])
-    assert memory.leaves["m0"].supersedes == () and memory.current_of("m0") == "m2"
+        memory.links.link("m0", ["m2"])
+    assert memory.leaves["m0"].supersedes == () and memory.links.current_of("m0") == "m2"
 
 
 def test_an_import_that_names_a_circle_keeps_the_newer_memorys_link_only(
@@ -295,10 +295,10 @@ def test_an_import_that_names_a_circle_keeps_the_newer_memorys_link_only(
         *({"content": text} for text in OTHERS),
     ]
     with caplog.at_level(logging.WARNING, logger="memtree_mcp"):
-        service.import_memories(records)
+        service.upkeep.import_memories(records)
     memory = held(service)
     assert memory.leaves[b].supersedes == (a,) and memory.leaves[a].supersedes == ()
-    assert memory.current_of(a) == b and memory.current_of(b) is None
+    assert memory.links.current_of(a) == b and memory.links.current_of(b) is None
     assert any("circle" in record.getMessage() for record in caplog.records)
 
 
@@ -322,10 +322,10 @@ def test_doctor_finds_a_circle_of_links_and_repair_breaks_it_at_its_oldest_memor
 
     checker = MemoryService(settings, embedder=service.embedder)
     try:
-        problems = [str(problem) for problem in checker.doctor()]
+        problems = [str(problem) for problem in checker.upkeep.doctor()]
         assert any("circle" in p and older in p and newer in p and third in p for p in problems), problems
-        assert checker.doctor(repair=True)
-        assert checker.doctor() == []
+        assert checker.upkeep.doctor(repair=True)
+        assert checker.upkeep.doctor() == []
         memory = held(checker)
         assert memory.leaves[older].supersedes == ()
         assert memory.leaves[newer].supersedes == (older,) and memory.leaves[third].supersedes == (newer,)

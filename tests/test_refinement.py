@@ -177,13 +177,13 @@ def test_refine_pending_writes_what_a_cli_process_left(
     server.mode = "ok"
     finisher = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
     try:
-        _written, left = finisher.refine_pending()  # the background worker may write some of them
+        _written, left = finisher.upkeep.refine_pending()  # the background worker may write some of them
         assert left == 0
         assert all(b.text.startswith("LLM summary:") for b in all_branches(finisher) if b.leaf_count > 1)
     finally:
         finisher.close()
     with pytest.raises(Exception, match="no LLM is configured"):
-        MemoryService(Settings(home=str(tmp_path / "store")), embedder=embedder).refine_pending()
+        MemoryService(Settings(home=str(tmp_path / "store")), embedder=embedder).upkeep.refine_pending()
 
 
 # -- the client's model through MCP sampling ------------------------------------------------------
@@ -284,17 +284,17 @@ def test_reindex_moves_a_store_to_a_new_embedder_keeping_every_memory(
     try:
         with pytest.raises(EmbedderMismatch):
             local.look_up(RecallRequest("staging database"))
-        count, previous, version = local.reindex()
+        count, previous, version = local.upkeep.reindex()
         assert (count, previous) == (len(NOTES), "litellm:openai/fake-embed")
         assert list(local.export_memories()) == before
         assert sorted(local.memory().leaves) == ids  # type: ignore[union-attr]
         assert local.look_up(RecallRequest("When do staging backups run?", k=1)).hits[0].text == NOTES[1]
-        assert local.doctor() == []
+        assert local.upkeep.doctor() == []
         # The history starts again at the re-index: earlier commits hold the other embedder's
         # vectors, so they cannot be restored into this table (the way back is another re-index).
-        assert [v for v, _ in local.history()] == [version]
+        assert [v for v, _ in local.upkeep.history()] == [version]
         with pytest.raises(InvalidInput, match=f"no version {version - 1}"):
-            local.restore(str(version - 1))
+            local.upkeep.restore(str(version - 1))
         assert local.look_up(RecallRequest("When do staging backups run?", k=1)).hits[0].text == NOTES[1]
     finally:
         local.close()
@@ -332,15 +332,15 @@ def test_reindex_with_the_llm_policy_draws_the_segments_the_model_answers(
     service = MemoryService(llm_settings(tmp_path, server), embedder=embedder)
     try:
         with pytest.raises(Exception, match="temporal policy"):
-            service.reindex(temporal_policy="random")
-        count, _previous, _version = service.reindex(temporal_policy="llm")
+            service.upkeep.reindex(temporal_policy="random")
+        count, _previous, _version = service.upkeep.reindex(temporal_policy="llm")
         assert count == len(NOTES) + len(GARDEN)
         asked = [b for _, _, b in server.requests if "<<<NEW_MEMORY>>>" in b["messages"][-1]["content"]]
         # One question a memory once the session's segment holds its first MIN_SEGMENT memories.
         assert len(asked) == len(GARDEN) and len(NOTES) == MIN_SEGMENT
         segments = _segments(service)
         assert len(segments) == 1 and len(segments[0].children) == len(NOTES) + len(GARDEN)
-        assert service.doctor() == []
+        assert service.upkeep.doctor() == []
     finally:
         service.close()
 

@@ -370,11 +370,11 @@ def test_repair_survives_duplicated_or_low_sequence_numbers(
         space.table.commit(memory, damaged, rewritten=damaged)
     fresh = MemoryService(settings, embedder=service.embedder)
     assert fresh.look_up(RecallRequest("staging database port")).hits  # read as it is meanwhile
-    assert fresh.doctor(repair=True)  # the damage is found
-    assert fresh.doctor() == []
+    assert fresh.upkeep.doctor(repair=True)  # the damage is found
+    assert fresh.upkeep.doctor() == []
     assert sorted(fresh.memory().leaves) == sorted(ids)  # type: ignore[union-attr]
     assert fresh.look_up(RecallRequest("staging database port")).hits
     fresh.close()
     again = MemoryService(settings, embedder=service.embedder)
-    assert again.doctor() == [] and len(again.memory().leaves) == len(ids)  # type: ignore[union-attr]
+    assert again.upkeep.doctor() == [] and len(again.memory().leaves) == len(ids)  # type: ignore[union-attr]
     again.close()

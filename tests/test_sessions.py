@@ -275,7 +275,7 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     tree = read.temporal
     sessions = [n for n in tree.walk() if tree.period_of(n) == "session"]
     assert len(sessions) == 5 and len(read.leaves) == 40  # read with sessions before any write
-    before = [version for version, _ in service.history()]
+    before = [version for version, _ in service.upkeep.history()]
     service.remember("The release train leaves on Fridays.", session="work-4")
     assert not service.spaces["default"].table.outdated
     service.close()
@@ -287,5 +287,5 @@ def test_a_store_of_schema_4_reads_with_sessions_and_the_upgrade_stores_them(
     assert len([n for n in stored.temporal.walk() if stored.temporal.period_of(n) == "session"]) == 6
     assert set(read.leaves) < set(stored.leaves) and len(stored.leaves) == 41
     with pytest.raises(Exception, match="no version"):
-        again.restore(str(before[0]))  # history before the upgrade: refused by name
+        again.upkeep.restore(str(before[0]))  # history before the upgrade: refused by name
     again.close()

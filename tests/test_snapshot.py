@@ -147,7 +147,7 @@ def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restor
     assert reads.count == 2, "the reopen read the table whole"
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
 
-    version = writer.history()[-1][0]
+    version = writer.upkeep.history()[-1][0]
     for note in MORE:
         writer.remember(note, session="s2")
     target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
@@ -157,7 +157,7 @@ def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restor
     assert target not in memory.leaves
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
 
-    writer.restore(str(version))
+    writer.upkeep.restore(str(version))
     memory = reopened(settings, embedder)
     assert reads.count == 2
     assert target in memory.leaves
@@ -181,12 +181,12 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
         writer.remember(note, session="s1")
     saved_anew(settings, embedder)
     first = snapshot_rows(settings, embedder)
-    version = writer.history()[-1][0]
+    version = writer.upkeep.history()[-1][0]
     for note in MORE:
         writer.remember(note, session="s2")
     target = writer.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
     writer.forget(node_id=target)
-    writer.restore(str(version))
+    writer.upkeep.restore(str(version))
     writer.forget(node_id=writer.look_up(RecallRequest("retriever vacuum", k=1, kind="leaf")).hits[0].id)
     space = writer.spaces["default"]
     with space.lock:
@@ -411,7 +411,7 @@ def test_a_snapshot_whose_rows_were_dropped_is_not_trusted(
     assert_reopened_by_a_whole_read(settings, embedder, reads)
     service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
     service.remember(MORE[0])
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
     assert len(service.memory().leaves) == len(NOTES) + 1  # type: ignore[union-attr]
     service.close()
 

@@ -129,7 +129,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     facts = FACTS + [f"Extra note number {i} about the garden." for i in range(10)]
     for fact in facts[:4]:
         service.remember(fact)
-    early = service.history()[-1][0]
+    early = service.upkeep.history()[-1][0]
     early_texts = sorted(leaf.text for leaf in service.memory().leaves.values())  # type: ignore[union-attr]
     for fact in facts[4:]:
         service.remember(fact)
@@ -140,7 +140,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
     # Within the history kept (a week by default) no commit is squashed away: every one can be read.
     assert table.row_count() > 2 * live + 5
-    assert len(service.history()) == len(facts)
+    assert len(service.upkeep.history()) == len(facts)
     assert sorted(leaf.text for leaf in table.read(early).leaves) == early_texts
     then = service.look_up(RecallRequest("garden", k=20, kind="leaf", as_of=str(early))).hits
     assert then and {h.text for h in then} <= set(early_texts)
@@ -155,7 +155,7 @@ def test_compaction_and_squashing_keep_every_memory_identical_and_the_history_ke
     table = short.spaces["default"].table
     live = len(memory.leaves) + len(memory.semantic.branches) + len(memory.temporal.branches)
     assert table.row_count() <= 2 * live + 5
-    assert [version for version, _ in short.history()] == [table.rev]
+    assert [version for version, _ in short.upkeep.history()] == [table.rev]
     with pytest.raises(InvalidInput, match=f"no version {early}"):
         short.look_up(RecallRequest("garden", as_of=str(early)))
     expected = memory_state(memory)
@@ -204,7 +204,7 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
     service = MemoryService(settings, embedder=embedder)
     service.remember("The deploy freeze starts on December 20.")
     service.remember("The office closes on December 24.")
-    before_forget = service.history()[-1][0]
+    before_forget = service.upkeep.history()[-1][0]
     fact = service.look_up(RecallRequest("deploy freeze", k=1, kind="leaf")).hits[0]
     service.forget(node_id=fact.id)
     service.remember("Nothing else is scheduled.")
@@ -218,10 +218,10 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
         RecallRequest("deploy freeze", k=3)
     )
 
-    versions_before = len(service.history())
-    restored, latest = service.restore(str(before_forget))
+    versions_before = len(service.upkeep.history())
+    restored, latest = service.upkeep.restore(str(before_forget))
     assert restored == before_forget and latest > before_forget
-    assert len(service.history()) == versions_before + 1  # a new version; none destroyed
+    assert len(service.upkeep.history()) == versions_before + 1  # a new version; none destroyed
     texts = {h.text for h in service.look_up(RecallRequest("deploy freeze", k=5, kind="leaf")).hits}
     assert "The deploy freeze starts on December 20." in texts
     assert "Nothing else is scheduled." not in {leaf.text for leaf in service.memory().leaves.values()}  # type: ignore[union-attr]
@@ -230,7 +230,7 @@ def test_history_and_as_of_show_earlier_versions_and_restore_brings_back_a_forgo
     again = MemoryService(settings, embedder=embedder).memory()
     assert again is not None and memory_state(again) == memory_state(service.memory())  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="no version 9999"):
-        service.restore("9999")
+        service.upkeep.restore("9999")
     with pytest.raises(InvalidInput, match="no version as old"):
         service.look_up(RecallRequest("x", as_of="1999-01-01"))
 
@@ -250,14 +250,14 @@ def test_compaction_copies_leave_the_disk_but_every_commit_of_the_history_stays_
     service.forget(node_id=biscuit.id)
     # Three compactions, each a copy of the table; LanceDB keeps only the latest versions' files.
     assert len(lancedb.connect(settings.home).open_table("default").list_versions()) <= 3
-    history = [version for version, _ in service.history()]
+    history = [version for version, _ in service.upkeep.history()]
     assert len(history) == len(FACTS) + 1  # every commit, the forget included
     for version, state in zip(history, states, strict=False):
         then = MemoryService(settings, embedder=embedder)
-        then.restore(str(version))
+        then.upkeep.restore(str(version))
         assert memory_state(then.memory()) == state  # type: ignore[arg-type]
     # The forgotten memory comes back with the last commit that held it.
-    service.restore(str(history[-2]))
+    service.upkeep.restore(str(history[-2]))
     assert biscuit.text in {leaf.text for leaf in service.memory().leaves.values()}  # type: ignore[union-attr]
 
 
@@ -397,9 +397,9 @@ def test_a_schema_1_store_is_read_upgraded_on_first_write_and_its_history_starts
     assert FACTS[6] in {leaf.text for leaf in again.leaves.values()}
 
     # The history starts with the memory as the old layout held it; that version comes back.
-    history = service.history()
+    history = service.upkeep.history()
     assert len(history) == 2 and history[-1][0] == table.rev
-    service.restore(str(history[0][0]))
+    service.upkeep.restore(str(history[0][0]))
     restored = MemoryService(settings, embedder=embedder).memory()
     assert restored is not None and memory_state(restored, temporal_ids=False) == memory_state(
         read, temporal_ids=False

@@ -137,7 +137,7 @@ def test_sessions_out_of_order_and_backdated_memories_sit_in_time_order(service:
     assert sorted(b.label.split(" · ")[0] for b in session_nodes if "work-" in b.label)[0] == (
         "session work-0 2026-03-09 09:00"
     )
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
 
 
 def test_a_remember_out_of_order_changes_a_path_not_the_whole_tree(service: MemoryService) -> None:
@@ -389,7 +389,7 @@ def test_a_session_cut_at_its_size_where_a_long_memory_s_chunks_share_a_time_kee
         {"content": f"Standup note {i}: ticket {1000 + i} moved to review.", "timestamp": iso(start + i)}
         for i in range(MAX_SESSION - 6)
     ]
-    service.import_memories(records)
+    service.upkeep.import_memories(records)
     # Twelve chunks of one moment: the session fills up with its first ones, the rest go on in a
     # node of their own that starts at the same moment.
     long_note = "\n\n".join(
@@ -403,7 +403,7 @@ def test_a_session_cut_at_its_size_where_a_long_memory_s_chunks_share_a_time_kee
     memory = service.memory()
     assert memory is not None
     assert_temporal_invariants(memory.temporal)
-    assert service.doctor() == []
+    assert service.upkeep.doctor() == []
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -433,4 +433,4 @@ def test_writers_taking_turns_with_late_memories_and_full_sessions_keep_time_ord
     memory = checker.memory()
     assert memory is not None
     assert_temporal_invariants(memory.temporal)
-    assert checker.doctor() == []
+    assert checker.upkeep.doctor() == []

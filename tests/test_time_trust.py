@@ -94,8 +94,8 @@ def test_one_worker_serves_two_projects_of_two_zones_and_rebuilds_neither_tree(
 ) -> None:
     worker = opened(home, "UTC", embedder)
     try:
-        assert worker.set_zone_for("tokyo-project", "Asia/Tokyo") == "Asia/Tokyo"
-        assert worker.set_zone_for("ny-project", "America/New_York") == "America/New_York"
+        assert worker.upkeep.set_zone_for("tokyo-project", "Asia/Tokyo") == "Asia/Tokyo"
+        assert worker.upkeep.set_zone_for("ny-project", "America/New_York") == "America/New_York"
         for name in ("tokyo-project", "ny-project"):
             for when in ("2026-03-14T10:00:00Z", "2026-03-14T23:30:00Z"):
                 worker.remember(f"A note of {name} written at {when}.", timestamp=when, namespace=name)
@@ -135,7 +135,7 @@ def test_another_zone_set_is_told_once_and_the_stored_one_used(
         assert hit.time_from == "2026-03-15T00:30:00+09:00"
         told = [r.getMessage() for r in caplog.records if "MEMTREE_TIMEZONE=Europe/Berlin" in r.getMessage()]
         assert len(told) == 1 and "Asia/Tokyo" in told[0]
-        assert other.zones() == ("Asia/Tokyo", "Europe/Berlin")
+        assert other.upkeep.zones() == ("Asia/Tokyo", "Europe/Berlin")
     finally:
         other.close()
 
@@ -181,7 +181,7 @@ def test_an_old_namespace_without_a_stored_zone_keeps_the_zone_its_tree_agrees_w
     try:
         memory = berlin.memory()
         assert memory.calendar.name == "UTC" and memory.zone_recorded and memory.temporal.root.zone == "UTC"
-        assert berlin.doctor() == []
+        assert berlin.upkeep.doctor() == []
     finally:
         berlin.close()
 
@@ -246,7 +246,7 @@ def test_a_namespace_holding_a_memory_of_year_1_or_9999_reads_in_its_zone(
         assert f"old-{moment.year}" in {hit.id for hit in hits}
         assert service.summarize(max_tokens=400).summary
         assert "ledger" in service.outline("temporal", 6)
-        assert service.doctor() == []
+        assert service.upkeep.doctor() == []
         assert f"old-{moment.year}" in {record["id"] for record in service.export_memories()}
         service.remember("The ledger was closed.", timestamp="2026-03-15T10:00:00Z")
         assert len(service.memory().leaves) == 3

@@ -45,7 +45,7 @@ NOTES = [
 
 def store_of_notes(store: Path, embedder: object) -> Path:
     service = MemoryService(Settings(home=str(store), namespace="default"), embedder=embedder)  # type: ignore[arg-type]
-    service.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
+    service.upkeep.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
     service.close()
     return store
 
@@ -173,7 +173,7 @@ def test_the_installed_command_prints_plain_text_into_a_pipe(tmp_path: Path, mod
 
 def test_the_plain_outline_is_the_text_the_outline_resource_serves(service: MemoryService) -> None:
     assert plain_outline(service.memory(), "semantic", 3) == service.outline("semantic", 3)
-    service.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
+    service.upkeep.import_memories({"content": text, "timestamp": at} for text, at in NOTES)
     memory = service.memory()
     assert memory is not None and memory.semantic.branches and memory.temporal.branches
     for tree in ("semantic", "temporal"):

@@ -51,7 +51,7 @@ def explored(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder)
     """One store with the memories above, shared by the read-only tests of this module."""
     home = tmp_path_factory.mktemp("ui-store")
     service = MemoryService(Settings(home=str(home), namespace="default"), embedder=embedder)
-    service.import_memories(_records())
+    service.upkeep.import_memories(_records())
     yield service
     service.close()
 
@@ -241,7 +241,7 @@ def test_the_explorer_is_read_only_unless_edits_are_allowed(client: TestClient) 
 
 
 def test_with_edits_allowed_one_memory_is_forgotten_from_both_trees(service: MemoryService) -> None:
-    service.import_memories(_records()[:6])
+    service.upkeep.import_memories(_records()[:6])
     client = TestClient(ui_app(service, allow_edit=True))
     hit = client.get("/ui/api/search", params={"q": "cat afraid of the vacuum"}).json()["hits"][0]
     assert "vacuum" in hit["text"]
@@ -255,7 +255,7 @@ def test_with_edits_allowed_one_memory_is_forgotten_from_both_trees(service: Mem
 
 
 def test_forget_refuses_summaries_and_malformed_requests(service: MemoryService) -> None:
-    service.import_memories(_records()[:6])
+    service.upkeep.import_memories(_records()[:6])
     client = TestClient(ui_app(service, allow_edit=True))
     branch = next(
         i
@@ -303,7 +303,7 @@ MOVED = ("The staging database moved to the new Hetzner machine.", "2026-05-04T1
 
 def _linked(service: MemoryService) -> tuple[str, str]:
     """The memories above, and a later one linked to the first with ``supersedes``: (older, newer)."""
-    service.import_memories(_records()[:6])
+    service.upkeep.import_memories(_records()[:6])
     memory = service.memory()
     assert memory is not None
     older = next(leaf.id for leaf in memory.leaves.values() if leaf.text == MEMORIES[0][0])

@@ -275,7 +275,9 @@ def _page_problems(page: Page) -> list[dict[str, Any]]:
 def test_the_explorer_page_browses_both_trees_and_finds_a_remembered_phrase(
     service: MemoryService, tmp_path: Path
 ) -> None:
-    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    service.upkeep.import_memories(
+        {"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES
+    )
     memory = service.memory()
     assert memory is not None
     tops = {tree: len(getattr(memory, tree).root.children) for tree in ("semantic", "temporal")}
@@ -400,7 +402,7 @@ def test_months_of_sessions_read_as_a_timeline_of_labelled_cards_with_whole_date
     service: MemoryService, tmp_path: Path
 ) -> None:
     records = workday_memories()
-    service.import_memories(records)
+    service.upkeep.import_memories(records)
     with serving(service) as base, browser(tmp_path) as page:
         page.call("Page.navigate", {"url": f"{base}/ui/#token={TOKEN}"})
         page.wait_for("document.documentElement.dataset.ready === 'true'", "the page to load")
@@ -456,7 +458,9 @@ def test_months_of_sessions_read_as_a_timeline_of_labelled_cards_with_whole_date
 def test_a_bad_token_in_the_address_shows_the_token_prompt_not_a_blank_page(
     service: MemoryService, tmp_path: Path, fragment: str, says: str
 ) -> None:
-    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    service.upkeep.import_memories(
+        {"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES
+    )
     with serving(service) as base, browser(tmp_path) as page:
         page.call("Page.navigate", {"url": f"{base}/ui/{fragment}"})
         page.wait_for(
@@ -498,7 +502,9 @@ STALE_ROWS = """((id) => Object.fromEntries(['semantic', 'temporal'].map((tree) 
 def test_a_superseded_memory_is_marked_and_forgetting_its_update_makes_it_current_again(
     service: MemoryService, tmp_path: Path
 ) -> None:
-    service.import_memories({"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES)
+    service.upkeep.import_memories(
+        {"content": text, "timestamp": at, "session": s} for text, at, s in MEMORIES
+    )
     memory = service.memory()
     assert memory is not None
     old_text = MEMORIES[0][0]

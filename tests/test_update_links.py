@@ -217,14 +217,14 @@ def test_forgetting_the_newer_memory_makes_the_older_current_again(service: Memo
     assert marked(service, older) == newer
     service.forget(ids=[newer])
     assert marked(service, older) is None
-    assert held(service).superseded_by(older) is None
+    assert held(service).links.superseded_by(older) is None
 
 
 def test_forgetting_the_older_memory_drops_the_link(service: MemoryService) -> None:
     older, newer = linked(service)
     service.forget(ids=[older])
     memory = held(service)
-    assert memory.superseded_by(older) is None and memory.current_of(older) is None
+    assert memory.links.superseded_by(older) is None and memory.links.current_of(older) is None
     exported = {record["id"]: record for record in service.export_memories()}
     assert "supersedes" not in exported[newer]
 
@@ -234,7 +234,7 @@ def test_links_chain_to_the_latest_memory(service: MemoryService) -> None:
     latest = service.remember("Billing questions now go to the finance inbox.", supersedes=[newer]).ids[0]
     assert marked(service, older) == latest
     memory = held(service)
-    assert memory.current_of(older) == latest and memory.superseded_by(older) == newer
+    assert memory.links.current_of(older) == latest and memory.links.superseded_by(older) == newer
     service.forget(ids=[latest])
     assert marked(service, older) == newer
 
@@ -246,13 +246,13 @@ def test_a_duplicate_remembered_with_links_gives_them_to_the_stored_memory_and_h
         service.remember(text)
     older = service.remember(OLDER, timestamp="2026-01-10T09:00:00Z").ids[0]
     newer = service.remember(NEWER, timestamp="2026-02-20T09:00:00Z").ids[0]
-    before = service.history()[-1][0]
+    before = service.upkeep.history()[-1][0]
     again = service.remember(NEWER, supersedes=[older])
     assert again.deduplicated and again.ids == [newer] and again.supersedes == [older]
     assert held(service).leaves[newer].supersedes == (older,)
     assert marked(service, older) == newer
     assert marked(service, older, as_of=str(before)) is None  # the memory as it was before the link
-    assert service.history()[-1][0] > before
+    assert service.upkeep.history()[-1][0] > before
 
 
 def test_a_link_survives_a_restart_and_a_second_process_follows_it(
@@ -284,14 +284,14 @@ def test_export_then_import_keeps_the_ids_and_the_links(service: MemoryService) 
     records = list(service.export_memories())
     exported = next(record for record in records if record["id"] == newer)
     assert exported["supersedes"] == [older]
-    assert service.import_memories(records, namespace="copy") == (len(records), 0)
+    assert service.upkeep.import_memories(records, namespace="copy") == (len(records), 0)
     assert held(service, "copy").leaves[newer].supersedes == (older,)
     assert marked(service, older, namespace="copy") == newer
     # The same records, but the links are the import's: an import vouches only for itself.
     copied = [{**r, "supersedes_by": ["import"]} if "supersedes" in r else r for r in records]
     assert list(service.export_memories("copy")) == copied
     # Importing again: every record is a duplicate, and its links go onto the stored memory.
-    assert service.import_memories(records, namespace="copy") == (0, len(records))
+    assert service.upkeep.import_memories(records, namespace="copy") == (0, len(records))
     assert held(service, "copy").leaves[newer].supersedes == (older,)
 
 
@@ -299,9 +299,9 @@ def test_an_import_maps_links_to_the_new_ids_of_records_whose_ids_are_taken(serv
     older, newer = linked(service)
     records = list(service.export_memories())
     # The namespace imported into already has a memory of the older record's id.
-    service.import_memories([{"id": older, "content": "Something else entirely."}], namespace="copy")
+    service.upkeep.import_memories([{"id": older, "content": "Something else entirely."}], namespace="copy")
     # Exported newest first: a link to a record further down the file is given at the end too.
-    added, skipped = service.import_memories(reversed(records), namespace="copy")
+    added, skipped = service.upkeep.import_memories(reversed(records), namespace="copy")
     assert (added, skipped) == (len(records), 0)
     new_older = id_of(service, OLDER, "copy")
     assert new_older != older and id_of(service, NEWER, "copy") == newer
@@ -311,14 +311,14 @@ def test_an_import_maps_links_to_the_new_ids_of_records_whose_ids_are_taken(serv
 
 def test_an_import_record_with_a_bad_link_stops_the_import_naming_the_record(service: MemoryService) -> None:
     with pytest.raises(InvalidInput, match="record 2: supersedes"):
-        service.import_memories([{"content": OLDER}, {"content": NEWER, "supersedes": ["bXYZ"]}])
+        service.upkeep.import_memories([{"content": OLDER}, {"content": NEWER, "supersedes": ["bXYZ"]}])
 
 
 def test_a_purge_keeps_the_links_of_the_memories_that_stay(service: MemoryService) -> None:
     older, newer = linked(service)
     third = service.remember("Refunds are approved by the finance lead.").ids[0]
     service.forget(ids=[third])
-    service.purge()
+    service.upkeep.purge()
     assert marked(service, older) == newer
 
 

@@ -90,7 +90,7 @@ def memory_state(memory: Memory, *, temporal_ids: bool = True) -> dict[str, obje
             memory.semantic.parent_of[leaf.id],
             memory.temporal.parent_of[leaf.id],
             leaf.supersedes,
-            memory.superseded_by(leaf.id),
+            memory.links.superseded_by(leaf.id),
         )
     for branch in [*memory.semantic.branches.values(), *memory.temporal.branches.values()]:
         state[branch.id] = (

@@ -34,7 +34,7 @@ from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.names import TREES, as_given
 from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.core.trees.hierarchy import Linkage, Shape
-from memtree_mcp.core.trees.links import Linked
+from memtree_mcp.core.trees.links import Links
 from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.core.trees.period_checks import agreeing, zones_to_try
 from memtree_mcp.core.trees.representative import derive_vector, derive_vectors
@@ -43,7 +43,7 @@ from memtree_mcp.core.trees.semantic import SemanticTree, VectorMode
 from memtree_mcp.core.trees.temporal import TemporalTree, time_key
 
 
-class Memory(Linked):
+class Memory:
     """The in-memory state of one namespace; the store persists it and rebuilds it on load.
 
     Every index follows each change in time proportional to the change, never to the memory's
@@ -114,9 +114,8 @@ class Memory(Linked):
         self.author_code: dict[str, int] = {}  # casefolded role -> code
         self.arrays: dict[str, TreeArrays] = {tree: TreeArrays() for tree in TREES}
         self._by_hash: dict[str, str] = {}
-        # Explicit update links (``Leaf.supersedes``): each id named by a held leaf, with the held
-        # leaves that name it (whether or not that id is held: a restore may bring it back).
-        self._named_by: dict[str, dict[str, None]] = {}
+        # Explicit update links (``Leaf.supersedes``): who updates whom, told of each leaf taken in or let go.
+        self.links = Links(self.leaves)
         self._authors: Counter[str] = Counter()  # memories by role, for names in a query
         self._last_named: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
         self._timeline: Timeline | None = None
@@ -164,7 +163,7 @@ class Memory(Linked):
             raise ValueError("the vectors given are not one per leaf, the leaves in seq order")
         self.leaves.clear()
         self._by_hash.clear()
-        self._named_by.clear()
+        self.links.clear()
         self._authors = Counter(leaf.role for leaf in ordered)
         ids = [leaf.id for leaf in ordered]
         self.leaf_index = VectorIndex(self.dimension, capacity=headroom(len(ordered)))
@@ -201,7 +200,7 @@ class Memory(Linked):
         self._by_hash.update((leaf.content_hash, leaf.id) for leaf in ordered if leaf.content_hash)
         for leaf in ordered:
             if leaf.supersedes:
-                self._link(leaf)
+                self.links.add(leaf)
         self.next_seq = (ordered[-1].seq + 1) if ordered else 0
         stored = list(branches)
         fitting: dict[str, Shape | None] = {}
@@ -277,7 +276,7 @@ class Memory(Linked):
         if leaf.content_hash:
             self._by_hash[leaf.content_hash] = leaf.id
         self._authors[leaf.role] += 1
-        self._link(leaf)
+        self.links.add(leaf)
         self.next_seq = leaf.seq + 1
         latest = previous is None or time_key(leaf) >= time_key(previous)
         changed = self.semantic.insert(leaf) | self.temporal.insert(leaf)
@@ -349,9 +348,9 @@ class Memory(Linked):
                 leaf.supersedes,
                 leaf.supersedes_by,
             ):
-                self._unlink(held)  # its record was written again with other links
+                self.links.remove(held)  # its record was written again with other links
                 held.supersedes, held.supersedes_by = leaf.supersedes, leaf.supersedes_by
-                self._link(held)
+                self.links.add(held)
         timeline = self._timeline
         previous = None  # the latest leaf still held, which the fresh ones must all follow
         if timeline is not None and timeline.size:
@@ -363,7 +362,7 @@ class Memory(Linked):
             if leaf.content_hash:
                 self._by_hash[leaf.content_hash] = leaf.id
             self._authors[leaf.role] += 1
-            self._link(leaf)
+            self.links.add(leaf)
             self.leaf_index.upsert(leaf.id, leaf.vector)
             self.lexical.add(leaf.id, leaf.text)
             self._map_slot(leaf.id)
@@ -413,7 +412,7 @@ class Memory(Linked):
         leaf = self.leaves.pop(leaf_id)
         if self._by_hash.get(leaf.content_hash) == leaf_id:
             del self._by_hash[leaf.content_hash]
-        self._unlink(leaf)
+        self.links.remove(leaf)
         self._authors[leaf.role] -= 1
         if self._authors[leaf.role] <= 0:
             del self._authors[leaf.role]

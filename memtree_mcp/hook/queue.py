@@ -102,7 +102,7 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
                 # days in it; one that has a zone keeps its own (service/zones.py).
                 zone = record.pop("timezone", None)
                 if isinstance(zone, str) and zone:
-                    service.set_zone_for(namespace, zone)
+                    service.upkeep.set_zone_for(namespace, zone)
                 record.pop("store", None)
                 # Stored as its hook queued it: that hook dealt with its secrets by its own
                 # MEMTREE_SECRETS (a keep-mode project's turn is not the drain's to redact); a turn
@@ -112,7 +112,7 @@ def drain(home: str, store: str, service: MemoryService) -> Drained:
                     secrets=mode if mode in ("redact", "refuse", "keep") else None,
                     max_chars=CONTENT_CHARS[1] if isinstance(mode, str) else None,  # fitted by its hook
                 )
-                added += service.import_memories([record], namespace=namespace, terms=terms)[0]
+                added += service.upkeep.import_memories([record], namespace=namespace, terms=terms)[0]
             except FileNotFoundError:
                 continue  # another drain stored it
             except EmbedderMismatch:

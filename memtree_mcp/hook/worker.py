@@ -186,7 +186,8 @@ def brief_lines(
         held = counted(session.leaf_count, "memory", "memories")
         lines.append(f"- {memory.calendar.shown_date(session.first_ts)}: {subject} ({held})")
     latest = sorted(memory.leaves.values(), key=lambda leaf: (leaf.timestamp, leaf.seq), reverse=True)
-    current = [leaf for leaf in latest if memory.superseded_by(leaf.id) is None and leaf.id not in leave_out]
+    superseded_by = memory.links.superseded_by
+    current = [leaf for leaf in latest if superseded_by(leaf.id) is None and leaf.id not in leave_out]
     if current:
         lines.append("Latest memories:")
     for leaf in current[:BRIEF_MEMORIES]:
@@ -310,7 +311,7 @@ class _Worker:
             return {"error": f"unknown request {op!r}"}
         try:
             asked = _Asked.of(request)
-            self.service.set_zone_for(asked.namespace, asked.zone)
+            self.service.upkeep.set_zone_for(asked.namespace, asked.zone)
         except InvalidInput as exc:
             return {"error": str(exc)}
         if op == "brief":
@@ -513,7 +514,7 @@ def _in_process(
         if queued and not args.queue_only:
             drain(caller.home, caller.store, service)
         return 0
-    service.set_zone_for(caller.namespace, caller.timezone)
+    service.upkeep.set_zone_for(caller.namespace, caller.timezone)
     found: list[str | None] = []
 
     def look() -> None:

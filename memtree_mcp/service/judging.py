@@ -14,7 +14,7 @@ leaving out those it already links) are listed to the model in one call, which a
 ``updates``, ``contradicts`` or ``unrelated`` (``prompts.judge_prompt``, parsed strictly by
 ``prompts.parse_verdicts``: anything else is unrelated; the model's text is never stored). The
 first two become links of the newer memory, exactly as ``remember``'s ``supersedes`` gives them
-(:meth:`Memory.link`, a new revision of its row), so recall, export, history and forgetting
+(``memory.links.link``, a new revision of its row), so recall, export, history and forgetting
 treat them alike.
 
 Who asks: with litellm, a :class:`~memtree_mcp.service.refine.Refiner` of its own (the same quiet period,
@@ -278,9 +278,9 @@ class Judging:
                             # A link that would close a circle (the older updates this one) is dropped.
                             if verdict in LINKING
                             and older in memory.leaves
-                            and not memory.reaches(older, leaf_id)
+                            and not memory.links.reaches(older, leaf_id)
                         ]
-                    linked = memory.link(leaf_id, olders, "llm") if olders else False
+                    linked = memory.links.link(leaf_id, olders, "llm") if olders else False
                     leaf.judging = False
                     change.changed.add(leaf_id)
                     change.rewritten.add(leaf_id)

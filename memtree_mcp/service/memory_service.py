@@ -1,20 +1,22 @@
 """MemoryService: the memory operations shared by the MCP server, the CLI and the explorer.
 
-A thin facade over named parts, each in its own module and each changeable alone:
+Two seams. The service's own methods are the calls the faces make for the tools a client calls
+(remember, link, look_up, summarize, navigate, forget with its preview, outlines and node views,
+namespaces, export) and its life cycle; :attr:`MemoryService.upkeep`
+(:class:`~memtree_mcp.service.upkeep.Upkeep`) is what a person runs to look after a store (history,
+restore, purge, doctor, re-index, zones, import, stored secrets, LLM work left over), which the
+CLI's upkeep commands and the hook call there. Behind both, named parts, each changeable alone:
 
 - :class:`~memtree_mcp.service.spaces.Spaces`: each namespace's trees in memory, the file lock, following
   other processes, and the one way to commit a change (reloading when it fails);
 - :class:`~memtree_mcp.service.writing.Writer`: remember, import and forget;
-- :class:`~memtree_mcp.service.reading.Reader`: recall, summaries, navigation, outlines and node views;
+- :class:`~memtree_mcp.service.reading.Reader`: recall, summaries, navigation, outlines, node views
+  and export;
 - :class:`~memtree_mcp.service.refine.Refinement`: LLM summaries, fed by the writers and the spaces;
-- :class:`~memtree_mcp.service.maintenance.Maintenance`: history, restore, doctor, reindex, import/export;
 - :mod:`memtree_mcp.service.inputs`: the limits and checks of every argument.
 
 The service resolves the namespace a call means and hands the call to its part. Heavy modules
 (lancedb, onnxruntime) load on first use, never at import time.
-
-One module, not several: the facade: one short method per operation the server, the CLI and the
-explorer call, each handing to its part; split, the API would be in two places.
 """
 
 from __future__ import annotations
@@ -22,29 +24,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtree_mcp.config import Settings
-from memtree_mcp.core.checks.memory import Problem
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.extractive import gist
 from memtree_mcp.core.trees.model import LinkMaker
 from memtree_mcp.errors import ConfigurationError, InvalidInput
-from memtree_mcp.service.forgetting import forget_preview, stored_since
 from memtree_mcp.service.inputs import (
-    FROM_A_FILE,
     MAX_FORGET,
-    ImportTerms,
     check_flag,
     check_namespace,
     format_timestamp,
 )
 from memtree_mcp.service.judging import JudgeQuestion, Judging
-from memtree_mcp.service.maintenance import Maintenance
 from memtree_mcp.service.reading import Reader
-from memtree_mcp.service.redaction import redact_stored, secrets_held
 from memtree_mcp.service.refine import CLOSE_SECONDS, Refinement, SummaryQuestion
 from memtree_mcp.service.requests import RecallRequest
 from memtree_mcp.service.results import (
@@ -57,12 +53,12 @@ from memtree_mcp.service.results import (
     SummaryResult,
 )
 from memtree_mcp.service.spaces import Spaces
-from memtree_mcp.service.writing import Writer
+from memtree_mcp.service.upkeep import Upkeep
+from memtree_mcp.service.writing import Writer, forget_preview, stored_since
 
 if TYPE_CHECKING:
     from memtree_mcp.llm.chat import TextGenerator
     from memtree_mcp.service.refine import Refiner
-    from memtree_mcp.store.commits import Commit
     from memtree_mcp.store.lance import LanceStore
 
 log = logging.getLogger("memtree_mcp")
@@ -102,7 +98,15 @@ class MemoryService:
         self.spaces.on_load = self._loaded
         self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement, self.judging)
         self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement)
-        self.maintenance = Maintenance(self.spaces, lambda: self.embedder, self.refinement)
+        self.upkeep = Upkeep(
+            self.settings,
+            self.spaces,
+            lambda: self.embedder,
+            self.refinement,
+            self.judging,
+            self.writer,
+            self.reader,
+        )
 
     # -- the tools -------------------------------------------------------------------------------
 
@@ -284,6 +288,42 @@ class MemoryService:
         deleted = self.writer.forget(name, node_id=node_id, ids=ids, confirm=confirm, limit=limit)
         return ForgetResult(deleted=deleted, candidates=[], namespace=name)
 
+    def forget_preview(
+        self,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        namespace: str | None = None,
+    ) -> list[tuple[str, str]]:
+        """What a ``forget`` by query, or by summaries with ``confirm``, would delete, to show the
+        user first (``service/writing.py``); empty when there is nothing to ask about."""
+        name = self.resolve_namespace(namespace)
+        return forget_preview(self.reader, self.spaces, name, query, ids, confirm)
+
+    def forget_shown(
+        self,
+        shown: Sequence[str],
+        asked_at: float,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        confirm: bool = False,
+        namespace: str | None = None,
+    ) -> ForgetResult:
+        """Delete the memories ``shown`` to the user by a question asked at ``asked_at``, on their
+        yes: those ids, whatever the forget (``query``, or ``ids`` with ``confirm``) would match
+        now. Those forgotten meanwhile are ``gone``; the memories stored since that match too are
+        ``kept`` (the user did not see them). Raises InvalidInput for a bad namespace."""
+        name = self.resolve_namespace(namespace)
+        deleted = self.writer.forget(name, ids=shown, held_only=True)
+        done = set(deleted)
+        return ForgetResult(
+            deleted=deleted,
+            candidates=[],
+            namespace=name,
+            gone=[leaf_id for leaf_id in shown if leaf_id not in done],
+            kept=stored_since(self.reader, self.spaces, name, query, ids, confirm, shown, asked_at),
+        )
+
     def navigate(
         self,
         node_id: str | None = None,
@@ -332,156 +372,15 @@ class MemoryService:
         """The namespace a call means: the one it names, else the configured default."""
         return check_namespace(namespace, self.settings.namespace)
 
-    # -- maintenance -----------------------------------------------------------------------------
-
-    def import_memories(
-        self,
-        records: Iterable[object],
-        namespace: str | None = None,
-        *,
-        batch: int = 256,
-        terms: ImportTerms = FROM_A_FILE,
-    ) -> tuple[int, int]:
-        """Remember many memories fast: embeddings in batches, one commit per ``batch`` memories.
-
-        Each record has ``content`` and optionally ``role``, ``timestamp``, ``session``, ``tags``,
-        checked as ``remember`` checks them (``terms``: by the secrets mode and length limit their
-        writer applied, for a hook's queued turns). A record that fails its check stops the import
-        with InvalidInput naming the record; every batch committed before it stays. Returns
-        (memories added, duplicates skipped).
-        """
-        name = self.resolve_namespace(namespace)
-        return self.writer.import_records(name, records, batch=batch, terms=terms)
+    # -- moving memories out ---------------------------------------------------------------------
 
     def export_memories(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of a namespace in the order it was remembered, as records ``import`` reads."""
-        return self.maintenance.export_memories(self.resolve_namespace(namespace))
+        return self.reader.export_memories(self.resolve_namespace(namespace))
 
     def namespaces(self) -> list[tuple[str, int]]:
         """Every namespace with the number of memories it holds."""
-        return self.maintenance.namespaces()
-
-    def history(self, namespace: str | None = None) -> list[tuple[int, str]]:
-        """The versions a namespace's table keeps, oldest first: (version, ISO 8601 time written)."""
-        return self.maintenance.history(self.resolve_namespace(namespace))
-
-    def commits(self, namespace: str | None = None) -> list[Commit]:
-        """:meth:`history` with what each version did: remember, import, forget, restore, purge or
-        update, and the memories it added and deleted (``store/commits.py``)."""
-        return self.maintenance.commits(self.resolve_namespace(namespace))
-
-    def restore_preview(self, to: str, namespace: str | None = None) -> tuple[int, int, int, int]:
-        """What :meth:`restore` would do, changing nothing: (the version ``to`` names, the memories
-        it brings back, the memories it deletes, the memories now). Raises as :meth:`restore`."""
-        return self.maintenance.restore_preview(self.resolve_namespace(namespace), to)
-
-    def restore(self, to: str, namespace: str | None = None) -> tuple[int, int]:
-        """Bring back the memory as it was at version or time ``to``, as a new version.
-
-        Returns (the version restored, the new latest version). Nothing is destroyed: restoring
-        again to the version before undoes it. It brings back forgotten memories too, as long as
-        the namespace was not purged since. Raises InvalidInput or StoreError for an unknown
-        version, NotFound for an empty namespace.
-        """
-        return self.maintenance.restore(self.resolve_namespace(namespace), to)
-
-    def purge(self, namespace: str | None = None) -> int:
-        """Rewrite a namespace so that no file of the store holds anything forgotten or superseded,
-        nor any earlier version; returns the version it leaves. ``restore`` cannot reach behind it.
-
-        Also done on its own once a forget is older than MEMTREE_RETENTION. Raises NotFound for an
-        empty namespace and StoreError when the store refuses.
-        """
-        return self.maintenance.purge(self.resolve_namespace(namespace))
-
-    def forget_preview(
-        self,
-        query: str | None = None,
-        ids: Sequence[str] | None = None,
-        confirm: bool = False,
-        namespace: str | None = None,
-    ) -> list[tuple[str, str]]:
-        """What a ``forget`` by query, or by summaries with ``confirm``, would delete, to show the
-        user first (``service/forgetting.py``); empty when there is nothing to ask about."""
-        name = self.resolve_namespace(namespace)
-        return forget_preview(self.reader, self.spaces, name, query, ids, confirm)
-
-    def forget_shown(
-        self,
-        shown: Sequence[str],
-        asked_at: float,
-        query: str | None = None,
-        ids: Sequence[str] | None = None,
-        confirm: bool = False,
-        namespace: str | None = None,
-    ) -> ForgetResult:
-        """Delete the memories ``shown`` to the user by a question asked at ``asked_at``, on their
-        yes: those ids, whatever the forget (``query``, or ``ids`` with ``confirm``) would match
-        now. Those forgotten meanwhile are ``gone``; the memories stored since that match too are
-        ``kept`` (the user did not see them). Raises InvalidInput for a bad namespace."""
-        name = self.resolve_namespace(namespace)
-        deleted = self.writer.forget(name, ids=shown, held_only=True)
-        done = set(deleted)
-        return ForgetResult(
-            deleted=deleted,
-            candidates=[],
-            namespace=name,
-            gone=[leaf_id for leaf_id in shown if leaf_id not in done],
-            kept=stored_since(self.reader, self.spaces, name, query, ids, confirm, shown, asked_at),
-        )
-
-    def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
-        """Each stored memory whose text holds a secret: its id and the kinds found (never the
-        values), oldest first. Raises NotFound for an empty namespace."""
-        name = self.resolve_namespace(namespace)
-        return secrets_held(self.memory(name), name)
-
-    def redact_stored(self, namespace: str | None = None) -> list[str]:
-        """Rewrite each stored memory that holds a secret with markers in its place (same id, time,
-        session, tags and links), then purge; returns the ids rewritten (``service/redaction.py``)."""
-        name = self.resolve_namespace(namespace)
-        held = self.secrets_held(name)
-        return redact_stored(name, held, self.export_memories(name), self.writer, lambda: self.purge(name))
-
-    def doctor(self, namespace: str | None = None, *, repair: bool = False) -> list[Problem]:
-        """Check every invariant of both trees and the indexes of one namespace, read afresh from disk.
-
-        With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
-        ids, same texts, same vectors, same order), written as one commit; the problems found
-        before the repair are returned either way. Raises NotFound for an empty namespace.
-        """
-        return self.maintenance.doctor(self.resolve_namespace(namespace), repair=repair)
-
-    def zones(self, namespace: str | None = None) -> tuple[str, str]:
-        """The zone a namespace counts its days in (stored with it) and the one set for it here
-        (MEMTREE_TIMEZONE, or its caller's: :meth:`set_zone_for`); the first is used."""
-        return self.maintenance.zones(self.resolve_namespace(namespace))
-
-    def set_zone_for(self, namespace: str | None, zone: str) -> str:
-        """Make ``zone`` (a caller's MEMTREE_TIMEZONE, as a hook worker serving several projects
-        hears it) the zone set for a namespace in this process: one with no zone stored yet takes it
-        at its first write; one with a zone keeps its own (logged once). Returns the zone the
-        namespace counts its days in. Raises InvalidInput for an unknown zone."""
-        try:
-            return self.spaces.set_zone_for(self.resolve_namespace(namespace), zone).name
-        except ValueError as exc:
-            raise InvalidInput(f"{exc}.") from None
-
-    def move_zone(self, zone: str, namespace: str | None = None) -> bool:
-        """Count a namespace's days in ``zone`` from now on, its temporal tree built again in it
-        once (see :meth:`~memtree_mcp.service.maintenance.Maintenance.move_zone`); whether it was."""
-        return self.maintenance.move_zone(self.resolve_namespace(namespace), zone)
-
-    def reindex(
-        self, namespace: str | None = None, *, temporal_policy: str = "cosine", batch: int = 256
-    ) -> tuple[int, str, int]:
-        """Re-embed every memory of a namespace with the configured embedder and rebuild both trees.
-
-        See :meth:`memtree_mcp.service.maintenance.Maintenance.reindex`. Returns (memories, the embedder
-        the store was built with, the new version).
-        """
-        name = self.resolve_namespace(namespace)
-        return self.maintenance.reindex(name, temporal_policy=temporal_policy, batch=batch)
+        return self.reader.namespaces()
 
     # -- LLM refinement --------------------------------------------------------------------------
 
@@ -489,12 +388,6 @@ class MemoryService:
         # A namespace was (re)loaded: what it still marks pending goes to the background workers.
         self.refinement.loaded(space)
         self.judging.loaded(space)
-
-    def judge_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
-        """Judge, now, the memories awaiting an LLM's judgement of what they update (left by a
-        one-shot command, or by a model that was down); (judged, still waiting). Raises InvalidInput
-        without a litellm model and ProviderError when it fails."""
-        return self.judging.judge_pending(self.resolve_namespace(namespace), timeout)
 
     def judge_questions(self, namespace: str | None = None) -> list[JudgeQuestion]:
         """What to ask the client's model (MCP sampling) about the memories awaiting an LLM's
@@ -517,13 +410,6 @@ class MemoryService:
     def llm(self) -> TextGenerator | None:
         """The model that writes summaries and walks for the agent now, or None (extractive only)."""
         return self.refinement.llm()
-
-    def refine_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
-        """Write the LLM summaries a namespace still waits for, now; returns (written, still pending).
-
-        Raises InvalidInput when no LLM is configured and ProviderError when the LLM fails.
-        """
-        return self.refinement.refine_pending(self.resolve_namespace(namespace), timeout)
 
     # -- life cycle ------------------------------------------------------------------------------
 

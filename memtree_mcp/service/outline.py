@@ -84,7 +84,7 @@ def _rows(
     for child_id in shown:
         node = memory.node(child_id)
         if isinstance(node, Leaf):
-            yield OutlineRow(level, node, superseded_by=memory.superseded_by(node.id))
+            yield OutlineRow(level, node, superseded_by=memory.links.superseded_by(node.id))
             continue
         folded: list[Branch] = []
         while len(node.children) == 1 and isinstance(only := memory.node(node.children[0]), Branch):

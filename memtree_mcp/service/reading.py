@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from memtree_mcp.core.embedding import Embedder, embed_queries, recall_weights
@@ -24,7 +25,8 @@ from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RankRequest, R
 from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
 from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.hierarchy import Hierarchy
-from memtree_mcp.core.trees.model import Branch
+from memtree_mcp.core.trees.model import Branch, makers_of
+from memtree_mcp.core.trees.temporal import time_key
 from memtree_mcp.core.walking.agent import EmbeddingPolicy, Policy, run_agent
 from memtree_mcp.core.walking.navigation import CursorView, NavigationError
 from memtree_mcp.core.walking.navigation import move as move_cursor
@@ -140,6 +142,44 @@ class Reader:
     def memory(self, name: str) -> Memory | None:
         """The up-to-date in-memory state of namespace ``name``, or None when it holds nothing yet."""
         return self.read(lambda memory: memory, name)
+
+    def namespaces(self) -> list[tuple[str, int]]:
+        """Every namespace with the number of memories it holds."""
+        counts: list[tuple[str, int]] = []
+        for name in self._spaces.store.namespaces():
+            with self._spaces.reading(name) as space:
+                counts.append((name, len(space.memory.leaves) if space is not None else 0))
+        return counts
+
+    def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
+        """Every memory of namespace ``name`` in time order (timestamp, then the order remembered),
+        the order import stores records in, as records import reads:
+        with its id, and the ids of the memories it updates (``supersedes``, those still held) with
+        who made each link (``supersedes_by``), which import maps to the new memories' ids."""
+        with self._spaces.reading(name) as space:
+            leaves = sorted(space.memory.leaves.values(), key=time_key) if space else []
+            held = space.memory.leaves if space else {}
+            links = {
+                leaf.id: [
+                    (o, by) for o, by in zip(leaf.supersedes, makers_of(leaf), strict=True) if o in held
+                ]
+                for leaf in leaves
+            }
+        for leaf in leaves:
+            record: dict[str, Any] = {
+                "id": leaf.id,
+                "content": leaf.text,
+                "role": leaf.role,
+                "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
+            }
+            if leaf.session is not None:
+                record["session"] = leaf.session
+            if leaf.tags:
+                record["tags"] = list(leaf.tags)
+            if links[leaf.id]:
+                record["supersedes"] = [older for older, _ in links[leaf.id]]
+                record["supersedes_by"] = [maker for _, maker in links[leaf.id]]
+            yield record
 
     def recall_hits(self, name: str, request: RecallRequest) -> RecallResult:
         """The hits of ``request`` in namespace ``name``, or in it as it was at ``request.as_of``:

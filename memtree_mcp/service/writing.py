@@ -11,8 +11,14 @@ and recall, the explorer and other writers must not wait for it. Large writes em
 long write lets waiting readers in every :data:`READERS_EVERY` leaves it files.
 
 Forget deletes only what it is shown: memories by id, or the memories under one summary, at most
-MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``); which
-memories those are is ``service/forgetting.py``'s to say.
+MAX_FORGET of them and never a root, unless a person asks from the CLI (``limit=None``):
+:func:`forget_targets`. What a forget would delete is shown to the user before it happens
+(:func:`forget_preview`, ``server/confirmations.py``), and after the user's yes, what matches the
+forget that the question did not show is kept (:func:`stored_since`).
+
+One module, not several: remember, import and forget are one write path (the namespace taken,
+the trees changed, the summaries marked, one commit) and share its helpers, and which memories a
+forget takes is the forget's own rule; split, each part would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from memtree_mcp.config import Settings
 from memtree_mcp.core.embedding import Embedder, Vector
@@ -36,13 +42,13 @@ from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.chunking import split_into_chunks
 from memtree_mcp.core.trees.model import LINK_MAKERS, Leaf, LinkMaker, link_maker, may_undo
 from memtree_mcp.core.trees.temporal import time_key
-from memtree_mcp.errors import InvalidInput, NotFound
-from memtree_mcp.service.forgetting import forget_targets, forget_under
+from memtree_mcp.errors import InvalidInput, MemtreeError, NotFound
 from memtree_mcp.service.inputs import (
     FROM_A_FILE,
     MAX_FORGET,
     ImportTerms,
     check_ids,
+    check_node,
     check_role,
     check_session,
     check_supersedes,
@@ -55,6 +61,9 @@ from memtree_mcp.service.redaction import Fields, guard_secrets
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.results import PathStep
 from memtree_mcp.service.spaces import Spaces, on_conflict_again
+
+if TYPE_CHECKING:
+    from memtree_mcp.service.reading import Reader
 
 log = logging.getLogger("memtree_mcp")
 
@@ -265,10 +274,10 @@ class Writer:
                     mapped = [(new_id.get(older, older), by) for older, by in links[leaf_id]]
                     found = [(o, by) for o, by in mapped if o in memory.leaves and o != leaf_id]
                     dropped += len(mapped) - len(found)
-                    fitting = [(o, by) for o, by in found if not memory.reaches(o, leaf_id)]
+                    fitting = [(o, by) for o, by in found if not memory.links.reaches(o, leaf_id)]
                     circles += len(found) - len(fitting)
                     for maker in LINK_MAKERS:
-                        if memory.link(leaf_id, [o for o, by in fitting if by == maker], maker):
+                        if memory.links.link(leaf_id, [o for o, by in fitting if by == maker], maker):
                             change.changed.add(leaf_id)
                             change.rewritten.add(leaf_id)
         if dropped:
@@ -344,8 +353,8 @@ class Writer:
                     existing = memory.duplicate_of(hashes[i])
                     if existing is not None:
                         if not ids:
-                            linked = memory.link(existing, olders, by)
-                            if memory.unlink(existing, undone, by) or linked:
+                            linked = memory.links.link(existing, olders, by)
+                            if memory.links.unlink(existing, undone, by) or linked:
                                 change.changed.add(existing)
                                 change.rewritten.add(existing)
                             offered = _still_offered(memory, memory.leaves[existing])
@@ -403,8 +412,8 @@ class Writer:
             check_links(memory, name, olders, [leaf.content_hash])
             check_unlinks(memory, undone, leaf.content_hash, by)
             with self._spaces.change(space) as change:
-                linked = memory.link(newer, olders, by)
-                if memory.unlink(newer, undone, by) or linked:
+                linked = memory.links.link(newer, olders, by)
+                if memory.links.unlink(newer, undone, by) or linked:
                     change.changed.add(newer)
                     change.rewritten.add(newer)
             return leaf.supersedes, undone
@@ -459,7 +468,7 @@ class Writer:
         At most ``limit`` memories go, and never those under a root, unless ``limit`` is None (the
         CLI's ``--all-under``). Every id is checked before anything is deleted. Deleted memories
         leave both trees, every summary above them is recomputed without them, a memory that
-        updated one of them updates what it updated (``Memory.carry_over``: the newest of a chain
+        updated one of them updates what it updated (``Links.carry_over``: the newest of a chain
         stays current), and all of it is one commit. Raises InvalidInput for a bad or refused
         request and NotFound for an unknown node; nothing is deleted then.
         """
@@ -484,7 +493,7 @@ class Writer:
                 targets = forget_under(memory, name, node_id, confirm, limit)
             with self._spaces.change(space) as change:
                 for done, leaf_id in enumerate(targets, start=1):
-                    relinked = memory.carry_over(leaf_id)
+                    relinked = memory.links.carry_over(leaf_id)
                     change.changed |= relinked
                     change.rewritten |= relinked
                     leaf_changed, leaf_removed = memory.remove_leaf(leaf_id)
@@ -506,7 +515,7 @@ def check_links(memory: Memory, name: str, supersedes: Sequence[str], hashes: Se
     own = {memory.duplicate_of(h) for h in hashes}
     first = memory.duplicate_of(hashes[0]) if hashes else None
     for older in supersedes:
-        if first is not None and older in memory.leaves and memory.reaches(older, first):
+        if first is not None and older in memory.leaves and memory.links.reaches(older, first):
             raise InvalidInput(
                 f"supersedes: {older} already updates {first} (this memory), directly or through "
                 "others; a memory cannot update one that updates it. Nothing was changed."
@@ -576,7 +585,7 @@ def _still_offered(memory: Memory, leaf: Leaf) -> tuple[Leaf, ...]:
     return tuple(
         memory.leaves[older]
         for older in leaf.may_update
-        if older in memory.leaves and older not in leaf.supersedes and memory.current_of(older) is None
+        if older in memory.leaves and older not in leaf.supersedes and memory.links.current_of(older) is None
     )
 
 
@@ -597,3 +606,120 @@ def _in_time_order(read: list[Read]) -> Iterator[tuple[list[Chunk], str | None, 
     read.sort(key=lambda entry: (not entry[3], entry[0][0].timestamp if entry[3] else 0.0))
     for chunks, old, olders, _dated in read:
         yield chunks, old, olders
+
+
+def forget_preview(
+    reader: Reader, spaces: Spaces, name: str, query: str | None, ids: Sequence[str] | None, confirm: bool
+) -> list[tuple[str, str]]:
+    """(id, text) of each memory of namespace ``name`` that a forget by ``query``, or by the ids
+    of summaries with ``confirm``, would delete; empty when there is nothing to ask the user about
+    (memories named one by one, or a query that matches nothing). Raises what forget raises."""
+    if query is not None:
+        return [(hit.id, hit.text) for hit in reader.forget_candidates(name, query)]
+    if not ids or not confirm:
+        return []
+    with spaces.reading(name) as space:
+        if space is None:
+            raise NotFound(f"namespace '{name}' holds no memories: nothing to forget.")
+        memory = space.memory
+        if all(node_id in memory.leaves for node_id in ids):
+            return []
+        targets = forget_targets(memory, name, check_ids(ids, MAX_FORGET), True, MAX_FORGET)
+        return [(leaf_id, memory.leaves[leaf_id].text) for leaf_id in targets]
+
+
+def stored_since(
+    reader: Reader,
+    spaces: Spaces,
+    name: str,
+    query: str | None,
+    ids: Sequence[str] | None,
+    confirm: bool,
+    shown: Sequence[str],
+    asked_at: float,
+) -> list[str]:
+    """The memories of namespace ``name`` that the forget (``query``, or the summaries of ``ids``
+    with ``confirm``) matches now, that were not ``shown`` and were stored after ``asked_at``: what
+    a yes to the question asked then leaves in place. Memories that matched then but did not fit
+    in the question (a query shows its best few) are not among them: they were there before."""
+    try:
+        now = forget_preview(reader, spaces, name, query, ids, confirm)
+    except MemtreeError:
+        return []  # the summary named went with its memories, say: nothing matches
+    seen = set(shown)
+    with spaces.reading(name) as space:
+        if space is None:
+            return []
+        leaves = space.memory.leaves
+        return [
+            leaf_id
+            for leaf_id, _ in now
+            if leaf_id not in seen and leaf_id in leaves and leaves[leaf_id].created >= asked_at
+        ]
+
+
+def forget_targets(
+    memory: Memory, name: str, ids: Sequence[str], confirm: bool, limit: int | None
+) -> list[str]:
+    """The memories forgetting ``ids`` deletes: each memory named and, with ``confirm``, every
+    memory under each summary named; at most ``limit`` of them, none under a root (see
+    :func:`forget_under`). NotFound or InvalidInput before anything is deleted otherwise."""
+    targets: dict[str, None] = {}
+    for node_id in ids:
+        check_node(memory, node_id)
+        if node_id in memory.leaves:
+            targets[node_id] = None
+            continue
+        branch = memory.branch(node_id)
+        assert branch is not None
+        covered = len(leaves_under(memory, node_id))
+        if limit is not None and (branch.kind == "root" or covered > limit):
+            forget_under(memory, name, node_id, True, limit)  # refused, confirm or not, without a retry
+        if not confirm:
+            raise InvalidInput(
+                f"{node_id} is a summary of {covered} memories, not a memory; nothing was deleted. Make "
+                "sure the user wants every memory under it gone, then pass confirm=true with it (from a "
+                f"shell: `memtree-mcp forget --all-under {node_id} --yes`)."
+            )
+        targets.update(dict.fromkeys(forget_under(memory, name, node_id, True, limit)))
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"these ids cover {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            "call to repeat or to split into smaller ones: tell the user, who can forget them from a "
+            "shell (`memtree-mcp forget --all-under NODE --yes`)."
+        )
+    return list(targets)
+
+
+def forget_under(memory: Memory, name: str, node_id: str, confirm: bool, limit: int | None) -> list[str]:
+    """The memories forgetting ``node_id`` deletes: itself, or every memory under a summary."""
+    check_node(memory, node_id)
+    if node_id in memory.leaves:
+        return [node_id]
+    branch = memory.branch(node_id)
+    assert branch is not None
+    targets = leaves_under(memory, node_id)
+    shell = f"`memtree-mcp forget --all-under {node_id} --namespace {name}`"
+    if limit is not None and branch.kind == "root":
+        raise InvalidInput(
+            f"{node_id} is the root: it holds the whole memory ({len(targets)} memories). An agent "
+            f"cannot delete it, and this is not a call to repeat; the user can, from a shell: {shell}."
+        )
+    if limit is not None and len(targets) > limit:
+        raise InvalidInput(
+            f"{node_id} covers {len(targets)} memories; one call deletes at most {limit}. This is not a "
+            f"call to repeat or to split into smaller ones: tell the user, who can run {shell}."
+        )
+    if not confirm and len(targets) > 1:
+        raise InvalidInput(
+            f"{node_id} is a summary of {len(targets)} memories. Make sure the user wants them all gone, "
+            "then call again with confirm=true; nothing was deleted."
+        )
+    return targets
+
+
+def leaves_under(memory: Memory, node_id: str) -> list[str]:
+    """The leaves under branch ``node_id``, in its tree's order."""
+    branch = memory.branch(node_id)
+    assert branch is not None
+    return memory.tree(branch.tree).leaves_under(node_id)

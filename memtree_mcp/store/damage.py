@@ -1,5 +1,5 @@
 """What ``doctor`` reads of a namespace's table beyond its live nodes: the text of the memories it
-forgot, so that a summary still quoting one can be found (``service/maintenance.py``).
+forgot, so that a summary still quoting one can be found (``service/upkeep.py``).
 
 Writers that did not share a lock (memtree-mcp before the bucket lease, on several machines) could
 leave a summary built from a memory another one had forgotten meanwhile; the forgotten memory's

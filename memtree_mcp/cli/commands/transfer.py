@@ -101,7 +101,7 @@ def _import(service: MemoryService, records: Iterable[object]) -> tuple[int, int
     name = service.resolve_namespace()
     before = dict(service.namespaces()).get(name, 0)
     try:
-        return service.import_memories(records)
+        return service.upkeep.import_memories(records)
     except KeyboardInterrupt:
         # Each batch is committed whole, and a rerun skips what is already stored.
         done = dict(service.namespaces()).get(name, 0) - before

@@ -70,15 +70,16 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
     failed = False
     for name in names:
         if args.timezone is not None:
-            rebuilt = service.move_zone(args.timezone, name)
-            print(f"{name}: days in {service.zones(name)[0]}{', temporal tree rebuilt' if rebuilt else ''}")
-        used, wanted = service.zones(name)
+            rebuilt = service.upkeep.move_zone(args.timezone, name)
+            moved = ", temporal tree rebuilt" if rebuilt else ""
+            print(f"{name}: days in {service.upkeep.zones(name)[0]}{moved}")
+        used, wanted = service.upkeep.zones(name)
         if used != wanted:
             print(
                 f"{name}: days in {used}, the zone stored with it; MEMTREE_TIMEZONE={wanted} is not "
                 f"used for it (doctor --repair --timezone {wanted} moves it)"
             )
-        report = service.doctor(name, repair=args.repair)
+        report = service.upkeep.doctor(name, repair=args.repair)
         if settings.secrets != "keep" and _secrets(args, service, name):
             failed = True
         if not report:
@@ -88,7 +89,7 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
         for problem in report[:50]:
             print(f"  {problem}")
         if args.repair:
-            left = service.doctor(name)
+            left = service.upkeep.doctor(name)
             print(
                 f"{name}: repaired"
                 if not left
@@ -103,7 +104,7 @@ def doctor(args: argparse.Namespace, settings: Settings, service: MemoryService)
 def _secrets(args: argparse.Namespace, service: MemoryService, name: str) -> bool:
     """Say which memories of ``name`` hold secrets (kinds, never values), and rewrite them with
     ``--redact``; whether any is left holding one."""
-    held = service.secrets_held(name)
+    held = service.upkeep.secrets_held(name)
     for memory_id, kinds in held[:50]:
         print(f"  secrets [{memory_id}]: holds {', '.join(kinds)}")
     if not held:
@@ -112,14 +113,14 @@ def _secrets(args: argparse.Namespace, service: MemoryService, name: str) -> boo
         holding = counted(len(held), "memory holds", "memories hold")
         print(f"{name}: {holding} secrets; doctor --redact rewrites them")
         return True
-    rewritten = service.redact_stored(name)
+    rewritten = service.upkeep.redact_stored(name)
     done = counted(len(rewritten), "memory", "memories")
     print(f"{name}: {done} rewritten without secrets; old versions purged")
-    return bool(service.secrets_held(name))
+    return bool(service.upkeep.secrets_held(name))
 
 
 def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
-    count, previous, version = service.reindex(temporal_policy=args.temporal_policy)
+    count, previous, version = service.upkeep.reindex(temporal_policy=args.temporal_policy)
     print(
         f"re-indexed {counted(count, 'memory', 'memories')} with "
         f"{embedder_setting(service.embedder.identity)} (built with {embedder_setting(previous)}); "
@@ -130,8 +131,8 @@ def reindex(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 def refine(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     # Judged first: the links found move stale marks and labels, which sends summaries back to the LLM.
-    judged, unjudged = service.judge_pending()
-    summaries, waiting = service.refine_pending()
+    judged, unjudged = service.upkeep.judge_pending()
+    summaries, waiting = service.upkeep.refine_pending()
     print(
         f"judged {counted(judged, 'memory', 'memories')} for updates; wrote "
         f"{counted(summaries, 'summary', 'summaries')}; {unjudged + waiting} still waiting"

@@ -37,7 +37,7 @@ def history(args: argparse.Namespace, settings: Settings, service: MemoryService
     """One line a version: its number, time, what wrote it, the memories it added and deleted, and
     how many there were after it (``store/commits.py`` says how that is read from the rows)."""
     calendar = service.spaces.calendar_of(service.resolve_namespace())
-    for commit in service.commits():
+    for commit in service.upkeep.commits():
         change = f"+{commit.added} -{commit.removed}"
         at = format_timestamp(commit.at, calendar)
         print(f"{commit.version}\t{at}\t{commit.action}\t{change}\t{commit.memories}")
@@ -46,14 +46,14 @@ def history(args: argparse.Namespace, settings: Settings, service: MemoryService
 
 def restore(args: argparse.Namespace, settings: Settings, service: MemoryService) -> int:
     """Say what restoring would change; only with --yes do it, as ``forget`` does."""
-    version, back, gone, now = service.restore_preview(args.to)
+    version, back, gone, now = service.upkeep.restore_preview(args.to)
     after = now + back - gone
     change = f"{counted(back, 'memory', 'memories')} back and {gone} deleted ({now} now, {after} after)"
     if not args.yes:
         print(f"restoring version {version} would bring {change}; nothing changed. Add --yes to restore.")
         return 0
-    before = service.history()[-1][0]
-    restored, latest = service.restore(args.to)
+    before = service.upkeep.history()[-1][0]
+    restored, latest = service.upkeep.restore(args.to)
     if latest == restored:
         print(f"version {restored} is the memory as it is now: nothing to restore")
     else:
@@ -73,7 +73,7 @@ def purge(args: argparse.Namespace, settings: Settings, service: MemoryService) 
         print(f"no namespaces yet in {settings.home}: nothing to purge")
         return 0
     for name in names:
-        version = service.purge(name)
+        version = service.upkeep.purge(name)
         print(
             f"{name}: purged; nothing forgotten is left on disk, and the history starts at version {version}"
         )

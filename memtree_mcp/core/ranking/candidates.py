@@ -134,7 +134,7 @@ def update_candidates(memory: Memory, leaf: Leaf, exclude: Collection[str] = ())
         other = memory.leaves[node_id]
         if (
             node_id in exclude
-            or memory.current_of(node_id) is not None
+            or memory.links.current_of(node_id) is not None
             or not states_something(other.text)
             or set(tokenize(other.text)) == words
         ):

@@ -1,7 +1,7 @@
 """What is current: which memories a later one updates, for the tools that state things.
 
 A memory is superseded only by a stored link (``Leaf.supersedes``: the agent's, the user's or an
-LLM judge's; :meth:`~memtree_mcp.core.memory.Memory.current_of` follows them); nothing is judged
+LLM judge's; :meth:`~memtree_mcp.core.trees.links.Links.current_of` follows them); nothing is judged
 when it is read. This module turns the links into what the tools state:
 
 - :func:`newest_updates` gives, for each memory, the latest memory its links lead to;
@@ -65,7 +65,7 @@ def newest_updates(memory: Memory, olders: Iterable[Leaf]) -> dict[str, Leaf]:
     lead to."""
     found: dict[str, Leaf] = {}
     for leaf in olders:
-        newest = memory.current_of(leaf.id)
+        newest = memory.links.current_of(leaf.id)
         if newest is not None:
             found[leaf.id] = memory.leaves[newest]
     return found
@@ -77,8 +77,9 @@ def restate(memory: Memory) -> set[str]:
     memory whose state changed; returns the ids of the branches recomputed (to be written too).
     Links are few: every memory a link names is looked at again."""
     stale = memory.semantic.stale
+    newest_of = memory.links.current_of
     now = {
-        older: newest for older in memory.linked_olders() if (newest := memory.current_of(older)) is not None
+        older: newest for older in memory.links.linked_olders() if (newest := newest_of(older)) is not None
     }
     moved = [
         older for older in {**stale, **now} if stale.get(older) != now.get(older) and older in memory.leaves

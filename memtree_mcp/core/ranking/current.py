@@ -1,7 +1,7 @@
 """The current truth in a recall result: each stale hit comes with the memory that updates it.
 
 A hit that a later memory says it updates (a stored link: ``Leaf.supersedes``, made by the agent,
-the user or an LLM judge, never guessed at read time; :meth:`~memtree_mcp.core.memory.Memory.current_of`
+the user or an LLM judge, never guessed at read time; :meth:`~memtree_mcp.core.trees.links.Links.current_of`
 follows them) is marked ``superseded_by`` that memory, and the memory is always a hit of the same
 result, so the mark names something the model can read:
 
@@ -54,7 +54,7 @@ class Current:
             if not olders:
                 break
             todo = []
-            newests = [memory.current_of(older.id) for older in olders]
+            newests = [memory.links.current_of(older.id) for older in olders]
             for older, newest in zip(olders, newests, strict=True):
                 newer = memory.leaves[newest] if newest is not None else None
                 if newer is None or _leads_to(by_id, newer.id, older.id):

@@ -1,19 +1,19 @@
 """Explicit update links between memories (``Leaf.supersedes``): who says which memory it updates.
 
 A memory that updates older ones names them in ``supersedes`` and who made each link in
-``supersedes_by`` (the agent, the user, an LLM judge or an import). :class:`Linked` keeps the
+``supersedes_by`` (the agent, the user, an LLM judge or an import). :class:`Links` keeps the
 reverse map (which memories name a given one) and answers what recall, summaries and the tools ask
 of it: whether a memory was updated, by which, and where a chain of updates leads. It holds the
 rules every writer meets, whoever calls it:
 
-- no circle: a link that would close one is refused (:meth:`Linked.link`), since a circle marks
+- no circle: a link that would close one is refused (:meth:`Links.link`), since a circle marks
   every memory in it superseded and none current; :func:`circles` finds one a store holds anyway
   (an earlier version's import), for ``doctor``, and :func:`break_circles` undoes it;
-- a link the user made is undone only by the user (:meth:`Linked.unlink`,
+- a link the user made is undone only by the user (:meth:`Links.unlink`,
   :func:`~memtree_mcp.core.trees.model.may_undo`); a maker saying again what a weaker one said makes the
   link its own;
 - forgetting a memory in the middle of a chain keeps the chain's newest current
-  (:meth:`Linked.carry_over`): each memory that named the forgotten one names what it named.
+  (:meth:`Links.carry_over`): each memory that named the forgotten one names what it named.
 """
 
 from __future__ import annotations
@@ -24,14 +24,19 @@ from memtree_mcp.core.trees.model import Leaf, LinkMaker, link_maker, makers_of,
 from memtree_mcp.core.trees.temporal import time_key
 
 
-class Linked:
-    """The update links of a memory's leaves; :class:`~memtree_mcp.core.memory.Memory` is one.
+class Links:
+    """The update links among a memory's leaves, one object that
+    :class:`~memtree_mcp.core.memory.Memory` holds as ``memory.links`` and tells of each leaf it
+    takes in or lets go (:meth:`add`, :meth:`remove`, :meth:`clear`).
 
-    ``leaves`` holds the memories by id; ``_named_by`` maps an older memory to the memories that
-    say they update it (in the order they said so), kept by :meth:`_link` and :meth:`_unlink`."""
+    ``leaves`` is the memory's own mapping of memories by id, read (never changed) to follow a
+    chain; ``_named_by`` maps an older memory to the memories that say they update it (in the
+    order they said so), whether or not that id is held: a restore may bring it back."""
 
-    leaves: Mapping[str, Leaf]
-    _named_by: dict[str, dict[str, None]]
+    def __init__(self, leaves: Mapping[str, Leaf]) -> None:
+        """``leaves``: the memories by id, as their holder keeps them (read as it changes)."""
+        self.leaves = leaves
+        self._named_by: dict[str, dict[str, None]] = {}
 
     def link(self, leaf_id: str, olders: Iterable[str], by: LinkMaker = "agent") -> bool:
         """Record that held leaf ``leaf_id`` updates the memories ``olders`` too, as ``by`` said
@@ -55,9 +60,9 @@ class Linked:
             makers[older] = stronger(makers[older], by) if older in makers else by
         if (tuple(makers), tuple(makers.values())) == (leaf.supersedes, makers_of(leaf)):
             return False
-        self._unlink(leaf)
+        self.remove(leaf)
         leaf.supersedes, leaf.supersedes_by = tuple(makers), tuple(makers.values())
-        self._link(leaf)
+        self.add(leaf)
         return True
 
     def unlink(self, leaf_id: str, olders: Iterable[str], by: LinkMaker = "agent") -> bool:
@@ -73,10 +78,10 @@ class Linked:
         kept = [(older, maker) for older, maker in links if older not in gone]
         if len(kept) == len(leaf.supersedes):
             return False
-        self._unlink(leaf)
+        self.remove(leaf)
         leaf.supersedes = tuple(older for older, _ in kept)
         leaf.supersedes_by = tuple(maker for _, maker in kept)
-        self._link(leaf)
+        self.add(leaf)
         return True
 
     def carry_over(self, leaf_id: str) -> set[str]:
@@ -146,18 +151,24 @@ class Linked:
             newer = self.superseded_by(newer)
         return current
 
-    def _link(self, leaf: Leaf) -> None:
+    def add(self, leaf: Leaf) -> None:
+        """Take in the links of ``leaf``, which its holder now holds (or holds with other links)."""
         for older in leaf.supersedes:
             if older != leaf.id:
                 self._named_by.setdefault(older, {})[leaf.id] = None
 
-    def _unlink(self, leaf: Leaf) -> None:
+    def remove(self, leaf: Leaf) -> None:
+        """Let go of the links of ``leaf``, which its holder lets go (or is about to relink)."""
         for older in leaf.supersedes:
             newers = self._named_by.get(older)
             if newers is not None:
                 newers.pop(leaf.id, None)
                 if not newers:
                     del self._named_by[older]
+
+    def clear(self) -> None:
+        """Let go of every link, before its holder loads other leaves."""
+        self._named_by.clear()
 
 
 def circles(leaves: Mapping[str, Leaf]) -> list[list[str]]:

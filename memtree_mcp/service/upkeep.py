@@ -1,33 +1,41 @@
-"""Looking after a store: versions (history, restore), checks and repair, re-embedding, and moving
-memories out (export, the list of namespaces).
+"""Upkeep: what a person runs to look after a store, apart from the calls the tools make:
+versions (history, commits, restore), checks and repair (doctor), re-embedding (reindex), the
+time zone a namespace counts its days in, secrets already stored, bulk import, and finishing the
+LLM work a one-shot command left (summaries and judgements).
 
-Import is a write (:class:`~memtree_mcp.service.writing.Writer`) and the memory as it was is
-read-only (:mod:`memtree_mcp.service.versions`). None of it is on the path of a tool call an agent
-makes after every turn; all of it is what a person runs from the CLI, so it may read a whole table
+The CLI's upkeep commands and the hook reach it as ``service.upkeep``
+(:class:`~memtree_mcp.service.memory_service.MemoryService`); the tools' calls are the service's own.
+
+The memory as it was is read-only (:mod:`memtree_mcp.service.versions`) and import is a write
+(:class:`~memtree_mcp.service.writing.Writer`). None of it is on the path of a tool call an agent
+makes after every turn (but the hook's import of queued turns); the rest may read a whole table
 and rebuild whole trees.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
+from memtree_mcp.config import Settings
 from memtree_mcp.core.checks.memory import Problem, memory_problems
 from memtree_mcp.core.embedding import Embedder
 from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.links import break_circles
-from memtree_mcp.core.trees.model import Branch, Leaf, makers_of
+from memtree_mcp.core.trees.model import Branch, Leaf
 from memtree_mcp.core.trees.segmenting import CompatibilityPolicy
-from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID, time_key
+from memtree_mcp.core.trees.temporal import TEMPORAL_ROOT_ID
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.secrets.detection import quoted
-from memtree_mcp.service.inputs import format_timestamp
-from memtree_mcp.service.redaction import redact_leaf
+from memtree_mcp.service.inputs import FROM_A_FILE, ImportTerms, check_namespace, format_timestamp
+from memtree_mcp.service.judging import Judging
+from memtree_mcp.service.reading import Reader
+from memtree_mcp.service.redaction import redact_leaf, redact_stored, secrets_held
 from memtree_mcp.service.refine import Refinement
 from memtree_mcp.service.spaces import Spaces, on_conflict_again
 from memtree_mcp.service.versions import resolve_version
+from memtree_mcp.service.writing import Writer
 
 if TYPE_CHECKING:
     from memtree_mcp.store.commits import Commit
@@ -37,44 +45,55 @@ RESTORE_TO = "--to"
 log = logging.getLogger("memtree_mcp")
 
 
-class Maintenance:
-    """History, restore, doctor, reindex and export over the namespaces of one store."""
+class Upkeep:
+    """The upkeep of one store's namespaces, apart from the tools' calls: each method takes the
+    namespace it means (the configured default when None), as the service's own do."""
 
     def __init__(
         self,
+        settings: Settings,
         spaces: Spaces,
         embedder: Callable[[], Embedder],
         refinement: Refinement,
+        judging: Judging,
+        writer: Writer,
+        reader: Reader,
     ) -> None:
+        self._settings = settings
         self._spaces = spaces
         self._embedder = embedder
         self._refinement = refinement
+        self._judging = judging
+        self._writer = writer
+        self._reader = reader
 
-    def namespaces(self) -> list[tuple[str, int]]:
-        """Every namespace with the number of memories it holds."""
-        counts: list[tuple[str, int]] = []
-        for name in self._spaces.store.namespaces():
-            with self._spaces.reading(name) as space:
-                counts.append((name, len(space.memory.leaves) if space is not None else 0))
-        return counts
+    def _name(self, namespace: str | None) -> str:
+        """The namespace a call means: the one it names, else the configured default."""
+        return check_namespace(namespace, self._settings.namespace)
 
-    def history(self, name: str) -> list[tuple[int, str]]:
-        """The versions namespace ``name``'s table keeps, oldest first: (version, ISO 8601 time)."""
+    # -- versions --------------------------------------------------------------------------------
+
+    def history(self, namespace: str | None = None) -> list[tuple[int, str]]:
+        """The versions a namespace's table keeps, oldest first: (version, ISO 8601 time written)."""
+        name = self._name(namespace)
         space = self._spaces.get(name, create=False)
         if space is None:
             return []
         calendar = self._spaces.calendar_of(name)
         return [(version, format_timestamp(at, calendar)) for version, at in space.table.versions()]
 
-    def commits(self, name: str) -> list[Commit]:
-        """:meth:`history` with what each version did (``store/commits.py``), oldest first."""
+    def commits(self, namespace: str | None = None) -> list[Commit]:
+        """:meth:`history` with what each version did: remember, import, forget, restore, purge or
+        update, and the memories it added and deleted (``store/commits.py``), oldest first."""
+        name = self._name(namespace)
         space = self._spaces.get(name, create=False)
         return [] if space is None else space.table.commits()
 
-    def restore_preview(self, name: str, to: str) -> tuple[int, int, int, int]:
-        """What restoring namespace ``name`` to version or time ``to`` would do, changing nothing:
+    def restore_preview(self, to: str, namespace: str | None = None) -> tuple[int, int, int, int]:
+        """What restoring a namespace to version or time ``to`` would do, changing nothing:
         (the version, the memories it brings back, the memories it deletes, the memories now).
         Raises as :meth:`restore` does."""
+        name = self._name(namespace)
         with self._spaces.reading(name) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
@@ -84,13 +103,15 @@ class Maintenance:
         return version, len(then - now), len(now - then), len(now)
 
     @on_conflict_again
-    def restore(self, name: str, to: str) -> tuple[int, int]:
-        """Bring back namespace ``name`` as it was at version or time ``to``, as a new version.
+    def restore(self, to: str, namespace: str | None = None) -> tuple[int, int]:
+        """Bring back a namespace as it was at version or time ``to``, as a new version.
 
         Returns (the version restored, the new latest version). Nothing is destroyed: restoring
-        again to the version before undoes it. Raises InvalidInput or StoreError for an unknown
+        again to the version before undoes it. It brings back forgotten memories too, as long as
+        the namespace was not purged since. Raises InvalidInput or StoreError for an unknown
         version, NotFound for an empty namespace.
         """
+        name = self._name(namespace)
         with self._spaces.writing(name, create=False) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to restore.")
@@ -100,21 +121,23 @@ class Maintenance:
         return version, latest
 
     @on_conflict_again
-    def purge(self, name: str) -> int:
-        """Rewrite namespace ``name`` so that no file of the store holds a forgotten memory, a
+    def purge(self, namespace: str | None = None) -> int:
+        """Rewrite a namespace so that no file of the store holds a forgotten memory, a
         superseded summary or an earlier version; returns the version it leaves.
 
-        ``restore`` cannot reach behind it. Raises NotFound for an empty namespace and StoreError
-        when the store refuses.
+        ``restore`` cannot reach behind it. Also done on its own once a forget is older than
+        MEMTREE_RETENTION. Raises NotFound for an empty namespace and StoreError when the store
+        refuses.
         """
+        name = self._name(namespace)
         with self._spaces.writing(name, create=False) as space:
             if space is None:
                 raise NotFound(f"namespace '{name}' holds nothing to purge.")
             return self._spaces.purge(space)
 
     @on_conflict_again
-    def doctor(self, name: str, *, repair: bool = False) -> list[Problem]:
-        """Check every invariant of both trees and the indexes of namespace ``name``, read afresh.
+    def doctor(self, namespace: str | None = None, *, repair: bool = False) -> list[Problem]:
+        """Check every invariant of both trees and the indexes of a namespace, read afresh from disk.
 
         With ``repair``, a namespace with problems gets its trees rebuilt from its memories (same
         ids, same texts, same vectors, same order; of each circle of update links, the link from
@@ -123,6 +146,8 @@ class Maintenance:
         an empty namespace.
         """
         from memtree_mcp.store.damage import forgotten_texts  # pyarrow: never before the handshake
+
+        name = self._name(namespace)
 
         with self._spaces.writing(name, create=False, follow=False) as space:
             if space is None:
@@ -162,20 +187,33 @@ class Maintenance:
                 log.warning("repaired namespace %s: %d problem(s), trees rebuilt", name, len(problems))
         return problems
 
-    def zones(self, name: str) -> tuple[str, str]:
-        """The zone namespace ``name`` counts its days in (stored with it) and the one set for it
-        (MEMTREE_TIMEZONE): what ``doctor`` tells when they differ."""
+    def zones(self, namespace: str | None = None) -> tuple[str, str]:
+        """The zone a namespace counts its days in (stored with it) and the one set for it here
+        (MEMTREE_TIMEZONE, or its caller's: :meth:`set_zone_for`); the first is used, and
+        ``doctor`` tells when they differ."""
+        name = self._name(namespace)
         return self._spaces.calendar_of(name).name, self._spaces.zones.of(name).name
 
+    def set_zone_for(self, namespace: str | None, zone: str) -> str:
+        """Make ``zone`` (a caller's MEMTREE_TIMEZONE, as a hook worker serving several projects
+        hears it) the zone set for a namespace in this process: one with no zone stored yet takes it
+        at its first write; one with a zone keeps its own (logged once). Returns the zone the
+        namespace counts its days in. Raises InvalidInput for an unknown zone."""
+        try:
+            return self._spaces.set_zone_for(self._name(namespace), zone).name
+        except ValueError as exc:
+            raise InvalidInput(f"{exc}.") from None
+
     @on_conflict_again
-    def move_zone(self, name: str, zone: str) -> bool:
-        """Count namespace ``name``'s days in ``zone`` from now on: its temporal tree built again
+    def move_zone(self, zone: str, namespace: str | None = None) -> bool:
+        """Count a namespace's days in ``zone`` from now on: its temporal tree built again
         in that zone (new branches, summarised again) unless it agrees with it already, and the
         zone recorded, in one commit. The only way a namespace's zone changes: a process whose
         MEMTREE_TIMEZONE differs uses the stored zone. Returns whether the tree was built again.
 
         Raises InvalidInput for an unknown zone, NotFound for an empty namespace.
         """
+        name = self._name(namespace)
         try:
             calendar = Calendar.named(zone)
         except ValueError as exc:
@@ -206,9 +244,9 @@ class Maintenance:
         return rebuilt
 
     def reindex(
-        self, name: str, *, temporal_policy: str = "cosine", batch: int = 256
+        self, namespace: str | None = None, *, temporal_policy: str = "cosine", batch: int = 256
     ) -> tuple[int, str, int]:
-        """Re-embed every memory of namespace ``name`` with the configured embedder and rebuild both
+        """Re-embed every memory of a namespace with the configured embedder and rebuild both
         trees.
 
         For moving a store to a new embedder (the store refuses to be opened with another one
@@ -220,6 +258,7 @@ class Maintenance:
         vectors). Stop servers using the namespace first.
         Returns (memories, the embedder the store was built with, the new version).
         """
+        name = self._name(namespace)
         if temporal_policy not in ("cosine", "llm"):
             raise InvalidInput(f"unknown temporal policy {quoted(temporal_policy)}; use 'cosine' or 'llm'.")
         policy: CompatibilityPolicy | None = None
@@ -261,35 +300,54 @@ class Maintenance:
         log.info("re-indexed %d memories of namespace %s (was %s)", len(leaves), name, old_embedder)
         return len(leaves), old_embedder, version
 
-    def export_memories(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every memory of namespace ``name`` in time order (timestamp, then the order remembered),
-        the order import stores records in, as records import reads:
-        with its id, and the ids of the memories it updates (``supersedes``, those still held) with
-        who made each link (``supersedes_by``), which import maps to the new memories' ids."""
-        with self._spaces.reading(name) as space:
-            leaves = sorted(space.memory.leaves.values(), key=time_key) if space else []
-            held = space.memory.leaves if space else {}
-            links = {
-                leaf.id: [
-                    (o, by) for o, by in zip(leaf.supersedes, makers_of(leaf), strict=True) if o in held
-                ]
-                for leaf in leaves
-            }
-        for leaf in leaves:
-            record: dict[str, Any] = {
-                "id": leaf.id,
-                "content": leaf.text,
-                "role": leaf.role,
-                "timestamp": datetime.fromtimestamp(leaf.timestamp, tz=UTC).isoformat(),
-            }
-            if leaf.session is not None:
-                record["session"] = leaf.session
-            if leaf.tags:
-                record["tags"] = list(leaf.tags)
-            if links[leaf.id]:
-                record["supersedes"] = [older for older, _ in links[leaf.id]]
-                record["supersedes_by"] = [maker for _, maker in links[leaf.id]]
-            yield record
+    # -- what is stored --------------------------------------------------------------------------
+
+    def import_memories(
+        self,
+        records: Iterable[object],
+        namespace: str | None = None,
+        *,
+        batch: int = 256,
+        terms: ImportTerms = FROM_A_FILE,
+    ) -> tuple[int, int]:
+        """Remember many memories fast: embeddings in batches, one commit per ``batch`` memories.
+
+        Each record has ``content`` and optionally ``role``, ``timestamp``, ``session``, ``tags``,
+        checked as ``remember`` checks them (``terms``: by the secrets mode and length limit their
+        writer applied, for a hook's queued turns). A record that fails its check stops the import
+        with InvalidInput naming the record; every batch committed before it stays. Returns
+        (memories added, duplicates skipped).
+        """
+        return self._writer.import_records(self._name(namespace), records, batch=batch, terms=terms)
+
+    def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
+        """Each stored memory whose text holds a secret: its id and the kinds found (never the
+        values), oldest first. Raises NotFound for an empty namespace."""
+        name = self._name(namespace)
+        return secrets_held(self._reader.memory(name), name)
+
+    def redact_stored(self, namespace: str | None = None) -> list[str]:
+        """Rewrite each stored memory that holds a secret with markers in its place (same id, time,
+        session, tags and links), then purge; returns the ids rewritten (``service/redaction.py``)."""
+        name = self._name(namespace)
+        held = self.secrets_held(name)
+        exported = self._reader.export_memories(name)
+        return redact_stored(name, held, exported, self._writer, lambda: self.purge(name))
+
+    # -- LLM work left over ----------------------------------------------------------------------
+
+    def judge_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Judge, now, the memories awaiting an LLM's judgement of what they update (left by a
+        one-shot command, or by a model that was down); (judged, still waiting). Raises InvalidInput
+        without a litellm model and ProviderError when it fails."""
+        return self._judging.judge_pending(self._name(namespace), timeout)
+
+    def refine_pending(self, namespace: str | None = None, timeout: float = 3_600.0) -> tuple[int, int]:
+        """Write the LLM summaries a namespace still waits for, now; returns (written, still pending).
+
+        Raises InvalidInput when no LLM is configured and ProviderError when the LLM fails.
+        """
+        return self._refinement.refine_pending(self._name(namespace), timeout)
 
 
 def in_sequence(leaves: Iterable[Leaf]) -> tuple[list[Leaf], set[str]]:
