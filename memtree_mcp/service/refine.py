@@ -21,6 +21,9 @@ What the LLM is asked (:func:`summary_inputs`): a semantic branch merges its new
 existing summary with MemTree's conditional aggregation (the more entries already covered, the
 more abstract); a temporal branch is annotated from its children in time order; a branch without
 a summary yet is summarised from all its children.
+
+One module, not several: the queue, its workers and the commit of a summary share one invariant
+(a summary is stored only for the inputs it was written from), and each reads the others' state.
 """
 
 from __future__ import annotations
