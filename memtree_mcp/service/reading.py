@@ -185,7 +185,7 @@ class Reader:
         """The hits of ``request`` in namespace ``name``, or in it as it was at ``request.as_of``:
         checked (:func:`rank_request`), embedded, ranked by core (:func:`rank`). See
         :meth:`~memtree_mcp.service.MemoryService.look_up`. Raises InvalidInput for a bad argument."""
-        asked = rank_request(request, self._spaces.calendar_of(name))
+        asked = rank_request(request, self._spaces.calendar_seen(name))
         as_of = request.as_of
         known = self._spaces.get(name, create=False)
         if known is None:
@@ -283,7 +283,7 @@ class Reader:
         period = time_from is not None or time_to is not None
         if sum([node_id is not None, period, query is not None]) > 1:
             raise InvalidInput("give one of node_id, a period (time_from/time_to) or query, not several.")
-        low, high = _period(time_from, time_to, self._spaces.calendar_of(name)) if period else (None, None)
+        low, high = _period(time_from, time_to, self._spaces.calendar_seen(name)) if period else (None, None)
         text = check_text(query, "query", MAX_QUERY_CHARS) if query is not None else None
         vector = self._embed(text) if text is not None else None
         with self._spaces.reading(name) as space:

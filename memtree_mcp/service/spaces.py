@@ -189,6 +189,16 @@ class Spaces:
         with self.reading(name) as space:
             return self.zones.of(name) if space is None else space.memory.calendar
 
+    def calendar_seen(self, name: str) -> Calendar:
+        """The calendar of namespace ``name`` as this process last read it, without waiting for a
+        writer when the namespace is open (else as :meth:`calendar_of`): for reading a recall's time
+        filters and showing dates, so that a recall during a long write waits for one turn, not two.
+        A zone another process moved a moment ago may show once in the old zone; a memory's own
+        timestamps are read with :meth:`calendar_of`."""
+        with self._lock:
+            space = self._spaces.get(name)
+        return self.calendar_of(name) if space is None else space.memory.calendar
+
     def __contains__(self, name: object) -> bool:
         """Whether namespace ``name`` is open in this process."""
         with self._lock:
