@@ -110,6 +110,19 @@ def test_a_keep_mode_worker_never_stores_the_secret_of_a_redact_or_refuse_mode_p
 
 
 @pytest.mark.slow
+def test_a_turn_queued_without_telling_the_worker_is_stored_within_seconds(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    wait_for_worker(env)
+    # A Stop hook whose budget is gone before it can tell the worker (a busy machine): the turn is
+    # queued and the hook's log says so; the worker notices the queue by itself.
+    stop(env, tmp_path, "Where do the nightly backups go?", "To the NAS.", "--seconds", "0.3")
+    assert "not told in time" in (queue(env) / "hook.log").read_text()
+    wait_until(lambda: not queued(env), within=30, what="the worker to store the turn nobody told it of")
+    assert stored(env) == ["User: Where do the nightly backups go?\n\nAssistant: To the NAS."]
+
+
+@pytest.mark.slow
 def test_a_hook_without_a_namespace_never_gets_or_feeds_another_project_s_memory(
     env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -436,8 +436,20 @@ def serve_worker(settings: Settings, service: MemoryService, key: str, store: st
             worker.warm(settings.namespace)
 
             def watch() -> None:
+                queued = queue_folder(worker.home)
+                seen: int | None = None
                 while time.monotonic() - worker.last_request < settings.worker_idle or worker.draining:
                     time.sleep(min(1.0, settings.worker_idle / 4))
+                    # A Stop hook out of time on a busy machine queues its turn without telling the
+                    # worker ("not told in time"): a new file in the queue is noticed here instead,
+                    # so the turn is stored within a second or two, not at the next hook.
+                    try:
+                        changed = queued.stat().st_mtime_ns
+                    except OSError:
+                        continue
+                    if changed != seen and worker.model_ready.is_set():
+                        seen = changed
+                        worker.drain_soon()
                 log.info("hook worker for %s: idle for %.0f s, exiting", home, settings.worker_idle)
                 server.shutdown()
 
