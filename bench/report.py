@@ -195,6 +195,28 @@ def scale(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def million(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for size, e in d["sizes"].items():
+        index, answers, stdio = e["index"], e["answers"], e["stdio"]
+        modes = "; ".join(
+            f"{mode}: recall p50 / p95 {n(s['recall_ms']['p50'], 1)} / {n(s['recall_ms']['p95'], 1)} ms, "
+            f"first recall {n(s['first_recall_from_spawn_ms'])} ms from spawn, "
+            f"RSS {n(s['rss_after_first_recall_mib'])} → {n(s['rss_after_recalls_mib'])} MiB, "
+            f"remember p50 {n(s['remember_ms']['p50'], 1)} ms"
+            for mode, s in stdio.items()
+        )
+        rows.append(
+            f"**{int(size):,}**: ANN recall@10 {pct(index['ann_recall_at_10'])}, exact top 10 in the "
+            f"shortlist of {index['shortlist']} {pct(index['exact_top10_in_shortlist'])}; answers identical "
+            f"{pct(answers['identical_answers'])}, exact hits kept {pct(answers['exact_hits_found'])}; "
+            f"look_up p50 index {n(answers['look_up_ms']['index']['p50'], 1)} ms, exact "
+            f"{n(answers['look_up_ms']['exact']['p50'], 1)} ms; index built in {n(e['index_build_s'], 1)} s; "
+            f"MCP stdio {modes} (load {stdio['index']['load'][0][0]} → {stdio['exact']['load'][-1][0]})"
+        )
+    return rows
+
+
 def s3(d: dict[str, Any]) -> list[str]:
     def requests(found: dict[str, int]) -> str:
         return " + ".join(f"{v} {k}" for k, v in found.items())
@@ -370,6 +392,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "candidates": candidates,
     "template-recall": template_recall,
     "scale": scale,
+    "million": million,
     "scale-s3-moto": s3,
     "multiclient": multiclient,
     "bigwrite": bigwrite,

@@ -152,6 +152,26 @@ BENCHES: dict[str, Bench] = {
         needs="for the canonical run, 4ac89d6's code in {scratch}/code-4ac89d6 (git archive 4ac89d6 "
         "memtree_mcp | tar -x -C it, and its commit in COMMIT)",
     ),
+    "million": Bench(
+        "million.py",
+        "A memory that grows: recall through LanceDB's vector index against ranking every memory at "
+        "10k and 100k memories: index build, ANN recall@10, the share of exact answers kept, "
+        "in-process and MCP stdio recall p50/p95, RSS after the first and after 1,000 recalls, "
+        "remember p50 (~20 min).",
+        ("--sizes", "10000,100000", "--scratch", "{scratch}/million"),
+        quick=(
+            "--sizes",
+            "2000",
+            "--queries",
+            "20",
+            "--recalls",
+            "20",
+            "--remembers",
+            "5",
+            "--scratch",
+            "{scratch}/million-quick",
+        ),
+    ),
     "scale": Bench(
         "scale.py",
         "Speed at scale: stores of 10k and 100k memories through the service: import rate, "

@@ -256,6 +256,13 @@ class Settings(BaseSettings):
         description="For an s3:// home: seconds a server's write lease lasts unrenewed, so how long a "
         "dead or stalled writer holds up the others before it is fenced off.",
     )
+    index_from: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Namespaces with at least this many memories are recalled in two stages: LanceDB's "
+        "vector index names the nearest few hundred, the tree-aware ranking orders them; smaller ones "
+        "rank every memory exactly.",
+    )
     retention: float = Field(
         default=7 * 86_400.0,
         ge=0,

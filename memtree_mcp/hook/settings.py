@@ -58,12 +58,14 @@ WORKER_KEY = (
     "s3_allow_http",
     "lock_dir",
     "lease_seconds",
+    "index_from",
 )
 """Settings that change what a worker process loads or how it reaches and writes the store, so
 that a request cannot be served by them unless the process was started with them: the embedder
 (and its endpoint and key: another model, or another account), the LLM (whether stored turns'
 summaries wait for it, and its credentials), the session gap (it shapes the trees the worker holds
-in memory), the quota and the history kept, and where and how the store is reached. They name the
+in memory), the quota and the history kept, whether a large namespace is recalled through its
+index, and where and how the store is reached. They name the
 worker's socket, with the home."""
 WORKER_KEY_ENVIRONMENT = (
     "AWS_PROFILE",

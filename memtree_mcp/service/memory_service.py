@@ -33,6 +33,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.extractive import gist
 from memtree_mcp.core.trees.model import LinkMaker
 from memtree_mcp.errors import ConfigurationError, InvalidInput
+from memtree_mcp.service.indexing import Indexes
 from memtree_mcp.service.inputs import (
     MAX_FORGET,
     check_flag,
@@ -97,7 +98,10 @@ class MemoryService:
         self.judging = Judging(self.settings, self.spaces, self.refinement)
         self.spaces.on_load = self._loaded
         self.writer = Writer(self.settings, self.spaces, lambda: self.embedder, self.refinement, self.judging)
-        self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement)
+        self.indexes = Indexes(self.spaces, background=background)
+        self.spaces.on_commit = self.indexes.committed
+        self.spaces.on_purge = self.indexes.purged
+        self.reader = Reader(self.spaces, lambda: self.embedder, self.refinement, self.indexes)
         self.upkeep = Upkeep(
             self.settings,
             self.spaces,
@@ -515,4 +519,5 @@ class MemoryService:
         # A verdict committed just before the judge stopped may have handed the summaries it
         # touched to a worker started since: stop that one too (the store keeps them pending).
         self.refinement.stop()
+        self.indexes.close()
         self.spaces.close()

@@ -23,6 +23,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import KINDS, MOVES, STRATEGIES
 from memtree_mcp.core.ranking.recall import DEFAULT_WEIGHTS, Hit, RankRequest, RecallFilter, Weights, rank
 from memtree_mcp.core.ranking.relevance import DEFAULT_MIN_RELEVANCE
+from memtree_mcp.core.ranking.shortlist import dense_query
 from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.hierarchy import Hierarchy
 from memtree_mcp.core.trees.model import Branch, makers_of
@@ -35,6 +36,7 @@ from memtree_mcp.core.walking.summary import Summary, period_nodes, summarize_no
 from memtree_mcp.errors import InvalidInput, NotFound
 from memtree_mcp.llm.chat import TextGenerator
 from memtree_mcp.secrets.detection import quoted
+from memtree_mcp.service.indexing import Indexes
 from memtree_mcp.service.inputs import (
     FORGET_CANDIDATES,
     MAX_AGENT_STEPS,
@@ -63,6 +65,8 @@ from memtree_mcp.service.spaces import Space, Spaces
 from memtree_mcp.service.versions import memory_as_of
 
 T = TypeVar("T")
+# The strategies recalled in two stages in a namespace large enough (service/indexing.py).
+SHORTLISTED = ("gather", "hybrid")
 # The summaries (or, before there are any, the memories) a subject's summary starts from.
 SUBJECT_START = 5
 # The fewest tokens a summary line takes: "- x (2026-11-20) [m0123456789abcdef]" and its line break.
@@ -120,10 +124,13 @@ def rank_request(request: RecallRequest, calendar: Calendar) -> RankRequest:
 class Reader:
     """Answers every question about the memory; never writes (LLM summaries go to Refinement)."""
 
-    def __init__(self, spaces: Spaces, embedder: Callable[[], Embedder], refinement: Refinement) -> None:
+    def __init__(
+        self, spaces: Spaces, embedder: Callable[[], Embedder], refinement: Refinement, indexes: Indexes
+    ) -> None:
         self._spaces = spaces
         self._embedder = embedder
         self._refinement = refinement
+        self._indexes = indexes
 
     def _embed(self, text: str) -> Any:
         return embed_queries(self._embedder(), [text])[0]
@@ -198,11 +205,19 @@ class Reader:
             if content is not None:
                 texts.append(content)
         vectors = embed_queries(self._embedder(), texts)
+        weights = self._weights()
+        shortlist = None
+        if as_of is None and asked.strategy in SHORTLISTED and self._indexes.large(known.memory):
+            self._indexes.touched(name, known.memory)
+            content = vectors[1] if len(texts) > 1 else None
+            searched = dense_query(vectors[0], content, weights.content_share)
+            shortlist = self._indexes.shortlist(name, [searched])
         embedded = dataclasses.replace(
             asked,
             query=vectors[0],
             content_query=vectors[1] if len(texts) > 1 else None,
-            weights=self._weights(),
+            weights=weights,
+            shortlist=shortlist,
         )
         unfit: list[Hit] = []  # the hits without the budget, when none fits in it
         with self._spaces.reading(name) as space:

@@ -149,6 +149,10 @@ class Spaces:
         self._spaces: dict[str, Space] = {}
         self._lock = threading.RLock()
         self.on_load: Callable[[Space], None] | None = None
+        # Told of each commit (with the ids it removed) and each purge of a namespace (the indexes:
+        # service/indexing.py).
+        self.on_commit: Callable[[Space, set[str]], None] | None = None
+        self.on_purge: Callable[[str], None] | None = None
         self._watcher: threading.Thread | None = None
         self._stop_watching = threading.Event()
         self._bucket: Any = None  # the S3 client of a bucket home's leases (store/bucket.py)
@@ -259,6 +263,12 @@ class Spaces:
             _ = self.store  # opening the store makes the opener
         assert self._opener is not None
         return self._opener
+
+    def latest_version(self, name: str) -> int | None:
+        """The newest committed version of namespace ``name``'s table, read afresh without taking
+        its lock (None when it has no table): whether anyone committed since a version was read."""
+        table = self.store.open(name, create=False)
+        return table.latest_version() if table is not None else None
 
     def get(self, name: str, *, create: bool) -> Space | None:
         """The space of namespace ``name``, opening its table; None when it has none and not ``create``.
@@ -386,6 +396,8 @@ class Spaces:
         except BaseException:
             self.reload(space)
             raise
+        if (change.changed or change.removed) and self.on_commit is not None:
+            self.on_commit(space, change.removed)
 
     @contextmanager
     def maintenance_deferred(self, name: str) -> Iterator[None]:
@@ -465,6 +477,8 @@ class Spaces:
         space.version = space.table.latest_version()
         # The snapshot may hold what the purge took away; the next whole read saves a new one.
         self.opener.remove_snapshot(space.name)
+        if self.on_purge is not None:
+            self.on_purge(space.name)
         log.info(
             "purged namespace %s (history from version %d) in %.0f ms",
             space.name,

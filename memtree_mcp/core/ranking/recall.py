@@ -53,6 +53,13 @@ from memtree_mcp.core.ranking.current import Current
 from memtree_mcp.core.ranking.hits import Hit, Shown, hit_of
 from memtree_mcp.core.ranking.hits import estimate_tokens as estimate_tokens  # where callers find it
 from memtree_mcp.core.ranking.relevance import CONFIDENT, QueryRelevance
+from memtree_mcp.core.ranking.shortlist import (
+    DenseScores,
+    Shortlist,
+    dense_query,
+    shortlist_dense,
+    shortlist_rows,
+)
 from memtree_mcp.core.trees.model import Branch, Leaf
 
 
@@ -137,6 +144,8 @@ class RankRequest:
     with the authors it names replaced (:meth:`Memory.content_text`); without it the query's own
     vector stands in. ``every``: ``gather`` and ``hybrid`` rank every memory even for a query
     nothing is about (which they otherwise answer with nothing): the tools' ``min_relevance: 0``.
+    ``shortlist``: for ``gather`` and ``hybrid``, the leaves whose cosine is computed, every other
+    leaf taking the namespace's mean (``core/ranking/shortlist.py``); None computes every cosine.
     """
 
     k: int
@@ -152,6 +161,7 @@ class RankRequest:
     content_query: Vector | None = None
     weights: Weights = DEFAULT_WEIGHTS
     every: bool = False
+    shortlist: Shortlist | None = None
 
     def vector(self) -> Vector:
         """``query``; raises ValueError when the request was never embedded."""
@@ -204,10 +214,12 @@ class Ranker:
             where = RecallFilter(time_from=where.time_from, time_to=where.time_to)
         ids: Positions | list[str]
         if strategy == "gather":
-            ids, scores = self.gathered(query, query_text, request.content_query, every=request.every)
+            ids, scores = self.gathered(
+                query, query_text, request.content_query, every=request.every, shortlist=request.shortlist
+            )
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy == "hybrid":
-            ids, scores = self.hybrid(query, query_text, every=request.every)
+            ids, scores = self.hybrid(query, query_text, every=request.every, shortlist=request.shortlist)
             ranked = self._ranked(ids, scores, where, want, -math.inf)
         elif strategy in ("propagate-down", "propagate-up"):
             ids, scores = self.propagated(query, strategy == "propagate-down")
@@ -289,17 +301,25 @@ class Ranker:
         parts, branch_scores = self._branch_scores(query, leaf_scores)
         return Positions(self.memory.leaf_index, parts), np.concatenate([leaf_scores, branch_scores])
 
-    def hybrid(self, query: Vector, query_text: str, *, every: bool = False) -> tuple[Positions, np.ndarray]:
+    def hybrid(
+        self, query: Vector, query_text: str, *, every: bool = False, shortlist: Shortlist | None = None
+    ) -> tuple[Positions, np.ndarray]:
         """Hybrid scores: dense and BM25 standardised and summed, propagated along time; summaries by
-        their dense score on the leaves' scale. A query nothing is about gets none, unless ``every``
-        (:class:`RankRequest`)."""
+        their dense score on the leaves' scale. A query nothing is about gets none, unless ``every``;
+        ``shortlist`` as :class:`RankRequest` says."""
         memory, weights = self.memory, self.weights
-        dense = memory.leaf_index.score_array(query)
         lexical = self.lexical_rows(query_text) if query_text else None
-        if not len(dense) or (not every and lexical is None and float(dense.max()) < weights.relevance_floor):
+        listed = self._listed(query, shortlist, lexical)
+        dense = memory.leaf_index.score_array(query) if listed is None else listed.scores
+        exact = dense if listed is None else dense[listed.exact]
+        unrelated = not len(exact) or float(exact.max()) < weights.relevance_floor
+        if not len(dense) or (not every and lexical is None and unrelated):
             # Nothing is about the query at all: answer nothing rather than the least unrelated.
             return Positions(memory.leaf_index, []), dense[:0]
-        mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
+        if listed is None:
+            mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
+        else:
+            mean, spread = listed.mean, listed.spread + 1e-6
         fused = (dense - mean) / spread
         if lexical is not None:
             rows, values = lexical
@@ -312,32 +332,48 @@ class Ranker:
         return Positions(memory.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
 
     def gathered(
-        self, query: Vector, query_text: str, content_query: Vector | None, *, every: bool = False
+        self,
+        query: Vector,
+        query_text: str,
+        content_query: Vector | None,
+        *,
+        every: bool = False,
+        shortlist: Shortlist | None = None,
     ) -> tuple[Positions, np.ndarray]:
         """Gather scoring (``core/indexes/gathering.py``): hybrid's fusion with the authors the query names
-        matched as authors, and each memory lifted by its segment's BM25 score; ``every`` as for
-        :meth:`hybrid`."""
+        matched as authors, and each memory lifted by its segment's BM25 score; ``every`` and
+        ``shortlist`` as for :meth:`hybrid`."""
         memory, weights = self.memory, self.weights
         names = memory.authors_named(query_text) if query_text else []
-        if content_query is None:
-            dense = memory.leaf_index.score_array(query)
-        else:
-            # The blend of the two cosines is the cosine with the blend of the two vectors: one
-            # matrix-vector product. The query's own cosines are computed only if the floor below
-            # needs them (a query that names an author never does).
-            share = weights.content_share
-            blend = (1.0 - share) * np.asarray(query) + share * np.asarray(content_query)
-            dense = memory.leaf_index.vectors() @ blend.astype(np.float32)
         words = without_names(query_text, names, stand_in=" ") if names else query_text
         lexical = self.lexical_rows(words) if words else None
+        # The blend of the two cosines is the cosine with the blend of the two vectors: one
+        # matrix-vector product. The query's own cosines are computed only if the floor below
+        # needs them (a query that names an author never does).
+        blend = dense_query(query, content_query, weights.content_share)
+        listed = self._listed(blend, shortlist, lexical)
+        if listed is not None:
+            dense = listed.scores
+        elif content_query is None:
+            dense = memory.leaf_index.score_array(query)
+        else:
+            dense = memory.leaf_index.vectors() @ blend
         if not len(dense):
             return Positions(memory.leaf_index, []), dense[:0]
         if lexical is None and not names and not every:
-            cosines = dense if content_query is None else memory.leaf_index.score_array(query)
-            if float(cosines.max()) < weights.relevance_floor:
+            if listed is not None:
+                rows = listed.exact
+                cosines = memory.leaf_index.vectors()[rows] @ np.asarray(query, dtype=np.float32)
+            else:
+                cosines = dense if content_query is None else memory.leaf_index.score_array(query)
+            if not len(cosines) or float(cosines.max()) < weights.relevance_floor:
                 return Positions(memory.leaf_index, []), dense[:0]
-        mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
-        fused = standardised(dense)
+        if listed is None:
+            mean, spread = float(dense.mean()), float(dense.std()) + 1e-6
+            fused = standardised(dense)
+        else:
+            mean, spread = listed.mean, listed.spread + 1e-6
+            fused = listed.standardised()
         if lexical is not None:
             rows, values = lexical
             bm25 = np.zeros(len(dense), dtype=np.float64)
@@ -354,6 +390,20 @@ class Ranker:
             fused = fused + weights.segment_weight * self._segment_lift(words, timeline)
         parts, branch_dense = self._branch_scores(query, dense)
         return Positions(memory.leaf_index, parts), np.concatenate([fused, (branch_dense - mean) / spread])
+
+    def _listed(
+        self, query: Vector, shortlist: Shortlist | None, lexical: tuple[np.ndarray, np.ndarray] | None
+    ) -> DenseScores | None:
+        """The dense scores of ``shortlist`` (None: compute every leaf's, the caller's way): the
+        listed leaves, the best BM25 matches and their neighbours in time (``core/ranking/shortlist.py``)."""
+        if shortlist is None:
+            return None
+        lexical_rows = None
+        if lexical is not None:
+            rows, values = lexical
+            lexical_rows = rows[np.argsort(-values, kind="stable")]
+        rows = shortlist_rows(self.memory, shortlist, lexical_rows, self.weights.neighbour_radius)
+        return shortlist_dense(self.memory, query, rows)
 
     def _by_authors(self, names: Collection[str]) -> np.ndarray:
         """1 for each leaf-index row whose memory's author is one of ``names`` (any case), else 0."""
