@@ -225,10 +225,8 @@ class Indexes:
         with table.writing() as writer:
             if not writer:
                 # Another process writes the table: use it as it is, scoring what it lacks exactly.
-                if whole:
-                    state.missing = frozenset(leaf.id for leaf in adding)
-                else:
-                    state.missing |= {leaf.id for leaf in adding}
+                # (Only a process that wrote the table whole syncs a part of it, so this one is whole.)
+                state.missing = frozenset(leaf.id for leaf in adding)
             else:
                 with self._lock:
                     purged = self._purges.get(name, 0) != purges
