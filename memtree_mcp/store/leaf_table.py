@@ -169,7 +169,9 @@ class LeafTable:
         names = {index.name: index for index in table.list_indices()}
         if not any(index.columns == ["vector"] for index in names.values()):
             started = time.perf_counter()
-            vectors = IvfRq(distance_type="dot", num_partitions=max(16, rows // PARTITION_ROWS))
+            # No more partitions than rows: LanceDB trains no more and warns on standard error.
+            partitions = min(rows, max(16, rows // PARTITION_ROWS))
+            vectors = IvfRq(distance_type="dot", num_partitions=partitions)
             table.create_index("vector", config=vectors, replace=True)
             table.create_index("id", config=BTree(), replace=True)
             self._reader = None
