@@ -20,6 +20,13 @@ For each size N (``--sizes``):
    recall after the spawn (from the spawn), RSS after it, ``--recalls`` recalls (p50/p95), RSS
    after them, and ``--remembers`` remembers (p50).
 
+6. Three ``memtree-mcp serve`` on the one home at once, each after its first recall (exact path):
+   each one's resident, private and proportional (PSS) memory, and their sums.
+
+Every process's memory is read as resident (RSS), its own (private) and its share of pages it
+maps with others (PSS): a namespace opened from its snapshot keeps the vectors in the file's
+pages, which the processes that open it share (``host/mapping.py``).
+
 Results go to ``--out`` keyed by size, each with the load average before and after. The machine is
 shared: run it with nothing else running, and read the load averages.
 
@@ -159,6 +166,23 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def memory_mib(pid: int) -> dict[str, float]:
+    """A process's memory (MiB): resident (``rss``), its own (``private``: written or allocated
+    by it alone), the resident pages of files it maps (``files``: the page cache's, shared with
+    every process that maps them) and its proportional share of all of it (``pss``: each shared
+    page divided among the processes that map it; what a machine pays for it)."""
+    fields = {"Rss": "rss", "Pss": "pss", "Private_Clean": "private", "Private_Dirty": "private"}
+    found = dict.fromkeys(("rss", "pss", "private"), 0.0)
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in fields:
+            found[fields[name]] += int(value.split()[0]) / 1024
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            found["files"] = int(line.split()[1]) / 1024
+    return {name: round(value, 1) for name, value in found.items()}
+
+
 def server_pid(before: set[int]) -> int:
     """The ``memtree-mcp serve`` child spawned since ``before`` (a set of this process's children)."""
     for pid in children() - before:
@@ -205,6 +229,7 @@ async def through_stdio(
             assert not result.is_error, result.content
             row["first_recall_from_spawn_ms"] = round((time.perf_counter() - started) * 1000, 1)
             row["rss_after_first_recall_mib"] = rss_mib(pid)
+            row["memory_after_first_recall_mib"] = memory_mib(pid)
             await anyio.sleep(3 + size / 20_000)  # the index's first sync (background), then the timing
             times = []
             for i in range(recalls):
@@ -214,6 +239,7 @@ async def through_stdio(
                 assert not result.is_error, result.content
             row["recall_ms"] = summary_ms(times)
             row["rss_after_recalls_mib"] = rss_mib(pid)
+            row["memory_after_recalls_mib"] = memory_mib(pid)
             times = []
             for i in range(remembers):
                 t0 = time.perf_counter()
@@ -222,6 +248,40 @@ async def through_stdio(
                 times.append(time.perf_counter() - t0)
                 assert not result.is_error, result.content
             row["remember_ms"] = summary_ms(times)
+    row["load"].append(load())
+    return row
+
+
+async def three_servers(home: Path, questions: Sequence[str]) -> dict[str, Any]:
+    """Three ``memtree-mcp serve`` on one home at once (a desktop app, an IDE and another client),
+    each after its first recall, exact path: each one's memory, and their sum."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {
+        "MEMTREE_HOME": str(home),
+        "MEMTREE_NAMESPACE": NAMESPACE,
+        "MEMTREE_INDEX_FROM": str(NEVER),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/root"),
+    }
+    params = StdioServerParameters(command=str(console_script()), args=["serve"], env=env)
+    row: dict[str, Any] = {"load": [load()], "servers": []}
+    with open(os.devnull, "w") as errlog:
+        async with (
+            Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300) as first,
+            Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300) as second,
+            Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300) as third,
+        ):
+            for at, client in enumerate((first, second, third)):
+                result = await client.call_tool("recall", {"query": questions[at], "k": 10})
+                assert not result.is_error, result.content
+            await anyio.sleep(2)
+            pids = sorted(pid for pid in children() if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes())
+            row["servers"] = [memory_mib(pid) for pid in pids]
+    row["sum_mib"] = {
+        name: round(sum(server[name] for server in row["servers"]), 1) for name in row["servers"][0]
+    }
     row["load"].append(load())
     return row
 
@@ -274,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             mode: anyio.run(through_stdio, home, mode, asked, args.recalls, args.remembers, size)
             for mode in ("index", "exact")
         }
+        entry["three_servers"] = anyio.run(three_servers, home, asked)
         results["sizes"][str(size)] = entry
         args.out.write_text(json.dumps(results, indent=1) + "\n")
         print(json.dumps(entry, indent=1)[:3000], file=sys.stderr, flush=True)

@@ -202,9 +202,21 @@ def million(d: dict[str, Any]) -> list[str]:
         modes = "; ".join(
             f"{mode}: recall p50 / p95 {n(s['recall_ms']['p50'], 1)} / {n(s['recall_ms']['p95'], 1)} ms, "
             f"first recall {n(s['first_recall_from_spawn_ms'])} ms from spawn, "
-            f"RSS {n(s['rss_after_first_recall_mib'])} → {n(s['rss_after_recalls_mib'])} MiB, "
-            f"remember p50 {n(s['remember_ms']['p50'], 1)} ms"
+            f"RSS {n(s['rss_after_first_recall_mib'])} → {n(s['rss_after_recalls_mib'])} MiB"
+            + (
+                f" (private {n(s['memory_after_recalls_mib']['private'])} MiB)"
+                if "memory_after_recalls_mib" in s
+                else ""
+            )
+            + f", remember p50 {n(s['remember_ms']['p50'], 1)} ms"
             for mode, s in stdio.items()
+        )
+        three = e.get("three_servers")
+        shared = (
+            f"; three servers on the home after a recall each: RSS {n(three['sum_mib']['rss'])} MiB in all, "
+            f"private {n(three['sum_mib']['private'])} MiB, PSS {n(three['sum_mib']['pss'])} MiB"
+            if three
+            else ""
         )
         rows.append(
             f"**{int(size):,}**: ANN recall@10 {pct(index['ann_recall_at_10'])}, exact top 10 in the "
@@ -213,6 +225,7 @@ def million(d: dict[str, Any]) -> list[str]:
             f"look_up p50 index {n(answers['look_up_ms']['index']['p50'], 1)} ms, exact "
             f"{n(answers['look_up_ms']['exact']['p50'], 1)} ms; index built in {n(e['index_build_s'], 1)} s; "
             f"MCP stdio {modes} (load {stdio['index']['load'][0][0]} → {stdio['exact']['load'][-1][0]})"
+            f"{shared}"
         )
     return rows
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 import zlib
@@ -162,6 +163,46 @@ def test_a_namespace_reopened_after_another_process_remembered_forgot_and_restor
     assert reads.count == 2
     assert target in memory.leaves
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
+
+
+def mapped_for_writing(path: Path) -> bool:
+    """Whether this process maps the file at ``path`` copy-on-write (Linux: /proc/self/maps)."""
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    return any(line.split()[1].startswith("rw") and line.endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_a_process_opened_from_a_snapshot_shares_its_vectors_and_never_writes_them_back(
+    writer: MemoryService, settings: Settings, embedder: object, reads: WholeReads
+) -> None:
+    """The leaves' vectors of a process opened from a snapshot are the file's pages, mapped
+    copy-on-write (shared with every process that opens it, never a private copy of them all);
+    remembering and forgetting then write only the process's own pages: the file stays as it was,
+    and the memory is what a whole read gives."""
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    saved_anew(settings, embedder)
+    path = snapshot_path(settings)
+    kept = path.with_name("kept.arrow")
+    os.link(path, kept)  # the same file, whatever is saved under the name later
+    before = kept.read_bytes()
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        opened = service.memory()
+        assert opened is not None and reads.count == 2, "not opened from the snapshot"
+        assert mapped_for_writing(path), "the leaves' vectors were copied, not mapped"
+        target = service.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits[0].id
+        assert opened.leaf_index.row(target) < len(NOTES) - 1  # a mapped row, not the last one
+        service.forget(node_id=target)  # the last row moves into the hole: a mapped row written
+        for note in MORE:
+            service.remember(note, session="s2")  # rows after the file's
+        assert kept.read_bytes() == before, "a change reached the snapshot file"
+        memory = service.memory()
+        assert memory is not None and target not in memory.leaves
+        assert_same_memory(memory, whole_read(settings, embedder), embedder)
+    finally:
+        service.close()
+    assert_same_memory(reopened(settings, embedder), whole_read(settings, embedder), embedder)
 
 
 def snapshot_rows(settings: Settings, embedder: object) -> int:

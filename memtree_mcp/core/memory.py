@@ -134,6 +134,7 @@ class Memory:
         vectors: Matrix | None = None,
         shapes: Mapping[str, Shape] | None = None,
         *,
+        room: Matrix | None = None,
         as_stored: bool = False,
         calendar: Calendar | None = None,
     ) -> None:
@@ -145,7 +146,9 @@ class Memory:
         vectors as one matrix, row i being the i-th leaf's, the leaves given in seq order (what
         a store's ``Snapshot`` holds), taken in one copy instead of gathering each leaf's.
         ``shapes``: each tree's :class:`Shape` as the store's columns give it, for its branches in
-        the order given, instead of working it out node by node. A temporal tree out of time
+        the order given, instead of working it out node by node. ``room``: a writable matrix
+        whose first rows hold ``vectors``' values and whose others are free, for the leaf index to
+        keep instead of a copy (a snapshot's mapping: ``Saved.leaf_room``). A temporal tree out of time
         order (as an earlier memtree-mcp built it from memories that came out of order) is built
         again in time order, unless ``as_stored`` (what ``doctor`` checks).
 
@@ -166,8 +169,11 @@ class Memory:
         self.links.clear()
         self._authors = Counter(leaf.role for leaf in ordered)
         ids = [leaf.id for leaf in ordered]
-        self.leaf_index = VectorIndex(self.dimension, capacity=headroom(len(ordered)))
-        if ordered:
+        if room is not None and vectors is not None and len(room) > len(ordered):
+            self.leaf_index = VectorIndex.holding(ids, room)
+        else:
+            self.leaf_index = VectorIndex(self.dimension, capacity=headroom(len(ordered)))
+        if ordered and not len(self.leaf_index):
             if vectors is None:
                 vectors = np.stack([leaf.vector for leaf in ordered])
             self.leaf_index.extend(ids, vectors)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from memtree_mcp.core.indexes.arrays import headroom
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.host.heap import give_back_freed_memory
@@ -122,9 +123,13 @@ class Opener:
         try:
             read = table.resume(saved.rows, saved.position)
             saved.give_vectors(read.branches)
+            room = None
+            if read.vectors is not None:
+                room = saved.leaf_room(read.vectors, headroom(len(read.vectors)))
+            saved.close()
             memory = Memory(self.dimension, session_gap=self.session_gap, calendar=calendar)
-            memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes)
-            del read
+            memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes, room=room)
+            del read, room
             if saved.lexical is None:
                 # Tokenized by other code: the memory holds the snapshot's state, tokenized anew;
                 # saved again so that the next process need not tokenize.

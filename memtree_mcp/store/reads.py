@@ -64,7 +64,7 @@ def snapshot_of(
     at = at[np.argsort(arrow.column("first_seq").take(pa.array(at)).to_numpy(), kind="stable")]
     vectors = leaf_vectors(arrow, at, dimension, copy=False)
     leaves = leaves_at(arrow, at, dimension, vectors)
-    branches = branches_at(arrow, positions[~is_leaf])
+    branches = branches_at(arrow, positions[~is_leaf], (leaf.id for leaf in leaves))
     shapes = tree_shapes(
         arrow, at, positions[~is_leaf], [leaf.id for leaf in leaves], [b.id for b in branches]
     )

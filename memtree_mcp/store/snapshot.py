@@ -44,6 +44,7 @@ import contextlib
 import glob
 import hashlib
 import logging
+import mmap
 import os
 import stat
 import struct
@@ -64,6 +65,7 @@ from memtree_mcp.core.indexes import lexical as lexical_module
 from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.model import Branch
+from memtree_mcp.host.mapping import MappedFile, can_share, release, start_of
 from memtree_mcp.store.arrow import latest_positions, one_array
 from memtree_mcp.store.fences import NO_FENCE, unfenced
 from memtree_mcp.store.migrations import as_current
@@ -109,6 +111,49 @@ class Saved:
     position: Position
     vectors: dict[str, tuple[np.ndarray, float]]
     lexical: LexicalIndex | None
+    # The file, still open, and where its mapping begins in memory: for leaf_room.
+    source: MappedFile | None = None
+    mapping: mmap.mmap | None = None
+    base: int = 0
+
+    def close(self) -> None:
+        """Close the file (what was read from it stays readable: the mapping lives on), and let
+        go of the pages reading it made resident: what the memory keeps of it (the branches'
+        vectors) is read again from the page cache when used, the rest was copied out."""
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+        if self.mapping is not None:
+            release(self.mapping)
+            self.mapping = None
+
+    def leaf_room(self, vectors: np.ndarray, capacity: int) -> np.ndarray | None:
+        """A writable matrix of ``capacity`` rows whose first rows are ``vectors`` (a read-only
+        view of this snapshot's leaf vectors), for the leaf index to keep as its own: those rows
+        are the file's pages mapped copy-on-write (shared with every process that maps them,
+        resident only once read, private only once written), the rest zeroed memory to grow into
+        (``host/mapping.py``). None when ``vectors`` is not a view of the file, or the system
+        cannot map it so: the caller copies them, as before.
+        """
+        if (
+            self.source is None
+            or vectors.ndim != 2
+            or not vectors.flags.c_contiguous
+            or len(vectors) > capacity
+        ):
+            return None
+        offset = vectors.__array_interface__["data"][0] - self.base
+        length = vectors.nbytes
+        if offset < 0 or offset + length > self.source.stat.st_size:
+            return None
+        row = vectors.shape[1] * vectors.itemsize
+        region = self.source.private_rows(offset, length, capacity * row)
+        if region is None:
+            return None
+        matrix = np.frombuffer(
+            region, dtype=vectors.dtype, count=capacity * vectors.shape[1], offset=start_of(offset)
+        )
+        return matrix.reshape(capacity, vectors.shape[1])
 
     def give_vectors(self, branches: list[Branch]) -> None:
         """Give each of ``branches`` its saved vector and cohesion; one without a saved vector
@@ -306,10 +351,12 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
     ``rows_only``: only the rows and their position (no vectors, no BM25 index), for
     ``Spaces.refresh_snapshot`` in a process that already holds the memory.
 
-    The file is memory-mapped, not read into memory: its pages stay the page cache's, and what
-    is kept is copied out of them, rather than the whole file copied into a buffer first.
-    A snapshot is never changed in place, only replaced (:func:`write`), so a mapping always sees
-    one whole file.
+    The file is memory-mapped, not read into memory: its pages stay the page cache's. The
+    branches' vectors are kept as views of the mapping, and :meth:`Saved.leaf_room` maps the
+    leaves' for the leaf index, so a process holds neither privately and processes that open the
+    same snapshot share them; the rest is copied out. A snapshot is never changed in place, only
+    replaced (:func:`write`), so a mapping always sees one whole file. The file stays open until
+    :meth:`Saved.close` (``rows_only``: closed at once).
     """
     try:
         found = path.stat()
@@ -325,26 +372,53 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
         # (an 8 GiB one was checksummed whole first, for 45 s).
         return _unusable(path, "it is a sparse file")
     try:
-        whole = pa.memory_map(str(path)).read_buffer()
+        source = MappedFile(path)
     except FileNotFoundError:
         return None
-    except (OSError, pa.ArrowException) as exc:
-        return _unusable(path, str(exc))
-    if len(whole) < TRAILER.size:
+    except OSError as exc:
+        return _unusable(path, exc.strerror or str(exc))
+    saved = None
+    try:
+        saved = _mapped(path, source, embedder, dimension, rows_only=rows_only)
+    finally:
+        if saved is None or saved.source is None:
+            source.close()
+    return saved
+
+
+def _mapped(
+    path: Path, source: MappedFile, embedder: str, dimension: int, *, rows_only: bool
+) -> Saved | None:
+    if not stat.S_ISREG(source.stat.st_mode):
+        return _unusable(path, "it is not a regular file")
+    if source.stat.st_size < TRAILER.size:
         return _unusable(path, "it is shorter than its trailer")
-    magic, size, crc = TRAILER.unpack_from(whole, len(whole) - TRAILER.size)
+    try:
+        # Summed through a mapping of its own, dropped after: every page it reads leaves this
+        # process with it. What is kept is read through the other, where a page is resident only
+        # once read (the leaves' and branches' vectors stay in the page cache until used).
+        summing = source.whole()
+        mapping = source.whole()
+        whole = pa.py_buffer(mapping)
+    except (OSError, ValueError) as exc:
+        return _unusable(path, str(exc))
+    magic, size, crc = TRAILER.unpack_from(summing, len(summing) - TRAILER.size)
     if magic != MAGIC:
         return _unusable(path, "it is not a snapshot of this format")
-    if size != len(whole) - TRAILER.size:
+    if size != len(summing) - TRAILER.size:
         return _unusable(path, "its length is not the one its trailer records")
-    payload = memoryview(whole)[:size]
-    if checksum(payload) != crc:
+    matches = checksum(memoryview(summing)[:size]) == crc
+    del summing
+    if not matches:
         return _unusable(path, "its checksum does not match")
     try:
-        table = pa.ipc.open_file(pa.py_buffer(payload)).read_all()
-        return _saved(table, embedder, dimension, rows_only=rows_only)
+        table = pa.ipc.open_file(whole.slice(0, size)).read_all()
+        saved = _saved(table, embedder, dimension, rows_only=rows_only)
     except Exception as exc:  # whatever its metadata or rows hold: one line, the table is exact
         return _unusable(path, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+    if saved is not None and not rows_only:
+        saved.source, saved.mapping, saved.base = source, mapping, whole.address
+    return saved
 
 
 def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
@@ -382,8 +456,14 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     ):
         raise ValueError(f"a saved vector is not {dimension} values")
     values = derived.values.to_numpy(zero_copy_only=False)
-    # A matrix of their own (the rows gathered): views into the payload would keep all of it alive.
-    matrix = values[: len(values) - len(values) % dimension].reshape(-1, dimension)[starts // dimension]
+    stored = values[: len(values) - len(values) % dimension].reshape(-1, dimension)
+    first = int(starts[0]) // dimension if len(starts) else 0
+    if can_share() and np.array_equal(starts // dimension, np.arange(first, first + len(starts))):
+        # As written (the branches' vectors end to end): views of the file's mapping, so that a
+        # process holds none of them privately, and only those it reads become resident.
+        matrix = stored[first : first + len(starts)]
+    else:
+        matrix = stored[starts // dimension]
     cohesions = one_array(table.column(COHESION)).to_numpy(zero_copy_only=False)[where].tolist()
     branch_ids = table.column("id").take(pa.array(where)).to_pylist()
     vectors = dict(zip(branch_ids, zip(matrix, cohesions, strict=True), strict=True))

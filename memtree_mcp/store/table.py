@@ -389,7 +389,7 @@ class NamespaceTable:
             pc.min(deleted).as_py() if len(deleted) else None,
         )
         leaves = leaves_at(arrow, positions[is_leaf], self.dimension)
-        branches = branches_at(arrow, positions[alive & ~is_leaf])
+        branches = branches_at(arrow, positions[alive & ~is_leaf], (leaf.id for leaf in leaves))
         return Changes(version=version, leaves=leaves, branches=branches, removed=removed)
 
     def commit(

@@ -25,6 +25,26 @@ class VectorIndex:
         self._ids: list[str] = []
         self._rows: dict[str, int] = {}
 
+    @classmethod
+    def holding(cls, node_ids: Sequence[str], matrix: Matrix) -> VectorIndex:
+        """An index of ``node_ids`` whose vectors are the first rows of ``matrix``, kept as its
+        own, not copied: a writable float32 matrix with at least one row per id, the rest room to
+        grow into (a snapshot's mapping, ``store/snapshot.py``).
+
+        Raises ValueError for a matrix of too few rows or another type, or ids given twice.
+        """
+        if matrix.dtype != np.float32 or matrix.ndim != 2 or not matrix.flags.writeable:
+            raise ValueError("the matrix held must be a writable float32 matrix")
+        if len(matrix) < len(node_ids):
+            raise ValueError(f"{len(node_ids)} ids but room for {len(matrix)} vectors")
+        index = cls(matrix.shape[1], capacity=1)
+        index._matrix = matrix
+        index._ids = list(node_ids)
+        index._rows = {node_id: row for row, node_id in enumerate(index._ids)}
+        if len(index._rows) != len(index._ids):
+            raise ValueError("holding takes distinct ids")
+        return index
+
     def __len__(self) -> int:
         return len(self._ids)
 
