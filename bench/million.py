@@ -167,19 +167,20 @@ def rss_mib(pid: int) -> float:
 
 
 def memory_mib(pid: int) -> dict[str, float]:
-    """A process's memory (MiB): resident (``rss``), its own (``private``: written or allocated
-    by it alone), the resident pages of files it maps (``files``: the page cache's, shared with
-    every process that maps them) and its proportional share of all of it (``pss``: each shared
-    page divided among the processes that map it; what a machine pays for it)."""
-    fields = {"Rss": "rss", "Pss": "pss", "Private_Clean": "private", "Private_Dirty": "private"}
-    found = dict.fromkeys(("rss", "pss", "private"), 0.0)
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in fields:
-            found[fields[name]] += int(value.split()[0]) / 1024
+    """A process's memory (MiB): resident (``rss``), its own (``anon``: allocated by it, which no
+    other process can share), the resident pages of files it maps (``files``: the page cache's,
+    shared with every process that maps the same file: libraries, the model, a namespace's
+    snapshot) and its proportional share of all of it (``pss``: each page divided among the
+    processes that map it; what the machine pays for this process)."""
+    found: dict[str, float] = {}
+    names = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "files"}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("RssFile:"):
-            found["files"] = int(line.split()[1]) / 1024
+        name, _, value = line.partition(":")
+        if name in names:
+            found[names[name]] = int(value.split()[0]) / 1024
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            found["pss"] = int(line.split()[1]) / 1024
     return {name: round(value, 1) for name, value in found.items()}
 
 
@@ -320,6 +321,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (home / f"{NAMESPACE}.lance").exists():
             shutil.rmtree(home, ignore_errors=True)
             entry["import"] = build(size, records, vectors, home)
+        elif "import" in results["sizes"].get(str(size), {}):
+            # A store kept (--keep) from the last run: its import figures are that run's.
+            previous = results["sizes"][str(size)]
+            entry["import"] = {**previous["import"], "measured_by": previous["source"]}
         service = MemoryService(Settings(home=str(home), namespace=NAMESPACE, index_from=1), embedder=model)
         try:
             started = time.perf_counter()

@@ -204,7 +204,7 @@ def million(d: dict[str, Any]) -> list[str]:
             f"first recall {n(s['first_recall_from_spawn_ms'])} ms from spawn, "
             f"RSS {n(s['rss_after_first_recall_mib'])} → {n(s['rss_after_recalls_mib'])} MiB"
             + (
-                f" (private {n(s['memory_after_recalls_mib']['private'])} MiB)"
+                f" (own {n(s['memory_after_recalls_mib']['anon'])} MiB)"
                 if "memory_after_recalls_mib" in s
                 else ""
             )
@@ -214,7 +214,7 @@ def million(d: dict[str, Any]) -> list[str]:
         three = e.get("three_servers")
         shared = (
             f"; three servers on the home after a recall each: RSS {n(three['sum_mib']['rss'])} MiB in all, "
-            f"private {n(three['sum_mib']['private'])} MiB, PSS {n(three['sum_mib']['pss'])} MiB"
+            f"own {n(three['sum_mib']['anon'])} MiB, PSS {n(three['sum_mib']['pss'])} MiB"
             if three
             else ""
         )
