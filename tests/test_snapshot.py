@@ -205,6 +205,51 @@ def test_a_process_opened_from_a_snapshot_shares_its_vectors_and_never_writes_th
     assert_same_memory(reopened(settings, embedder), whole_read(settings, embedder), embedder)
 
 
+def forgotten_and_purged(service: MemoryService, query: str) -> str:
+    """The id of the memory that best answers ``query``, which ``service`` forgets and purges."""
+    target = service.look_up(RecallRequest(query, k=1, kind="leaf")).hits[0].id
+    service.forget(node_id=target)
+    service.upkeep.purge()
+    return target
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_after_a_purge_no_process_keeps_the_deleted_snapshot_mapped(
+    writer: MemoryService, settings: Settings, embedder: object
+) -> None:
+    """A purge deletes the snapshot (it may hold forgotten text); a mapped file stays on disk,
+    deleted, for as long as it is mapped. So neither the process that purges nor one that only
+    learns of the purge keeps it mapped."""
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    saved_anew(settings, embedder)
+    path = snapshot_path(settings)
+
+    def mapped() -> list[str]:
+        return [line for line in Path("/proc/self/maps").read_text().splitlines() if str(path) in line]
+
+    other = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert other.memory() is not None and mapped_for_writing(path)
+        target = forgotten_and_purged(writer, "cello recital")
+        found = other.look_up(RecallRequest("cello recital", k=3)).hits  # learns of the purge
+        assert target not in {hit.id for hit in found}
+        assert mapped() == [], "a process that learnt of the purge still maps the deleted snapshot"
+    finally:
+        other.close()
+
+    saved_anew(settings, embedder)
+    purging = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert purging.memory() is not None and mapped_for_writing(path)
+        target = forgotten_and_purged(purging, "Postgres port")
+        assert mapped() == [], "the process that purged still maps the deleted snapshot"
+        assert target not in purging.memory().leaves  # type: ignore[union-attr]
+        assert_same_memory(purging.memory(), whole_read(settings, embedder), embedder)  # type: ignore[arg-type]
+    finally:
+        purging.close()
+
+
 def snapshot_rows(settings: Settings, embedder: object) -> int:
     """The rows of the table the snapshot on disk stands at."""
     saved = snapshots.read(snapshot_path(settings), embedder.identity, embedder.dimension, rows_only=True)  # type: ignore[attr-defined]

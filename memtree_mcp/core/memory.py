@@ -258,6 +258,25 @@ class Memory:
         )
         self._structure = None
 
+    def own_vectors(self) -> None:
+        """Hold every vector in this process's own memory: the leaf index's matrix and the
+        branches' vectors copied where they are views of something else, such as a snapshot's
+        file mapping (``Saved.leaf_room``). A purge deletes the snapshot, and a process that still
+        mapped it would keep the deleted file, forgotten text included, on disk until it exits.
+        The values do not change, so a recall running meanwhile reads the same numbers.
+        """
+        self.leaf_index.own()
+        held, row_of = self.leaf_index.vectors(), self.leaf_index.row_of
+        for leaf_id, leaf in self.leaves.items():
+            leaf.vector = held[row_of[leaf_id]]
+        for tree in (self.semantic, self.temporal):
+            viewing = [
+                b for b in tree.branches.values() if b.vector is not None and b.vector.base is not None
+            ]
+            if viewing:
+                for branch, vector in zip(viewing, np.stack([b.vector for b in viewing]), strict=True):  # type: ignore[misc]
+                    branch.vector = vector
+
     # -- writing ---------------------------------------------------------------------------------
 
     def duplicate_of(self, content_hash: str) -> str | None:

@@ -476,6 +476,8 @@ class Spaces:
         floor = space.table.purge()
         space.version = space.table.latest_version()
         # The snapshot may hold what the purge took away; the next whole read saves a new one.
+        # Nothing of this process may keep it mapped: a deleted file stays on disk while mapped.
+        space.memory.own_vectors()
         self.opener.remove_snapshot(space.name)
         if self.on_purge is not None:
             self.on_purge(space.name)
@@ -529,6 +531,9 @@ class Spaces:
         started = time.perf_counter()
         with collector_paused():
             opened = self.opener.open(space.name, space.table, self.zones.of(space.name))
+        # The memory let go of may still be read (a recall under way, a result that names its
+        # leaves), and may map a snapshot that another process's purge deleted: it lets go of that.
+        space.memory.own_vectors()
         space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
         how = opened.how
         del opened

@@ -45,6 +45,12 @@ class VectorIndex:
             raise ValueError("holding takes distinct ids")
         return index
 
+    def own(self) -> None:
+        """Hold the vectors in a matrix of the index's own, if it was given one it shares with
+        something else (:meth:`holding`): a copy, the same values."""
+        if self._matrix.base is not None:
+            self._matrix = np.array(self._matrix, dtype=np.float32)
+
     def __len__(self) -> int:
         return len(self._ids)
 
