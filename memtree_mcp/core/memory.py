@@ -277,6 +277,32 @@ class Memory:
                 for branch, vector in zip(viewing, np.stack([b.vector for b in viewing]), strict=True):  # type: ignore[misc]
                     branch.vector = vector
 
+    def take_vectors(
+        self, ids: Sequence[str], room: Matrix, branches: Mapping[str, tuple[Vector, float]]
+    ) -> bool:
+        """Read the vectors from a snapshot of this memory just saved instead of holding copies:
+        ``room`` holds the leaves' (``ids``, in the leaf index's order, then room to grow),
+        ``branches`` each branch's vector and cohesion. Every value is compared first; False, and
+        nothing changed, unless all are this memory's own."""
+        held = [
+            b
+            for tree in (self.semantic, self.temporal)
+            for b in tree.branches.values()
+            if b.vector is not None
+        ]
+        for branch in held:
+            saved = branches.get(branch.id)
+            if saved is None or saved[1] != branch.cohesion or not np.array_equal(saved[0], branch.vector):  # type: ignore[arg-type]
+                return False
+        if list(ids) != self.leaf_index.ids() or not self.leaf_index.adopt(room):
+            return False
+        matrix, row_of = self.leaf_index.vectors(), self.leaf_index.row_of
+        for leaf_id, leaf in self.leaves.items():
+            leaf.vector = matrix[row_of[leaf_id]]
+        for branch in held:
+            branch.vector = branches[branch.id][0]
+        return True
+
     # -- writing ---------------------------------------------------------------------------------
 
     def duplicate_of(self, content_hash: str) -> str | None:

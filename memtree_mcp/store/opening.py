@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from memtree_mcp.core.indexes.arrays import headroom
@@ -29,6 +30,7 @@ from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.host.heap import give_back_freed_memory
 from memtree_mcp.store import snapshot as snapshots
+from memtree_mcp.store.arrow import kind_masks, leaf_vectors
 from memtree_mcp.store.table import NamespaceTable, Position
 
 log = logging.getLogger("memtree_mcp")
@@ -83,17 +85,20 @@ class Opener:
         read, rows, position = table.read_latest()
         memory = Memory(self.dimension, session_gap=self.session_gap, calendar=calendar)
         memory.load(read.leaves, read.branches, vectors=read.vectors, shapes=read.shapes)
+        version = read.version
         path = snapshots.path_of(self.home, name)
         saved_at = -1
         if path is not None and position.rows >= snapshots.SMALLEST:
             try:
                 if self._save(name, table, path, rows, position, memory):
                     saved_at = position.rows
+                    del read, rows
+                    self._share(path, table, position, memory)
             except OSError as exc:  # a read-only home: the snapshot only saves time
                 log.warning("could not save a snapshot of namespace %s: %s", name, exc)
             except Exception:  # a bug: the memory read is what counts
                 log.exception("could not save a snapshot of namespace %s", name)
-        return Opened(memory, read.version, saved_at, "whole")
+        return Opened(memory, version, saved_at, "whole")
 
     def resume(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened | None:
         """Namespace ``name``'s memory from its snapshot, brought up to the table's latest version by
@@ -152,6 +157,27 @@ class Opener:
             log.debug("opening namespace %s from its snapshot failed", name, exc_info=True)
             return None
         return Opened(memory, changes.version, saved_at, "from its snapshot")
+
+    def _share(self, path: Path, table: NamespaceTable, position: Position, memory: Memory) -> None:
+        """Have ``memory``, just read whole and saved at ``position``, read its vectors from the
+        snapshot's file as a process that opens it does (``Saved.leaf_room``), rather than hold
+        its own copies: the process that read whole shares them too. Left as it is when the file
+        is another snapshot by now, or not this memory's values."""
+        saved = snapshots.read(path, table.embedder, table.dimension)
+        if saved is None:
+            return
+        try:
+            if saved.position != position:
+                return
+            kinds = saved.rows.column("kind")
+            leaves = np.flatnonzero(kind_masks(kinds)[1])  # first, in seq order (snapshot.write)
+            vectors = leaf_vectors(saved.rows, leaves, table.dimension, copy=False)
+            room = saved.leaf_room(vectors, headroom(len(leaves))) if len(leaves) else None
+            ids = saved.rows.column("id").take(pa.array(leaves)).to_pylist()
+            if room is not None and memory.take_vectors(ids, room, saved.vectors):
+                give_back_freed_memory()
+        finally:
+            saved.close()
 
     def snapshot_due(self, rows: int, snapshot_rows: int) -> bool:
         """Whether a snapshot standing at ``snapshot_rows`` of a table (-1: none known) is far

@@ -45,6 +45,18 @@ class VectorIndex:
             raise ValueError("holding takes distinct ids")
         return index
 
+    def adopt(self, matrix: Matrix) -> bool:
+        """Keep the vectors in ``matrix`` (its first rows equal to this index's, the rest room to
+        grow into) instead of the matrix held; False, and nothing changed, when its rows are not
+        the same values or it has no room to grow."""
+        n = len(self._ids)
+        if matrix.dtype != np.float32 or matrix.shape[1:] != (self.dimension,) or not matrix.flags.writeable:
+            return False
+        if len(matrix) <= n or not np.array_equal(matrix[:n], self._matrix[:n]):
+            return False
+        self._matrix = matrix
+        return True
+
     def own(self) -> None:
         """Hold the vectors in a matrix of the index's own, if it was given one it shares with
         something else (:meth:`holding`): a copy, the same values."""
