@@ -86,7 +86,8 @@ class MappedFile:
         size = _pages(lead + capacity)
         try:
             region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        except (OSError, ValueError):
+            libc = _libc()
+        except (OSError, ValueError, AttributeError):  # AttributeError: a flag this system lacks
             return None
         if length:
             start = ctypes.c_char.from_buffer(region)
@@ -94,7 +95,7 @@ class MappedFile:
                 address = ctypes.addressof(start)
             finally:
                 del start  # the export, or the region could never be closed
-            mapped = _libc().mmap(
+            mapped = libc.mmap(
                 ctypes.c_void_p(address),
                 ctypes.c_size_t(_pages(lead + length)),
                 mmap.PROT_READ | mmap.PROT_WRITE,
