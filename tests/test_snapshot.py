@@ -22,6 +22,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import STRATEGIES
 from memtree_mcp.service import MemoryService
@@ -251,6 +252,39 @@ def test_after_a_purge_no_process_keeps_the_deleted_snapshot_mapped(
         assert_same_memory(purging.memory(), whole_read(settings, embedder), embedder)  # type: ignore[arg-type]
     finally:
         purging.close()
+
+
+def test_a_write_cut_short_in_a_process_opened_from_a_snapshot_raises_its_own_error_and_keeps_nothing(
+    writer: MemoryService, settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the middle of a write (the new memory held, not yet indexed): the memory is read
+    again from the table, the interrupt is what the caller gets, and nothing of the write stays."""
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    saved_anew(settings, embedder)
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert service.memory() is not None
+
+        def interrupted(self: VectorIndex, node_id: str, vector: object) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch:
+            patch.setattr(VectorIndex, "upsert", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                service.remember("The boiler is serviced every October.", session="s2")
+        memory = service.memory()
+        assert memory is not None
+        assert not any("boiler" in leaf.text for leaf in memory.leaves.values())
+        assert_same_memory(memory, whole_read(settings, embedder), embedder)
+        service.remember("The boiler is serviced every October.", session="s2")
+        assert (
+            service.look_up(RecallRequest("when is the boiler serviced", k=1))
+            .hits[0]
+            .text.startswith("The boiler")
+        )
+    finally:
+        service.close()
 
 
 def snapshot_rows(settings: Settings, embedder: object) -> int:

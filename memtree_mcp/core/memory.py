@@ -263,12 +263,17 @@ class Memory:
         branches' vectors copied where they are views of something else, such as a snapshot's
         file mapping (``Saved.leaf_room``). A purge deletes the snapshot, and a process that still
         mapped it would keep the deleted file, forgotten text included, on disk until it exits.
-        The values do not change, so a recall running meanwhile reads the same numbers.
+        The values do not change, so a recall running meanwhile reads the same numbers. A memory
+        a write left half-changed (being let go of, to be read again) is copied as it stands.
         """
         self.leaf_index.own()
         held, row_of = self.leaf_index.vectors(), self.leaf_index.row_of
         for leaf_id, leaf in self.leaves.items():
-            leaf.vector = held[row_of[leaf_id]]
+            row = row_of.get(leaf_id)
+            if row is not None:
+                leaf.vector = held[row]
+            elif leaf.vector is not None and leaf.vector.base is not None:
+                leaf.vector = np.array(leaf.vector)
         for tree in (self.semantic, self.temporal):
             viewing = [
                 b for b in tree.branches.values() if b.vector is not None and b.vector.base is not None

@@ -533,7 +533,11 @@ class Spaces:
             opened = self.opener.open(space.name, space.table, self.zones.of(space.name))
         # The memory let go of may still be read (a recall under way, a result that names its
         # leaves), and may map a snapshot that another process's purge deleted: it lets go of that.
-        space.memory.own_vectors()
+        # Never at the cost of the reload, or of the error a failed write is reloading after.
+        try:
+            space.memory.own_vectors()
+        except Exception:
+            log.exception("namespace %s: could not copy the vectors of the memory let go of", space.name)
         space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
         how = opened.how
         del opened
