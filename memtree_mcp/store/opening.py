@@ -162,8 +162,9 @@ class Opener:
         """Have ``memory``, just read whole and saved at ``position``, read its vectors from the
         snapshot's file as a process that opens it does (``Saved.leaf_room``), rather than hold
         its own copies: the process that read whole shares them too. Left as it is when the file
-        is another snapshot by now, or not this memory's values."""
-        saved = snapshots.read(path, table.embedder, table.dimension)
+        is another snapshot by now, or not this memory's values. The BM25 index is not read
+        again: the memory holds the one it was saved from."""
+        saved = snapshots.read(path, table.embedder, table.dimension, lexical=False)
         if saved is None:
             return
         try:

@@ -344,12 +344,15 @@ class _Summed:
         self.closed = True  # the caller closes the file itself, after the trailer
 
 
-def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
+def read(
+    path: Path, embedder: str, dimension: int, *, rows_only: bool = False, lexical: bool = True
+) -> Saved | None:
     """The snapshot at ``path``, or None when there is none or it cannot be used (logged): not
     whole, not this format, another embedder or dimension, or rows that do not hold together.
 
     ``rows_only``: only the rows and their position (no vectors, no BM25 index), for
-    ``Spaces.refresh_snapshot`` in a process that already holds the memory.
+    ``Spaces.refresh_snapshot`` in a process that already holds the memory. ``lexical=False``:
+    without the BM25 index (``Saved.lexical`` None), for a process that holds its own.
 
     The file is memory-mapped, not read into memory: its pages stay the page cache's. The
     branches' vectors are kept as views of the mapping, and :meth:`Saved.leaf_room` maps the
@@ -379,7 +382,7 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
         return _unusable(path, exc.strerror or str(exc))
     saved = None
     try:
-        saved = _mapped(path, source, embedder, dimension, rows_only=rows_only)
+        saved = _mapped(path, source, embedder, dimension, rows_only=rows_only, lexical=lexical)
     finally:
         if saved is None or saved.source is None:
             source.close()
@@ -387,7 +390,7 @@ def read(path: Path, embedder: str, dimension: int, *, rows_only: bool = False) 
 
 
 def _mapped(
-    path: Path, source: MappedFile, embedder: str, dimension: int, *, rows_only: bool
+    path: Path, source: MappedFile, embedder: str, dimension: int, *, rows_only: bool, lexical: bool
 ) -> Saved | None:
     if not stat.S_ISREG(source.stat.st_mode):
         return _unusable(path, "it is not a regular file")
@@ -413,7 +416,7 @@ def _mapped(
         return _unusable(path, "its checksum does not match")
     try:
         table = pa.ipc.open_file(whole.slice(0, size)).read_all()
-        saved = _saved(table, embedder, dimension, rows_only=rows_only)
+        saved = _saved(table, embedder, dimension, rows_only=rows_only, lexical=lexical)
     except Exception as exc:  # whatever its metadata or rows hold: one line, the table is exact
         return _unusable(path, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
     if saved is not None and not rows_only:
@@ -421,7 +424,9 @@ def _mapped(
     return saved
 
 
-def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = False) -> Saved | None:
+def _saved(
+    table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = False, lexical: bool = True
+) -> Saved | None:
     meta = table.schema.metadata or {}
     if meta.get(b"memtree.snapshot") != FORMAT.encode():
         raise ValueError("another snapshot format")
@@ -467,15 +472,15 @@ def _saved(table: pa.Table, embedder: str, dimension: int, *, rows_only: bool = 
     cohesions = one_array(table.column(COHESION)).to_numpy(zero_copy_only=False)[where].tolist()
     branch_ids = table.column("id").take(pa.array(where)).to_pylist()
     vectors = dict(zip(branch_ids, zip(matrix, cohesions, strict=True), strict=True))
-    lexical = None
-    if meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
+    index = None
+    if lexical and meta.get(b"memtree.lexical") == lexical_fingerprint().encode():
         capacity = int(meta[b"memtree.lexical_capacity"])
         # Slots grow by doubling, never past twice the nodes ever indexed: a larger number would
         # have the index allocate it (1e12 of them: 931 GiB, and the namespace failed to open).
         if not 0 <= capacity <= 2 * table.num_rows + 1024:
             raise ValueError(f"its BM25 index claims {capacity:,} slots for {table.num_rows:,} rows")
-        lexical = _lexical(table, capacity)
-    return Saved(rows=rows, position=position, vectors=vectors, lexical=lexical)
+        index = _lexical(table, capacity)
+    return Saved(rows=rows, position=position, vectors=vectors, lexical=index)
 
 
 def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
