@@ -18,7 +18,9 @@ shortest first); onnxruntime's arena is shrunk after each run, one run goes at a
 query before the waiting batches of a long text (:class:`Turns`), and after a long text the C
 heap's free pages go back to the system. Fixed batches of 32 texts grew the arena for good and
 made a recall's query wait for a whole long text; how much a long ``remember`` costs now, and how
-fast recalls answer meanwhile, is measured by ``bench/run.py bigwrite``.
+fast recalls answer meanwhile, is measured by ``bench/run.py bigwrite``. The session's idle threads
+wait instead of spinning for the next run, which left a core busy just when the ranking after a
+query needed both (``docs/findings/thread-spinning.md``).
 """
 
 from __future__ import annotations
@@ -120,6 +122,12 @@ class MiniLMEmbedder:
             options.inter_op_num_threads = 1
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
+            # Idle threads wait rather than spin: by default each run leaves them busy on the CPU
+            # for the next one, and a server embeds one query and then ranks with numpy, whose
+            # threads (and the client's process, the hooks' worker) they then starved: through
+            # MCP stdio at 100k memories recall took 38-40 ms rather than 21, remember 46 ms
+            # rather than 24; a bulk import is ~3 % slower (docs/findings/thread-spinning.md).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 session = ort.InferenceSession(
                     str(path), sess_options=options, providers=["CPUExecutionProvider"]
