@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import shutil
 import signal
+import socket
+import socketserver
 import tempfile
 import threading
 import time
@@ -119,6 +122,44 @@ def serving(home: Path, embedder: object, hooks: Callable[[MemoryService], None]
         service.close()
     if failed:
         raise failed[0]
+    assert not address.exists(), "the worker leaves no socket behind"
+
+
+def test_a_stop_signal_that_lands_while_the_worker_accepts_a_connection_stops_it(
+    hook_home: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The signal's handler raises in the worker's main thread wherever it is. Taking a connection,
+    # that is inside socketserver's handling of it, which catches every Exception and serves on:
+    # the stop was lost (and the handler, which ignores a second signal while the worker cleans
+    # up, had already been set aside), so the worker served until idle. Found as a test that hung.
+    settings = Settings(home=str(hook_home), namespace="default", worker_idle=8)
+    service = MemoryService(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
+    home = home_of(settings.home)
+    key = worker_key(home, os.environ)
+    address, _ = worker_paths(home, key)
+    accept = socketserver.ThreadingMixIn.process_request
+
+    def process_request(server: Any, request: Any, client_address: Any) -> None:
+        os.kill(os.getpid(), signal.SIGHUP)  # handled here, in the main thread, before it returns
+        accept(server, request, client_address)
+
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", process_request)
+
+    def connect() -> None:
+        wait_until(address.exists, within=60, what="the worker to listen")
+        with socket.socket(socket.AF_UNIX) as connection:
+            connection.connect(str(address))
+
+    previous = signal.signal(signal.SIGHUP, lambda _number, _frame: None)
+    caplog.set_level(logging.INFO, logger="memtree_mcp")
+    try:
+        threading.Thread(target=connect, name="test-connect", daemon=True).start()
+        assert serve_worker(settings, service, key, store_key(home, os.environ)) == 0
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        service.close()
+    assert "stopped by a signal" in caplog.text
+    assert "idle for" not in caplog.text
     assert not address.exists(), "the worker leaves no socket behind"
 
 

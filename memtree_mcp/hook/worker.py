@@ -366,8 +366,12 @@ class _Worker:
             self._draining.release()
 
 
-class _Stopped(Exception):
-    """SIGTERM or SIGHUP reached the worker: it stops in order, its socket removed."""
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP reached the worker: it stops in order, its socket removed.
+
+    Not an Exception, as KeyboardInterrupt is not: the handler raises it wherever the main thread
+    is, and taking a connection that is inside socketserver's handling of it, which catches every
+    Exception and serves on (the stop was lost, and the worker served until idle)."""
 
 
 def _stop(_number: int, _frame: FrameType | None) -> None:
