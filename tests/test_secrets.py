@@ -33,19 +33,61 @@ ENGINEERING = [
 ROOT = Path(__file__).parent.parent
 
 
+# A secret shorter than this is looked for whole; a longer one by its pieces of this length.
+PIECE = 12
+
+
 def leaks(folder: Path, secrets: list[str]) -> list[tuple[str, str]]:
     """(file, secret) for every file under ``folder`` that holds one of ``secrets``, whole or a
-    12-character piece of it (the bytes, whatever the format)."""
+    12-character piece of it (the bytes, whatever the format).
+
+    A LanceDB data file compresses its strings, and the symbol table of that compression can spell
+    a short word by chance ("passwor" beside "anged th" spells "orange"), while a secret stored in
+    it need not appear as its bytes at all. So a secret shorter than a piece is looked for in those
+    files' decoded rows (every version of each table) rather than in their bytes."""
     pieces = {
-        secret: {secret[i : i + 12] for i in range(0, max(1, len(secret) - 11), 6)} for secret in secrets
+        secret: {secret[i : i + PIECE] for i in range(0, max(1, len(secret) - PIECE + 1), 6)}
+        for secret in secrets
     }
+    short = [secret for secret in secrets if len(secret) < PIECE]
     found = []
     for path in folder.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
+            compressed = path.suffix == ".lance" and path.parent.name == "data"
             for secret, parts in pieces.items():
+                if compressed and secret in short:
+                    continue
                 if any(part.encode() in data for part in parts):
                     found.append((str(path.relative_to(folder)), secret[:16]))
+    if short:
+        found += decoded_leaks(folder, short)
+    return found
+
+
+def decoded_leaks(folder: Path, secrets: list[str]) -> list[tuple[str, str]]:
+    """(table, secret) for every LanceDB table under ``folder`` whose rows, at any of its versions,
+    hold one of ``secrets`` in a string column (a list of strings included)."""
+    import lancedb
+    import pyarrow as pa
+
+    found = []
+    for path in sorted(folder.rglob("*.lance")):
+        if not path.is_dir() or not (path / "_versions").is_dir():
+            continue
+        table = lancedb.connect(str(path.parent)).open_table(path.name.removesuffix(".lance"))
+        texts: list[str] = []
+        for version in table.list_versions():
+            table.checkout(version["version"])
+            rows = table.to_arrow()
+            for field in rows.schema:
+                kind = field.type.value_type if pa.types.is_list(field.type) else field.type
+                if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                    column = rows.column(field.name)
+                    values = column.combine_chunks().flatten() if pa.types.is_list(field.type) else column
+                    texts.extend(value for value in values.to_pylist() if value)
+        held = "\n".join(texts)
+        found += [(str(path.relative_to(folder)), secret[:16]) for secret in secrets if secret in held]
     return found
 
 
