@@ -125,6 +125,18 @@ def template_recall(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def after_import(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, s in d["summary"].items():
+        commit = d["cases"][name].get("commit")
+        code = f" (code {commit[:7]})" if commit else ""
+        rows.append(
+            f"`{name}`{code}: remember p50 **{n(s['p50_ms'], 1)} ms** ({s['vs_first']}×), "
+            f"p95 {n(s['p95_ms'], 1)} ms; import {n(s['import']['memories_per_s'])} memories/s"
+        )
+    return rows
+
+
 def time_order(d: dict[str, Any]) -> list[str]:
     s = d["summary"]
     return [
@@ -404,6 +416,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "updates": updates,
     "candidates": candidates,
     "template-recall": template_recall,
+    "after-import": after_import,
     "scale": scale,
     "million": million,
     "scale-s3-moto": s3,

@@ -152,6 +152,37 @@ BENCHES: dict[str, Bench] = {
         needs="for the canonical run, 4ac89d6's code in {scratch}/code-4ac89d6 (git archive 4ac89d6 "
         "memtree_mcp | tar -x -C it, and its commit in COMMIT)",
     ),
+    "after-import": Bench(
+        "after_import.py",
+        "Remember right after a bulk import: 10,000 memories imported by each code version's own "
+        "`memtree-mcp import` (default embedder), then a fresh server on a fresh copy of that store and "
+        "60 remembers at once through MCP stdio, 4a36e47 and this checkout taking turns over 3 rounds "
+        "(~5 min).",
+        (
+            "{data}",
+            "--case",
+            "4a36e47={scratch}/code-4a36e47",
+            "--case",
+            "now={root}",
+            "--workdir",
+            "{scratch}/after-import",
+        ),
+        quick=(
+            "{data}",
+            "--case",
+            "now={root}",
+            "--size",
+            "300",
+            "--rounds",
+            "1",
+            "--remembers",
+            "5",
+            "--workdir",
+            "{scratch}/after-import-quick",
+        ),
+        needs="the LoCoMo dev split (--data); for the canonical run, 4a36e47's code in "
+        "{scratch}/code-4a36e47 (git archive 4a36e47 memtree_mcp | tar -x -C it, and its commit in COMMIT)",
+    ),
     "million": Bench(
         "million.py",
         "A memory that grows: recall through LanceDB's vector index against ranking every memory at "
