@@ -303,6 +303,10 @@ async def test_a_store_failing_under_a_call_is_a_tool_error_that_says_to_retry(
     )
 
     def once_gone(table: NamespaceTable) -> int:
+        # The call's own read fails: the server's background threads (its warm-up starts with the
+        # first call) read as usual.
+        if threading.current_thread().name.startswith("memtree-"):
+            return latest(table)
         failure = next(failures, None)
         if failure is not None:
             raise failure

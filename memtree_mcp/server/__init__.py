@@ -182,6 +182,10 @@ def _warm_up_after_handshake(service: MemoryService) -> ServerMiddleware[Any]:
         # the handshake (usually tools/list) has been answered: starting them earlier slowed that
         # answer by competing for the interpreter; starting them later makes the first recall wait.
         # (Over HTTP the server has warmed up when it started listening: this does nothing.)
+        # A tool call as the first request needs both at once: started before it, the model loads
+        # beside the namespace the call reads, instead of after it.
+        if ctx.method == "tools/call":
+            service.start_warm_up()
         result = await call_next(ctx)
         if ctx.method not in HANDSHAKE_METHODS:
             service.start_warm_up()
