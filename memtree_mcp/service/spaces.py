@@ -656,6 +656,26 @@ class Spaces:
             space.snapshot_rows = refreshed.snapshot_rows
         return refreshed.saved
 
+    def keep_snapshot(self, name: str) -> bool:
+        """Save namespace ``name``'s snapshot now when it is far behind its table or there is none,
+        building it from the table's rows if need be; True when it was saved. For a one-shot command
+        that wrote much (an import): otherwise the next process to open the namespace reads the
+        whole table (at 100k memories, seconds before its first answer), and servers that start
+        together each read it whole and save, one replacing the file another maps."""
+        space = self.get(name, create=False)
+        if space is None:
+            return False
+        with space.lock:
+            self.follow(space)
+            if not self._snapshot_due(space):
+                return False
+            refreshed = self.opener.refresh_snapshot(
+                space.name, space.table, space.memory, space.version, whole=True
+            )
+        if refreshed.snapshot_rows is not None:
+            space.snapshot_rows = refreshed.snapshot_rows
+        return refreshed.saved
+
     def write_lock(self, name: str, *, timeout: float | None = None) -> NamespaceLock:
         """The lock writers of namespace ``name`` take (``store/locks.py``): the file lock of this machine's
         processes and threads and, for a bucket home, the namespace's lease in the bucket; waiting

@@ -317,8 +317,18 @@ class Upkeep:
         writer applied, for a hook's queued turns). A record that fails its check stops the import
         with InvalidInput naming the record; every batch committed before it stays. Returns
         (memories added, duplicates skipped).
+
+        A namespace grown by many memories then gets its snapshot saved (:meth:`Spaces.keep_snapshot`),
+        so that the next process resumes from it rather than reading the whole table.
         """
-        return self._writer.import_records(self._name(namespace), records, batch=batch, terms=terms)
+        name = self._name(namespace)
+        added, skipped = self._writer.import_records(name, records, batch=batch, terms=terms)
+        if added:
+            try:
+                self._spaces.keep_snapshot(name)
+            except Exception as exc:  # the memories are stored; a snapshot only saves time
+                log.warning("could not save a snapshot of namespace %s after the import: %s", name, exc)
+        return added, skipped
 
     def secrets_held(self, namespace: str | None = None) -> list[tuple[str, list[str]]]:
         """Each stored memory whose text holds a secret: its id and the kinds found (never the

@@ -187,7 +187,9 @@ class Opener:
             return False
         return rows - max(snapshot_rows, 0) >= max(REFRESH_BEHIND, rows // 10)
 
-    def refresh_snapshot(self, name: str, table: NamespaceTable, memory: Memory, version: int) -> Refreshed:
+    def refresh_snapshot(
+        self, name: str, table: NamespaceTable, memory: Memory, version: int, *, whole: bool = False
+    ) -> Refreshed:
         """Save namespace ``name``'s snapshot anew as ``memory``, which holds ``table`` followed to
         ``version``; call it with no write under way.
 
@@ -197,7 +199,9 @@ class Opener:
         server stops. Built from the snapshot's rows and the rows appended since
         (:meth:`NamespaceTable.rows_now`), not from a whole read; skipped (not saved) when the home
         keeps none, there is no usable snapshot to build on, the table does not continue it (the
-        next whole read saves one), or it was rewritten meanwhile.
+        next whole read saves one), or it was rewritten meanwhile. ``whole``: with nothing to build
+        on, from the table's latest rows instead (a read of the rows, not of the nodes: the memory
+        is at hand), for a process that wrote the table's bulk (an import).
         """
         path = snapshots.path_of(self.home, name)
         if path is None:
@@ -206,6 +210,8 @@ class Opener:
         saved = snapshots.read(path, table.embedder, table.dimension, rows_only=True)
         now = None if saved is None else table.rows_now(saved.rows, saved.position, version)
         del saved
+        if now is None and whole:
+            now = table.latest_rows(version)
         if now is None:
             # Nothing to build on: not tried again soon.
             return Refreshed(saved=False, snapshot_rows=table.row_count_seen)

@@ -285,6 +285,20 @@ class NamespaceTable:
         release_arrow_pages()
         return snapshot, rows, position
 
+    def latest_rows(self, version: int) -> tuple[pa.Table, Position] | None:
+        """Each id's latest row (deletions included, in id order) and where that leaves a reader,
+        as :meth:`read_latest` gives them but without building a node: what a snapshot of a memory
+        followed to ``version`` is saved from when there is no snapshot to build on. None when the
+        table has moved past ``version``. Call it with no write under way."""
+        latest, (arrow, _, _) = self._again_if_gone(lambda: (self.latest_version(), self._scan()))
+        if latest != version:
+            return None
+        rows = arrow.take(pa.array(latest_positions(arrow)[0]))
+        del arrow
+        release_arrow_pages()
+        assert self._generation is not None
+        return rows, Position(self._generation, latest, self._rows, self._rev, self._last, self._fenced)
+
     def resume(self, rows: pa.Table, position: Position) -> Snapshot:
         """The live nodes of ``rows``, each id's latest row at ``position`` (what
         :meth:`read_latest` gave), as if this table had been read whole there.
