@@ -37,6 +37,7 @@ from tests.test_fast_paths import assert_arrays_match_a_fresh_build, same_hits
 from tests.test_follow import NOTES, timeline_by_id
 from tests.test_follow import fresh_memory as reopened
 from tests.tree_checks import memory_state
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -252,6 +253,43 @@ def test_after_a_purge_no_process_keeps_the_deleted_snapshot_mapped(
         assert_same_memory(purging.memory(), whole_read(settings, embedder), embedder)  # type: ignore[arg-type]
     finally:
         purging.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_a_server_maps_the_snapshot_another_server_saved_over_its_file_and_lets_the_old_one_go(
+    writer: MemoryService, settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stops saves the snapshot anew, over the file the servers still running map:
+    a replaced file stays on disk (at 100k memories, 450 MB) for as long as a process maps it.
+    The others map the new file once they have followed to where it stands."""
+    monkeypatch.setattr(opening, "REFRESH_BEHIND", 1)
+    for note in NOTES:
+        writer.remember(note, session="s1")
+    saved_anew(settings, embedder)
+    path = snapshot_path(settings)
+
+    def replaced() -> list[str]:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+        return [line for line in maps if line.endswith("(deleted)")]
+
+    running = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    try:
+        assert running.memory() is not None and mapped_for_writing(path)
+        stopping = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+        stopping.memory()
+        stopping.spaces.watch()  # a server
+        for note in MORE:
+            stopping.remember(note, session="s2")
+        stopping.close()  # far behind: it saves the snapshot anew
+        assert any(str(path) in line for line in replaced()), "the snapshot was not saved anew"
+        running.spaces.watch(every=0.05)
+        wait_until(lambda: not replaced(), within=30, what="the replaced snapshot to be let go of")
+        assert mapped_for_writing(path), "it holds its own copies instead of mapping the new file"
+        memory = running.memory()
+        assert memory is not None and len(memory.leaves) == len(NOTES) + len(MORE)
+        assert_same_memory(memory, whole_read(settings, embedder), embedder)
+    finally:
+        running.close()
 
 
 def test_a_write_cut_short_in_a_process_opened_from_a_snapshot_raises_its_own_error_and_keeps_nothing(

@@ -128,6 +128,10 @@ class Space:
     version: int = -1
     # The rows of the table the namespace's snapshot stands at (-1: none known).
     snapshot_rows: int = -1
+    # The snapshot file the memory's vectors are read from (device, inode; None: it holds its own),
+    # and the last file found at the snapshot's path in its place that could not be mapped instead.
+    mapped: tuple[int, int] | None = None
+    unmappable: tuple[int, int] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     readers_waiting: int = 0
     counting: threading.Lock = field(default_factory=threading.Lock)
@@ -539,6 +543,7 @@ class Spaces:
         except Exception:
             log.exception("namespace %s: could not copy the vectors of the memory let go of", space.name)
         space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
+        space.mapped, space.unmappable = opened.mapped, None
         how = opened.how
         del opened
         give_back_freed_memory()
@@ -623,6 +628,7 @@ class Spaces:
             with self._lock:
                 spaces = list(self._spaces.values())
             for space in spaces:
+                self._remap_if_replaced(space, stop)
                 marker = space.table.commit_marker()
                 if marker is None or marker == seen.get(space.name) or space.version < 0:
                     continue  # no marker, nothing new, or never read: the next call reads it
@@ -638,6 +644,34 @@ class Spaces:
                     log.warning("could not follow namespace %s in the background: %s", space.name, exc)
                 finally:
                     space.lock.release()
+
+    def _remap_if_replaced(self, space: Space, stop: threading.Event) -> None:
+        """When another process saved a snapshot over the file ``space``'s memory reads its vectors
+        from (a server that stopped), read them from the new file instead (:meth:`Opener.remap`):
+        the replaced one stays on disk for as long as a process maps it. A file that cannot be
+        mapped instead (the memory has moved on, or holds other values) is not tried again; the
+        old one is then let go of at the next reload, or when the process exits."""
+        if space.mapped is None:
+            return
+        found = self.opener.snapshot_file(space.name)
+        if found is None or found in (space.mapped, space.unmappable):
+            return  # none (a purge removed it: the follow that learns of it reads again), or seen
+        if not space.lock.acquire(blocking=False):
+            return  # in use: looked at again next time
+        try:
+            if stop.is_set():
+                return
+            self.follow(space)
+            mapped = self.opener.remap(space.name, space.table, space.version, space.memory)
+            if mapped is None:
+                space.unmappable = found
+                log.debug("namespace %s: the snapshot saved anew cannot replace its file", space.name)
+            else:
+                space.mapped = mapped
+        except Exception as exc:  # a background hastener must never take the server down
+            log.warning("could not map the new snapshot of namespace %s: %s", space.name, exc)
+        finally:
+            space.lock.release()
 
     def _snapshot_due(self, space: Space) -> bool:
         """Whether ``space``'s snapshot is far enough behind its table to be saved anew."""

@@ -29,6 +29,7 @@ from memtree_mcp.core.indexes.arrays import headroom
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.calendar import SESSION_GAP_SECONDS, UTC_CALENDAR, Calendar
 from memtree_mcp.host.heap import give_back_freed_memory
+from memtree_mcp.host.mapping import can_share
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store.arrow import kind_masks, leaf_vectors
 from memtree_mcp.store.table import NamespaceTable, Position
@@ -49,6 +50,9 @@ class Opened:
     version: int
     snapshot_rows: int
     how: str
+    # The snapshot file whose pages hold the memory's vectors (device, inode), None when it holds
+    # its own: :meth:`Opener.remap` when another process replaces that file.
+    mapped: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +92,18 @@ class Opener:
         version = read.version
         path = snapshots.path_of(self.home, name)
         saved_at = -1
+        mapped = None
         if path is not None and position.rows >= snapshots.SMALLEST:
             try:
                 if self._save(name, table, path, rows, position, memory):
                     saved_at = position.rows
                     del read, rows
-                    self._share(path, table, position, memory)
+                    mapped = self._share(path, table, position, memory)
             except OSError as exc:  # a read-only home: the snapshot only saves time
                 log.warning("could not save a snapshot of namespace %s: %s", name, exc)
             except Exception:  # a bug: the memory read is what counts
                 log.exception("could not save a snapshot of namespace %s", name)
-        return Opened(memory, version, saved_at, "whole")
+        return Opened(memory, version, saved_at, "whole", mapped)
 
     def resume(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened | None:
         """Namespace ``name``'s memory from its snapshot, brought up to the table's latest version by
@@ -131,6 +136,7 @@ class Opener:
             room = None
             if read.vectors is not None:
                 room = saved.leaf_room(read.vectors, headroom(len(read.vectors)))
+            mapped = saved.identity() if can_share() else None
             saved.close()
             memory = Memory(self.dimension, session_gap=self.session_gap, calendar=calendar)
             memory.load(read.leaves, read.branches, saved.lexical, read.vectors, read.shapes, room=room)
@@ -156,29 +162,67 @@ class Opener:
             )
             log.debug("opening namespace %s from its snapshot failed", name, exc_info=True)
             return None
-        return Opened(memory, changes.version, saved_at, "from its snapshot")
+        return Opened(memory, changes.version, saved_at, "from its snapshot", mapped)
 
-    def _share(self, path: Path, table: NamespaceTable, position: Position, memory: Memory) -> None:
+    def _share(
+        self, path: Path, table: NamespaceTable, position: Position, memory: Memory
+    ) -> tuple[int, int] | None:
         """Have ``memory``, just read whole and saved at ``position``, read its vectors from the
         snapshot's file as a process that opens it does (``Saved.leaf_room``), rather than hold
         its own copies: the process that read whole shares them too. Left as it is when the file
         is another snapshot by now, or not this memory's values. The BM25 index is not read
-        again: the memory holds the one it was saved from."""
+        again: the memory holds the one it was saved from. Returns the file it maps now (device,
+        inode), None when it maps none."""
         saved = snapshots.read(path, table.embedder, table.dimension, lexical=False)
         if saved is None:
-            return
+            return None
         try:
-            if saved.position != position:
-                return
-            kinds = saved.rows.column("kind")
-            leaves = np.flatnonzero(kind_masks(kinds)[1])  # first, in seq order (snapshot.write)
-            vectors = leaf_vectors(saved.rows, leaves, table.dimension, copy=False)
-            room = saved.leaf_room(vectors, headroom(len(leaves))) if len(leaves) else None
-            ids = saved.rows.column("id").take(pa.array(leaves)).to_pylist()
-            if room is not None and memory.take_vectors(ids, room, saved.vectors):
-                give_back_freed_memory()
+            return self._take(saved, table, memory) if saved.position == position else None
         finally:
             saved.close()
+
+    def snapshot_file(self, name: str) -> tuple[int, int] | None:
+        """The file at namespace ``name``'s snapshot path (device, inode), None when there is none."""
+        path = snapshots.path_of(self.home, name)
+        try:
+            found = path.stat() if path is not None else None
+        except OSError:
+            return None
+        return None if found is None else (found.st_dev, found.st_ino)
+
+    def remap(self, name: str, table: NamespaceTable, version: int, memory: Memory) -> tuple[int, int] | None:
+        """Have ``memory`` (namespace ``name``'s, followed to ``version``) read its vectors from the
+        snapshot now at its path, which another process saved over the file the memory maps: a
+        replaced file stays on disk for as long as a process maps it (at 100k memories, 450 MB).
+        Only when the new snapshot holds exactly the memory's values (the same version, the leaves
+        in the same order, every vector the same: :meth:`Memory.take_vectors`); returns the file
+        it maps then (device, inode), None when it was left as it is."""
+        path = snapshots.path_of(self.home, name)
+        if path is None:
+            return None
+        saved = snapshots.read(path, table.embedder, table.dimension, lexical=False)
+        if saved is None:
+            return None
+        try:
+            if saved.position.version != version or saved.position.generation != table.generation_seen:
+                return None
+            return self._take(saved, table, memory)
+        finally:
+            saved.close()
+
+    def _take(self, saved: snapshots.Saved, table: NamespaceTable, memory: Memory) -> tuple[int, int] | None:
+        """Have ``memory`` read its vectors from ``saved``'s file if they are its own values; the
+        file (device, inode) when it does."""
+        kinds = saved.rows.column("kind")
+        leaves = np.flatnonzero(kind_masks(kinds)[1])  # first, in seq order (snapshot.write)
+        vectors = leaf_vectors(saved.rows, leaves, table.dimension, copy=False)
+        room = saved.leaf_room(vectors, headroom(len(leaves))) if len(leaves) else None
+        ids = saved.rows.column("id").take(pa.array(leaves)).to_pylist()
+        identity = saved.identity()
+        if room is None or identity is None or not memory.take_vectors(ids, room, saved.vectors):
+            return None
+        give_back_freed_memory()
+        return identity
 
     def snapshot_due(self, rows: int, snapshot_rows: int) -> bool:
         """Whether a snapshot standing at ``snapshot_rows`` of a table (-1: none known) is far

@@ -127,6 +127,12 @@ class Saved:
             release(self.mapping)
             self.mapping = None
 
+    def identity(self) -> tuple[int, int] | None:
+        """The file this snapshot was read from (device, inode), while it is open."""
+        if self.source is None:
+            return None
+        return self.source.stat.st_dev, self.source.stat.st_ino
+
     def leaf_room(self, vectors: np.ndarray, capacity: int) -> np.ndarray | None:
         """A writable matrix of ``capacity`` rows whose first rows are ``vectors`` (a read-only
         view of this snapshot's leaf vectors), for the leaf index to keep as its own: those rows
