@@ -219,6 +219,35 @@ def test_a_stop_hook_queues_the_turn_and_the_worker_stores_it(
     assert stored == ["User: Where do the backups go?\n\nAssistant: To the NAS in the hall cupboard."]
 
 
+def test_the_worker_follows_another_client_s_remember_before_the_next_prompt_asks(
+    hook_home: Path, embedder: object
+) -> None:
+    # The agent remembers through its MCP server, another process: the worker's memory catches up
+    # in the background, so the prompt after it does not wait for the follow.
+    writer = MemoryService(Settings(home=str(hook_home)), embedder=embedder)  # type: ignore[arg-type]
+    writer.remember(CAT)
+    writer.close()
+    followed: list[bool] = []
+
+    def hooks(service: MemoryService) -> None:
+        spaces = service.spaces
+        wait_until(lambda: "default" in spaces and spaces["default"].version >= 0, within=60, what="warm")
+        space = spaces["default"]
+        before = space.version
+        other = MemoryService(Settings(home=str(hook_home)), embedder=embedder)  # type: ignore[arg-type]
+        try:
+            other.remember(BILLING)
+            latest = other.spaces["default"].version
+        finally:
+            other.close()
+        assert latest > before
+        wait_until(lambda: space.version == latest, within=30, what="the worker to follow the remember")
+        followed.append(BILLING in {leaf.text for leaf in space.memory.leaves.values()})
+
+    serving(hook_home, embedder, hooks)
+    assert followed == [True]
+
+
 def test_a_hook_queues_a_turn_without_a_worker_and_prints_nothing(hook_home: Path, tmp_path: Path) -> None:
     path = transcript(tmp_path, "Which editor does the team use?", "Helix, with the default keymap.")
     assert run_hook(stop_event(path), "--queue-only") == (0, "")

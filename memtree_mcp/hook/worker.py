@@ -274,6 +274,10 @@ class _Worker:
                 self.service.memory(namespace)
             except Exception as exc:  # the request that needs it reports it properly
                 log.warning("hook worker: namespace %s did not open: %s", namespace, exc)
+            # As a server does: follow the other processes' commits in the background (the agent's
+            # remembers through its MCP server), so that a prompt after them does not pay for
+            # it, and map a snapshot another process saved over the file the memory reads.
+            self.service.spaces.watch()
             opened = time.perf_counter()
             try:
                 self.service.embedder.embed_batch(["warm up"])
