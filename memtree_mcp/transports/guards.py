@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -231,11 +232,24 @@ class _AcceptPaused(logging.Filter):
 
 
 def _quiet_logs() -> None:
-    """Install the two filters above (once)."""
+    """Install the two filters above (once), and :func:`_ignored_in_one_line` as the hook of
+    errors Python ignores (unless another hook was set)."""
     for name, kind in [*((name, _ClientGone) for name in _CLIENT_GONE_LOGGERS), ("asyncio", _AcceptPaused)]:
         logger = logging.getLogger(name)
         if not any(isinstance(f, kind) for f in logger.filters):
             logger.addFilter(kind())
+    if sys.unraisablehook is sys.__unraisablehook__:
+        sys.unraisablehook = _ignored_in_one_line
+
+
+def _ignored_in_one_line(unraisable: Any) -> None:
+    """An error Python had to ignore (in a finalizer) as one line of the log, its traceback at
+    debug level, rather than a traceback on standard error. Out of file descriptors, an event loop
+    created meanwhile (LanceDB makes one when it is first imported) fails to open its self-pipe,
+    and its finalizer then raises: seen once under a flood of connections."""
+    what = f"{unraisable.err_msg or 'Exception ignored'} in {unraisable.object!r}"[:200]
+    log.warning("%s: %s: %s", what, type(unraisable.exc_value).__name__, unraisable.exc_value)
+    log.debug(what, exc_info=(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
 
 
 class _WaitingRoom:
