@@ -352,7 +352,7 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
     space = writer.spaces["default"]
     with space.lock:
         writer.spaces.follow(space)
-        assert writer.spaces.refresh_snapshot(space)
+        assert writer.spaces.snapshots.refresh(space)
         rows = space.table.row_count()
     assert first < rows
     assert snapshot_rows(settings, embedder) == rows
@@ -573,10 +573,13 @@ def forged(path: Path, keep: object) -> None:
     path.write_bytes(payload + snapshots.TRAILER.pack(snapshots.MAGIC, len(payload), zlib.crc32(payload)))
 
 
+LEAVES_DROPPED = lambda table: pc.not_equal(table.column("kind"), "leaf")  # noqa: E731
+
+
 @pytest.mark.parametrize(
     "keep",
     [
-        pytest.param(lambda table: pc.not_equal(table.column("kind"), "leaf"), id="leaves dropped"),
+        pytest.param(LEAVES_DROPPED, id="leaves dropped"),
         pytest.param(lambda table: pc.less(pc.utf8_length(table.column("id")), 0), id="every row dropped"),
     ],
 )
@@ -595,6 +598,57 @@ def test_a_snapshot_whose_rows_were_dropped_is_not_trusted(
     assert service.upkeep.doctor() == []
     assert len(service.memory().leaves) == len(NOTES) + 1  # type: ignore[union-attr]
     service.close()
+
+
+def server_on_a_forged_snapshot(writer: MemoryService, settings: Settings, embedder: object) -> MemoryService:
+    """A long-lived process (one that warmed up: its snapshots are compared with the table after
+    the open) on a namespace of :data:`NOTES` whose snapshot lost its leaves, a file a checksum
+    cannot tell from a good one; it has opened the namespace."""
+    for note in NOTES:
+        writer.remember(note)
+    saved_anew(settings, embedder)
+    forged(snapshot_path(settings), LEAVES_DROPPED)
+    service = MemoryService(settings, embedder=embedder)  # type: ignore[arg-type]
+    service.spaces.snapshots.check_later = True
+    assert service.memory() is not None
+    return service
+
+
+def test_a_server_compares_its_snapshot_after_opening_and_reads_whole_when_it_disagrees(
+    writer: MemoryService, settings: Settings, embedder: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server no longer compares every row of its snapshot with the table before its first
+    # answer (0.4 s at 100k memories): its watcher does, and a disagreeing snapshot is replaced.
+    service = server_on_a_forged_snapshot(writer, settings, embedder)
+    forged_file = snapshot_path(settings).stat().st_ino
+    try:
+        with caplog.at_level(logging.WARNING, logger="memtree_mcp"):
+            service.spaces.watch(every=0.05)
+            space = service.spaces["default"]
+            wait_until(lambda: len(space.memory.leaves) == len(NOTES), what="the namespace read whole")
+        assert space.unchecked is None
+        assert_same_memory(space.memory, whole_read(settings, embedder), embedder)
+        assert snapshot_path(settings).stat().st_ino != forged_file  # a snapshot that fits, saved
+        assert any("ignoring the snapshot" in record.getMessage() for record in caplog.records)
+        hits = service.look_up(RecallRequest("cello recital", k=1, kind="leaf")).hits
+        assert hits and "cello" in hits[0].text
+    finally:
+        service.close()
+
+
+def test_a_write_in_a_server_that_has_not_yet_compared_its_snapshot_compares_it_first(
+    writer: MemoryService, settings: Settings, embedder: object
+) -> None:
+    # Issue 31 again: built on a snapshot that lost its leaves, a remember made its trees on
+    # nothing. No watcher here: the write alone must compare.
+    service = server_on_a_forged_snapshot(writer, settings, embedder)
+    try:
+        service.remember(MORE[0])
+        assert service.upkeep.doctor() == []
+        assert len(service.memory().leaves) == len(NOTES) + 1  # type: ignore[union-attr]
+        assert_same_memory(service.memory(), whole_read(settings, embedder), embedder)  # type: ignore[arg-type]
+    finally:
+        service.close()
 
 
 def reopened_within(settings: Settings, embedder: object, seconds: float) -> Memory:

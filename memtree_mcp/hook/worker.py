@@ -268,6 +268,10 @@ class _Worker:
         two cores); the first prompt comes seconds later, and one that comes before the model is
         loaded gets its session's brief."""
 
+        # The snapshot is compared with the table by the watcher, while the model loads: a brief
+        # need not wait for it (service/snapshots.py).
+        self.service.spaces.snapshots.check_later = True
+
         def run() -> None:
             began = time.perf_counter()
             try:

@@ -449,7 +449,12 @@ class MemoryService:
 
     def start_warm_up(self) -> None:
         """:meth:`warm_up` in a background thread, once in the service's life: after the handshake
-        on stdio, as soon as it listens over HTTP (a server with no client yet)."""
+        on stdio, as soon as it listens over HTTP (a server with no client yet).
+
+        From then on, a namespace opened from its snapshot is compared with its table once the
+        server answers, not before (``service/snapshots.py``): a long-lived process's watcher
+        does it, and its first write waits for it."""
+        self.spaces.snapshots.check_later = True
         with self._lock:
             if self._warming is not None:
                 return

@@ -33,8 +33,12 @@ table version the memory reflects. :class:`Spaces` owns them all and is the only
 It knows nothing of LLMs: a part that must hear about loads (refinement picks up the branches
 still waiting for a summary) registers ``on_load``.
 
+What concerns each namespace's snapshot file over the process's life (comparing it with the table
+after a server opened from it, mapping one saved anew, saving it again) is
+``service/snapshots.py``, which Spaces calls.
+
 One module, not several: one object, Spaces, that owns every open namespace with its locks, table,
-followers, zone and snapshot; whatever reads or writes a namespace goes through it.
+followers and zone; whatever reads or writes a namespace goes through it.
 """
 
 from __future__ import annotations
@@ -57,13 +61,14 @@ from memtree_mcp.core.trees.calendar import Calendar
 from memtree_mcp.core.trees.segmenting import CompatibilityPolicy
 from memtree_mcp.errors import LeaseLost, LockTimeout, StoreError, WriteConflict
 from memtree_mcp.host.heap import collector_paused, give_back_freed_memory
+from memtree_mcp.service.snapshots import SnapshotKeeper
 from memtree_mcp.service.zones import Zones
 from memtree_mcp.store.locks import FileWriteLock, NamespaceLock, lock_folder
 
 if TYPE_CHECKING:
     from memtree_mcp.store.bucket import BucketLease
     from memtree_mcp.store.lance import LanceStore
-    from memtree_mcp.store.opening import Opener
+    from memtree_mcp.store.opening import Opener, Unchecked
     from memtree_mcp.store.table import NamespaceTable
 
 log = logging.getLogger("memtree_mcp")
@@ -132,6 +137,9 @@ class Space:
     # and the last file found at the snapshot's path in its place that could not be mapped instead.
     mapped: tuple[int, int] | None = None
     unmappable: tuple[int, int] | None = None
+    # The snapshot the memory was opened from, while it is not yet compared with the table
+    # (service/snapshots.py: SnapshotKeeper.check).
+    unchecked: Unchecked | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     readers_waiting: int = 0
     counting: threading.Lock = field(default_factory=threading.Lock)
@@ -162,6 +170,7 @@ class Spaces:
         self._bucket: Any = None  # the S3 client of a bucket home's leases (store/bucket.py)
         self._leases: dict[str, BucketLease] = {}
         self.zones = Zones(settings.timezone)
+        self.snapshots = SnapshotKeeper(self)
 
     def new_memory(
         self, temporal_policy: CompatibilityPolicy | None = None, *, calendar: Calendar | None = None
@@ -346,6 +355,7 @@ class Spaces:
                 space.table.guard = lock
                 try:
                     if follow:
+                        self.snapshots.check(space)  # nothing is written on a snapshot unchecked
                         self.follow(space)
                     if lock.taken_over:
                         # The last holder let its lease expire: what it may still append must not count.
@@ -534,7 +544,9 @@ class Spaces:
         """
         started = time.perf_counter()
         with collector_paused():
-            opened = self.opener.open(space.name, space.table, self.zones.of(space.name))
+            opened = self.opener.open(
+                space.name, space.table, self.zones.of(space.name), check_later=self.snapshots.check_later
+            )
         # The memory let go of may still be read (a recall under way, a result that names its
         # leaves), and may map a snapshot that another process's purge deleted: it lets go of that.
         # Never at the cost of the reload, or of the error a failed write is reloading after.
@@ -543,7 +555,7 @@ class Spaces:
         except Exception:
             log.exception("namespace %s: could not copy the vectors of the memory let go of", space.name)
         space.memory, space.version, space.snapshot_rows = opened.memory, opened.version, opened.snapshot_rows
-        space.mapped, space.unmappable = opened.mapped, None
+        space.mapped, space.unmappable, space.unchecked = opened.mapped, None, opened.unchecked
         how = opened.how
         del opened
         give_back_freed_memory()
@@ -576,7 +588,7 @@ class Spaces:
         """Stop watching, release every space and the store; they reopen on next use.
 
         A server (a process that watched) saves first the snapshot of each namespace it holds
-        that is far behind its table (:meth:`refresh_snapshot`), so that the next start resumes
+        that is far behind its table (``SnapshotKeeper.refresh``), so that the next start resumes
         from where the table stands; a one-shot command leaves that to the servers.
         """
         with self._lock:
@@ -586,11 +598,11 @@ class Spaces:
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(timeout=READERS_TURN_SECONDS)
             for space in spaces:
-                if not self._snapshot_due(space) or not space.lock.acquire(timeout=READERS_TURN_SECONDS):
+                if not self.snapshots.due(space) or not space.lock.acquire(timeout=READERS_TURN_SECONDS):
                     continue  # not worth it, or a call still holds it: a stop does not wait long
                 try:
                     self.follow(space)
-                    self.refresh_snapshot(space)
+                    self.snapshots.refresh(space)
                 except Exception as exc:  # stopping must not fail for a snapshot, which only saves time
                     log.warning("could not save a snapshot of namespace %s: %s", space.name, exc)
                 finally:
@@ -628,7 +640,12 @@ class Spaces:
             with self._lock:
                 spaces = list(self._spaces.values())
             for space in spaces:
-                self._remap_if_replaced(space, stop)
+                if space.unchecked is not None and not stop.is_set():
+                    try:
+                        self.snapshots.check(space)
+                    except Exception as exc:  # the next write compares again
+                        log.warning("could not check the snapshot of namespace %s: %s", space.name, exc)
+                self.snapshots.remap_if_replaced(space, stop)
                 marker = space.table.commit_marker()
                 if marker is None or marker == seen.get(space.name) or space.version < 0:
                     continue  # no marker, nothing new, or never read: the next call reads it
@@ -644,71 +661,6 @@ class Spaces:
                     log.warning("could not follow namespace %s in the background: %s", space.name, exc)
                 finally:
                     space.lock.release()
-
-    def _remap_if_replaced(self, space: Space, stop: threading.Event) -> None:
-        """When another process saved a snapshot over the file ``space``'s memory reads its vectors
-        from (a server that stopped), read them from the new file instead (:meth:`Opener.remap`):
-        the replaced one stays on disk for as long as a process maps it. A file that cannot be
-        mapped instead (the memory has moved on, or holds other values) is not tried again; the
-        old one is then let go of at the next reload, or when the process exits."""
-        if space.mapped is None:
-            return
-        found = self.opener.snapshot_file(space.name)
-        if found is None or found in (space.mapped, space.unmappable):
-            return  # none (a purge removed it: the follow that learns of it reads again), or seen
-        if not space.lock.acquire(blocking=False):
-            return  # in use: looked at again next time
-        try:
-            if stop.is_set():
-                return
-            self.follow(space)
-            mapped = self.opener.remap(space.name, space.table, space.version, space.memory)
-            if mapped is None:
-                space.unmappable = found
-                log.debug("namespace %s: the snapshot saved anew cannot replace its file", space.name)
-            else:
-                space.mapped = mapped
-        except Exception as exc:  # a background hastener must never take the server down
-            log.warning("could not map the new snapshot of namespace %s: %s", space.name, exc)
-        finally:
-            space.lock.release()
-
-    def _snapshot_due(self, space: Space) -> bool:
-        """Whether ``space``'s snapshot is far enough behind its table to be saved anew."""
-        if space.version < 0:
-            return False
-        return self.opener.snapshot_due(space.table.row_count_seen, space.snapshot_rows)
-
-    def refresh_snapshot(self, space: Space) -> bool:
-        """Save ``space``'s snapshot anew as the memory held now; True when it was saved.
-
-        Call it holding ``space``'s lock, the space followed. Only when a server stops
-        (:meth:`close`): it costs time and memory while it runs (:meth:`Opener.refresh_snapshot`).
-        """
-        refreshed = self.opener.refresh_snapshot(space.name, space.table, space.memory, space.version)
-        if refreshed.snapshot_rows is not None:
-            space.snapshot_rows = refreshed.snapshot_rows
-        return refreshed.saved
-
-    def keep_snapshot(self, name: str) -> bool:
-        """Save namespace ``name``'s snapshot now when it is far behind its table or there is none,
-        building it from the table's rows if need be; True when it was saved. For a one-shot command
-        that wrote much (an import): otherwise the next process to open the namespace reads the
-        whole table (at 100k memories, seconds before its first answer), and servers that start
-        together each read it whole and save, one replacing the file another maps."""
-        space = self.get(name, create=False)
-        if space is None:
-            return False
-        with space.lock:
-            self.follow(space)
-            if not self._snapshot_due(space):
-                return False
-            refreshed = self.opener.refresh_snapshot(
-                space.name, space.table, space.memory, space.version, whole=True
-            )
-        if refreshed.snapshot_rows is not None:
-            space.snapshot_rows = refreshed.snapshot_rows
-        return refreshed.saved
 
     def write_lock(self, name: str, *, timeout: float | None = None) -> NamespaceLock:
         """The lock writers of namespace ``name`` take (``store/locks.py``): the file lock of this machine's

@@ -318,14 +318,14 @@ class Upkeep:
         with InvalidInput naming the record; every batch committed before it stays. Returns
         (memories added, duplicates skipped).
 
-        A namespace grown by many memories then gets its snapshot saved (:meth:`Spaces.keep_snapshot`),
+        A namespace grown by many memories then gets its snapshot saved (:meth:`SnapshotKeeper.keep`),
         so that the next process resumes from it rather than reading the whole table.
         """
         name = self._name(namespace)
         added, skipped = self._writer.import_records(name, records, batch=batch, terms=terms)
         if added:
             try:
-                self._spaces.keep_snapshot(name)
+                self._spaces.snapshots.keep(name)
             except Exception as exc:  # the memories are stored; a snapshot only saves time
                 log.warning("could not save a snapshot of namespace %s after the import: %s", name, exc)
         return added, skipped

@@ -32,7 +32,7 @@ from memtree_mcp.host.heap import give_back_freed_memory
 from memtree_mcp.host.mapping import can_share
 from memtree_mcp.store import snapshot as snapshots
 from memtree_mcp.store.arrow import kind_masks, leaf_vectors
-from memtree_mcp.store.table import NamespaceTable, Position
+from memtree_mcp.store.table import OUTLINE, NamespaceTable, Position
 
 log = logging.getLogger("memtree_mcp")
 
@@ -53,6 +53,18 @@ class Opened:
     # The snapshot file whose pages hold the memory's vectors (device, inode), None when it holds
     # its own: :meth:`Opener.remap` when another process replaces that file.
     mapped: tuple[int, int] | None = None
+    # Opened from a snapshot not yet compared with its table (``check_later``): :meth:`Opener.check`.
+    unchecked: Unchecked | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """What a snapshot opened without comparing it with its table kept for the comparison
+    (:meth:`Opener.check`): its rows' outline (id, rev, kind, first_seq; views of the snapshot's
+    file, not copies) and where it stands."""
+
+    rows: pa.Table
+    position: Position
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +85,19 @@ class Opener:
         self.dimension = dimension
         self.session_gap = session_gap
 
-    def open(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened:
+    def open(
+        self,
+        name: str,
+        table: NamespaceTable,
+        calendar: Calendar = UTC_CALENDAR,
+        *,
+        check_later: bool = False,
+    ) -> Opened:
         """Namespace ``name``'s memory at the latest version of ``table``: from its snapshot and the
         rows appended since when it has a usable one, otherwise from the whole table (saving a
         snapshot). ``calendar``: the zone set for it (MEMTREE_TIMEZONE), which it takes when it
-        has none stored (``Memory.load``)."""
-        resumed = self.resume(name, table, calendar)
+        has none stored (``Memory.load``). ``check_later``: see :meth:`resume`."""
+        resumed = self.resume(name, table, calendar, check_later=check_later)
         if resumed is not None:
             return resumed
         return self.read_whole(name, table, calendar)
@@ -105,10 +124,23 @@ class Opener:
                 log.exception("could not save a snapshot of namespace %s", name)
         return Opened(memory, version, saved_at, "whole", mapped)
 
-    def resume(self, name: str, table: NamespaceTable, calendar: Calendar = UTC_CALENDAR) -> Opened | None:
+    def resume(
+        self,
+        name: str,
+        table: NamespaceTable,
+        calendar: Calendar = UTC_CALENDAR,
+        *,
+        check_later: bool = False,
+    ) -> Opened | None:
         """Namespace ``name``'s memory from its snapshot, brought up to the table's latest version by
         the rows appended since; None when there is no snapshot, it cannot be used, or the table
-        does not continue it (``store/snapshot.py``)."""
+        does not continue it (``store/snapshot.py``).
+
+        Every row the snapshot holds is compared with the table's (:func:`snapshots.disagreement`:
+        a read of each row's id and revision, 0.4 s at 100k memories). ``check_later``: not here;
+        the memory comes with what :meth:`check` needs, for a server to compare once it answers
+        (``service/snapshots.py``). The cheap checks (the same generation, no fewer rows, the same
+        last row: :meth:`NamespaceTable.changes`) are made either way."""
         path = snapshots.path_of(self.home, name)
         if path is None:
             return None
@@ -116,13 +148,10 @@ class Opener:
         if saved is None:
             return None
         table.latest_version()
-        try:
-            why = snapshots.disagreement(saved.rows, saved.position, table.outline())
-        except (pa.ArrowException, KeyError, ValueError) as exc:  # a table of an older layout
-            why = f"it cannot be checked against the table ({exc})"
-        if why is not None:
-            snapshots.remove(self.home, name)  # the whole read saves one that fits
-            log.warning("ignoring the snapshot of namespace %s (%s); reading it whole", name, why)
+        unchecked = None
+        if check_later:
+            unchecked = Unchecked(saved.rows.select(list(OUTLINE)), saved.position)
+        elif not self._agrees(name, saved.rows, saved.position, table):
             return None
         behind = table.row_count() - saved.position.rows
         if behind < 0 or behind > max(snapshots.FOLLOW_AT_MOST, saved.position.rows // 4):
@@ -162,7 +191,30 @@ class Opener:
             )
             log.debug("opening namespace %s from its snapshot failed", name, exc_info=True)
             return None
-        return Opened(memory, changes.version, saved_at, "from its snapshot", mapped)
+        return Opened(memory, changes.version, saved_at, "from its snapshot", mapped, unchecked)
+
+    def check(self, name: str, table: NamespaceTable, unchecked: Unchecked) -> bool:
+        """Whether the snapshot namespace ``name`` was opened from without comparing it
+        (``resume(check_later=True)``) agrees with ``table``; when it does not, it is removed and
+        the reason logged (the caller reads the namespace whole, which saves one that fits). True
+        too when ``table`` was rewritten since (whoever follows it next reads it whole anyway)."""
+        table.latest_version()
+        if table.latest_generation() != unchecked.position.generation:
+            return True
+        return self._agrees(name, unchecked.rows, unchecked.position, table)
+
+    def _agrees(self, name: str, rows: pa.Table, position: Position, table: NamespaceTable) -> bool:
+        """Whether ``rows`` at ``position`` (a snapshot's) are what ``table`` holds there; when they
+        are not, the snapshot is removed and the reason logged."""
+        try:
+            why = snapshots.disagreement(rows, position, table.outline())
+        except (pa.ArrowException, KeyError, ValueError) as exc:  # a table of an older layout
+            why = f"it cannot be checked against the table ({exc})"
+        if why is None:
+            return True
+        snapshots.remove(self.home, name)  # the whole read saves one that fits
+        log.warning("ignoring the snapshot of namespace %s (%s); reading it whole", name, why)
+        return False
 
     def _share(
         self, path: Path, table: NamespaceTable, position: Position, memory: Memory

@@ -357,7 +357,7 @@ def read(
     whole, not this format, another embedder or dimension, or rows that do not hold together.
 
     ``rows_only``: only the rows and their position (no vectors, no BM25 index), for
-    ``Spaces.refresh_snapshot`` in a process that already holds the memory. ``lexical=False``:
+    ``SnapshotKeeper.refresh`` in a process that already holds the memory. ``lexical=False``:
     without the BM25 index (``Saved.lexical`` None), for a process that holds its own.
 
     The file is memory-mapped, not read into memory: its pages stay the page cache's. The

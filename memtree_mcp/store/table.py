@@ -166,6 +166,14 @@ class NamespaceTable:
         self._applied_version = -1
         self._fenced = NO_FENCE  # the highest fence among the rows read or written so far
 
+    def sibling(self) -> NamespaceTable:
+        """Another reader of this table, with its own state: for a read beside this one's (this
+        object is used under its namespace's lock; the other, by a thread that does not hold it)."""
+        table = self._db.open_table(self.name) if self._db is not None else self._table
+        other = NamespaceTable(table, self.embedder, self.dimension, self._db, self.name, self.history)
+        other.versions_folder, other.reader_grace = self.versions_folder, self.reader_grace
+        return other
+
     @property
     def lance(self) -> Any:
         """The LanceDB table itself, for what this class does not wrap: a test that damages the
