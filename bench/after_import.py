@@ -21,70 +21,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import scale
-from firstcall import code_commit
-from latency import CALL_TIMEOUT_S, console_script, machine_info, source_state
-
-
-def environment(code: Path, home: Path) -> dict[str, str]:
-    return {
-        "MEMTREE_HOME": str(home),
-        "PYTHONPATH": str(code.resolve()),
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/root"),
-    }
-
-
-def imported(code: Path, home: Path, records: Path) -> float:
-    """Seconds ``code``'s ``memtree-mcp import`` of ``records`` into a new ``home`` took."""
-    shutil.rmtree(home, ignore_errors=True)
-    started = time.perf_counter()
-    subprocess.run(
-        [str(console_script()), "import", str(records)],
-        env=environment(code, home),
-        check=True,
-        capture_output=True,
-        timeout=7_200,
-    )
-    return time.perf_counter() - started
+from cases import imported, parse_cases, quantiles, stdio_client, timed_call, written
 
 
 async def one_round(code: Path, home: Path, contents: list[str]) -> list[float]:
     """Remember each of ``contents`` through a fresh server on ``home``: the times at the client, ms."""
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=str(console_script()), args=["serve"], env=environment(code, home))
-    times = []
-    with anyio.fail_after(CALL_TIMEOUT_S * 10), open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
-            await client.list_tools()
-            for content in contents:
-                started = time.perf_counter()
-                result = await client.call_tool("remember", {"content": content})
-                if result.is_error:
-                    raise RuntimeError(str(result.content)[:300])
-                times.append(1000 * (time.perf_counter() - started))
-    return times
-
-
-def quantiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)], 2),
-        "n": len(ordered),
-    }
+    async with stdio_client(code, home) as client:
+        return [await timed_call(client, "remember", {"content": content}) for content in contents]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memtree-bench/after-import"))
     parser.add_argument("--out", type=Path, default=Path("bench/results/after-import.json"))
     args = parser.parse_args(argv)
-    cases = {name: Path(code) for name, _, code in (case.partition("=") for case in args.case)}
+    cases = parse_cases(args.case)
     args.workdir.mkdir(parents=True, exist_ok=True)
     turns, speakers, _ = scale.load_locomo(args.data)
     corpus = scale.corpus(turns, speakers, args.size + args.rounds * args.remembers)
@@ -105,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     records.write_text("".join(json.dumps(r) + "\n" for r in corpus[: args.size]))
     rates = {}
     for name, code in cases.items():
-        seconds = imported(code, args.workdir / f"imported-{name}", records)
+        home = args.workdir / f"imported-{name}"
+        shutil.rmtree(home, ignore_errors=True)
+        seconds = imported(code, home, records)
         rates[name] = {"seconds": round(seconds, 1), "memories_per_s": round(args.size / seconds, 1)}
         print(f"{name}: imported {args.size:,} in {seconds:.1f} s", file=sys.stderr, flush=True)
     load_start = [round(x, 2) for x in os.getloadavg()]
@@ -125,18 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": f"remember through MCP stdio right after an import of {args.size:,} memories",
         "summary": summary,
-        "cases": {name: {"code": str(code), "commit": code_commit(code)} for name, code in cases.items()},
         "rounds": args.rounds,
         "remembers_per_round": args.remembers,
-        "loadavg_at_start": load_start,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "machine": machine_info(),
-        "source": source_state(),
-        "command": shlex.join([sys.executable, *sys.argv]),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(summary, indent=1))
+    written(report, cases, load_start, args.out)
     return 0
 
 

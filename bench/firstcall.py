@@ -25,8 +25,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import json
 import os
 import shlex
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from cases import code_commit
 from latency import CALL_TIMEOUT_S, RECALL_K, console_script, machine_info, source_state
 
 QUERY = "What did Caroline say about the adoption agency?"
@@ -87,7 +86,6 @@ async def one_http_run(
 ) -> dict[str, Any]:
     """Start an HTTP server, leave it ``up`` seconds alone, then time two recalls at the client."""
     import socket
-    import subprocess
 
     import httpx2
     from mcp import Client
@@ -175,20 +173,6 @@ async def measure(cases: dict[str, tuple[Path, Path, str]], namespace: str, runs
             listed = [r["tools_list_ms"] for r in found]
             summary[name][f"tools_list_ms_median_{first}_runs"] = statistics.median(listed)
     return {"summary": summary, "runs": rows}
-
-
-def code_commit(code: Path) -> str | None:
-    """The commit whose code ``code`` holds: its git HEAD when it is a clean checkout, the
-    ``COMMIT`` file written beside a ``git archive`` extract, else None (uncommitted code)."""
-    marker = code / "COMMIT"
-    if marker.is_file():
-        return marker.read_text().strip() or None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        run = functools.partial(subprocess.run, cwd=code, capture_output=True, text=True, timeout=10)
-        head, status = run(["git", "rev-parse", "HEAD"]), run(["git", "status", "--porcelain", "memtree_mcp"])
-        if head.returncode == 0 and status.returncode == 0 and not status.stdout.strip():
-            return head.stdout.strip()
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -113,28 +113,35 @@ def candidates(d: dict[str, Any]) -> list[str]:
     ]
 
 
-def template_recall(d: dict[str, Any]) -> list[str]:
+def per_case(d: dict[str, Any], line: Callable[[dict[str, Any]], str]) -> list[str]:
+    """One row per code version of a side-by-side benchmark (``bench/cases.py``): its name, its
+    commit and ``line`` of its summary."""
     rows = []
     for name, s in d["summary"].items():
         commit = d["cases"][name].get("commit")
         code = f" (code {commit[:7]})" if commit else ""
-        rows.append(
-            f"`{name}`{code}: recall p50 **{n(s['recall']['p50_ms'])} ms** ({s['recall']['vs_first']}×), "
-            f"remember p50 {n(s['remember']['p50_ms'])} ms ({s['remember']['vs_first']}×)"
-        )
+        rows.append(f"`{name}`{code}: {line(s)}")
     return rows
+
+
+def template_recall(d: dict[str, Any]) -> list[str]:
+    return per_case(
+        d,
+        lambda s: (
+            f"recall p50 **{n(s['recall']['p50_ms'])} ms** ({s['recall']['vs_first']}×), "
+            f"remember p50 {n(s['remember']['p50_ms'])} ms ({s['remember']['vs_first']}×)"
+        ),
+    )
 
 
 def after_import(d: dict[str, Any]) -> list[str]:
-    rows = []
-    for name, s in d["summary"].items():
-        commit = d["cases"][name].get("commit")
-        code = f" (code {commit[:7]})" if commit else ""
-        rows.append(
-            f"`{name}`{code}: remember p50 **{n(s['p50_ms'], 1)} ms** ({s['vs_first']}×), "
+    return per_case(
+        d,
+        lambda s: (
+            f"remember p50 **{n(s['p50_ms'], 1)} ms** ({s['vs_first']}×), "
             f"p95 {n(s['p95_ms'], 1)} ms; import {n(s['import']['memories_per_s'])} memories/s"
-        )
-    return rows
+        ),
+    )
 
 
 def time_order(d: dict[str, Any]) -> list[str]:

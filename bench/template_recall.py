@@ -26,18 +26,13 @@ import argparse
 import json
 import os
 import random
-import shlex
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
-from firstcall import code_commit
-from latency import CALL_TIMEOUT_S, console_script, machine_info, source_state
+from cases import imported, parse_cases, quantiles, stdio_client, timed_call, written
 
 PEOPLE = [
     "Alice", "Bruno", "Chiara", "Dmitri", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas",
@@ -86,62 +81,19 @@ def questions(count: int, seed: int = 11) -> list[str]:
     ]
 
 
-def environment(code: Path, home: Path) -> dict[str, str]:
-    return {
-        "MEMTREE_HOME": str(home),
-        "PYTHONPATH": str(code.resolve()),
-        "PATH": os.environ.get("PATH", ""),
-        "OPENBLAS_NUM_THREADS": "1",
-    }
-
-
-def build(code: Path, home: Path, records: Path) -> float:
-    started = time.perf_counter()
-    subprocess.run(
-        [str(console_script()), "import", str(records)],
-        env=environment(code, home),
-        check=True,
-        capture_output=True,
-        timeout=3_600,
-    )
-    return time.perf_counter() - started
-
-
 async def one_round(
     code: Path, home: Path, asked: list[str], remembers: int, round_no: int
 ) -> dict[str, list[float]]:
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=str(console_script()), args=["serve"], env=environment(code, home))
     times: dict[str, list[float]] = {"recall": [], "remember": []}
-    with anyio.fail_after(CALL_TIMEOUT_S * 10), open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
-            await client.list_tools()
-            for number, question in enumerate(asked):
-                started = time.perf_counter()
-                result = await client.call_tool("recall", {"query": question})
-                if result.is_error:
-                    raise RuntimeError(str(result.content)[:300])
-                if number >= 2:  # the first two load the store and the model
-                    times["recall"].append(1000 * (time.perf_counter() - started))
-            for i in range(remembers):
-                content = f"Round {round_no}: Alice fixed the piano in Lisbon; Bruno said it cost {i} euros."
-                started = time.perf_counter()
-                result = await client.call_tool("remember", {"content": content})
-                if result.is_error:
-                    raise RuntimeError(str(result.content)[:300])
-                times["remember"].append(1000 * (time.perf_counter() - started))
+    async with stdio_client(code, home) as client:
+        for number, question in enumerate(asked):
+            took = await timed_call(client, "recall", {"query": question})
+            if number >= 2:  # the first two load the store and the model
+                times["recall"].append(took)
+        for i in range(remembers):
+            content = f"Round {round_no}: Alice fixed the piano in Lisbon; Bruno said it cost {i} euros."
+            times["remember"].append(await timed_call(client, "remember", {"content": content}))
     return times
-
-
-def quantiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)], 2),
-        "n": len(ordered),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="keep the stores here (default: a temporary folder)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/template-recall.json"))
     args = parser.parse_args(argv)
-    cases = {name: Path(code) for name, _, code in (case.partition("=") for case in args.case)}
+    cases = parse_cases(args.case)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtree-template-"))
     work.mkdir(parents=True, exist_ok=True)
     records = work / "template.jsonl"
@@ -163,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, code in cases.items():
         home = work / f"store-{name}"
         if not home.exists():
-            built[name] = round(build(code, home, records), 1)
+            built[name] = round(imported(code, home, records, timeout=3_600), 1)
     asked = questions(args.recalls)
     load_start = [round(x, 2) for x in os.getloadavg()]
     runs: dict[str, dict[str, list[float]]] = {name: {"recall": [], "remember": []} for name in cases}
@@ -184,18 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": f"recall and remember through MCP stdio on {args.size:,} template memories",
         "summary": summary,
-        "cases": {name: {"code": str(code), "commit": code_commit(code)} for name, code in cases.items()},
         "import_seconds": built,
         "rounds": args.rounds,
-        "loadavg_at_start": load_start,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "machine": machine_info(),
-        "source": source_state(),
-        "command": shlex.join([sys.executable, *sys.argv]),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(summary, indent=1))
+    written(report, cases, load_start, args.out)
     return 0
 
 
