@@ -69,3 +69,10 @@ def snapshot_of(
         arrow, at, positions[~is_leaf], [leaf.id for leaf in leaves], [b.id for b in branches]
     )
     return Snapshot(version=version, leaves=leaves, branches=branches, vectors=vectors, shapes=shapes)
+
+
+def node_ids(snapshot: Snapshot) -> set[str]:
+    """The ids of ``snapshot``'s nodes, as the strings its nodes hold (no copies)."""
+    ids = {leaf.id for leaf in snapshot.leaves}
+    ids.update(branch.id for branch in snapshot.branches)
+    return ids

@@ -85,7 +85,7 @@ from memtree_mcp.store.migrations import (
     upgraded,
     with_temporal_tree,
 )
-from memtree_mcp.store.reads import Changes, Position, Snapshot, snapshot_of
+from memtree_mcp.store.reads import Changes, Position, Snapshot, node_ids, snapshot_of
 from memtree_mcp.store.rows import (
     DELETED,
     META_FLOOR,
@@ -289,6 +289,7 @@ class NamespaceTable:
         assert self._generation is not None
         position = Position(self._generation, version, self._rows, self._rev, self._last, self._fenced)
         snapshot = snapshot_of(arrow, positions, is_leaf, version, self.dimension)
+        self._ids = node_ids(snapshot)  # the same ids, as the strings the nodes hold
         del arrow
         release_arrow_pages()
         return snapshot, rows, position
@@ -320,8 +321,9 @@ class NamespaceTable:
         self._fenced, self._applied_version = position.fenced, position.version
         alive, is_leaf = kind_masks(rows.column("kind"))
         everything = np.arange(rows.num_rows)
-        self._note_latest(rows, everything, alive)
-        return snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
+        snapshot = snapshot_of(rows, everything[alive], is_leaf[alive], position.version, self.dimension)
+        self._note_latest(rows, everything, alive, live=node_ids(snapshot))
+        return snapshot
 
     def rows_now(self, rows: pa.Table, position: Position, version: int) -> tuple[pa.Table, Position] | None:
         """Each id's latest row as this reader last followed the table (to ``version``), from
@@ -696,10 +698,16 @@ class NamespaceTable:
         self._note_latest(arrow, latest, alive)
         return arrow, latest[alive], is_leaf[alive]
 
-    def _note_latest(self, arrow: pa.Table, latest: np.ndarray, alive: np.ndarray) -> None:
+    def _note_latest(
+        self, arrow: pa.Table, latest: np.ndarray, alive: np.ndarray, live: set[str] | None = None
+    ) -> None:
         """Note the live and deleted ids and the oldest deletion, from each id's latest row (at
-        ``latest`` in ``arrow``; ``alive``: which of them are not deletions)."""
-        self._ids = set(arrow.column("id").take(pa.array(latest[alive])).to_pylist())
+        ``latest`` in ``arrow``; ``alive``: which of them are not deletions). ``live``: the live
+        ids, when the caller has them as strings already (the nodes' own: at 100k memories, new
+        strings for them held 20 MB more)."""
+        if live is None:
+            live = set(arrow.column("id").take(pa.array(latest[alive])).to_pylist())
+        self._ids = live
         self._deleted = set(arrow.column("id").take(pa.array(latest[~alive])).to_pylist())
         deleted = pc.filter(arrow.column("updated"), pc.equal(arrow.column("kind"), DELETED))
         self.oldest_forget = pc.min(deleted).as_py() if len(deleted) else None
