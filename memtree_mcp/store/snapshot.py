@@ -66,7 +66,7 @@ from memtree_mcp.core.indexes.lexical import LexicalIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.trees.model import Branch
 from memtree_mcp.host.mapping import MappedFile, can_share, release, start_of
-from memtree_mcp.store.arrow import latest_positions, one_array
+from memtree_mcp.store.arrow import latest_positions, one_array, rows_at
 from memtree_mcp.store.fences import NO_FENCE, unfenced
 from memtree_mcp.store.migrations import as_current
 from memtree_mcp.store.rows import DELETED
@@ -491,16 +491,19 @@ def _saved(
 
 def _lexical(table: pa.Table, capacity: int) -> LexicalIndex:
     slots = one_array(table.column(SLOT))
-    indexed = pa.array(np.flatnonzero(pc.is_valid(slots).to_numpy(zero_copy_only=False)))
-    terms = one_array(table.column(TERMS)).take(indexed)
-    tfs = one_array(table.column(FREQUENCIES)).take(indexed)
+    # The leaves' rows, which lie together (leaves first): sliced, not gathered into copies.
+    part = rows_at(
+        table.select(["id", SLOT, TERMS, FREQUENCIES]),
+        np.flatnonzero(pc.is_valid(slots).to_numpy(zero_copy_only=False)),
+    )
+    terms, tfs = one_array(part.column(TERMS)), one_array(part.column(FREQUENCIES))
     lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False)
     if int(lengths.sum()) != (pc.sum(pc.list_value_length(table.column(TERMS))).as_py() or 0):
         raise ValueError("terms stored for a row that is not indexed")
     words = terms.flatten()
     return LexicalIndex.restored(
-        table.column("id").take(indexed).to_pylist(),
-        slots.take(indexed).to_numpy(zero_copy_only=False),
+        part.column("id").to_pylist(),
+        one_array(part.column(SLOT)).to_numpy(zero_copy_only=False),
         np.concatenate([[0], np.cumsum(lengths)]),
         words.indices.to_numpy(zero_copy_only=False),
         tfs.flatten().to_numpy(zero_copy_only=False),
