@@ -22,6 +22,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from memtree_mcp.config import Settings
+from memtree_mcp.core.indexes import lexical
 from memtree_mcp.core.indexes.vectors import VectorIndex
 from memtree_mcp.core.memory import Memory
 from memtree_mcp.core.names import STRATEGIES
@@ -702,3 +703,30 @@ def test_a_snapshot_with_bad_metadata_is_ignored_in_one_line_without_a_traceback
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
     warnings = [record for record in caplog.records if "snapshot" in record.getMessage()]
     assert warnings and not any(record.exc_info for record in caplog.records)
+
+
+def test_terms_saved_stay_usable_after_a_change_to_the_index_but_not_to_the_tokenizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A snapshot's BM25 terms are tokenized again (seconds at 100k memories) only when the
+    # tokenizer changed, not when the code that holds the postings did.
+    source = Path(lexical.__file__).read_text()
+    head, marker, rest = source.partition("\nclass LexicalIndex")
+    assert marker and "def tokenize(" in head and "def restored(" in rest
+    today = snapshots.lexical_fingerprint()
+    edited = tmp_path / "lexical.py"
+    monkeypatch.setattr(lexical, "__file__", str(edited))
+
+    def fingerprint_of(text: str) -> str:
+        edited.write_text(text)
+        snapshots.lexical_fingerprint.cache_clear()  # read once a process
+        return snapshots.lexical_fingerprint()
+
+    try:
+        assert fingerprint_of(head + marker + rest.replace("def restored(", "def restored_again(")) == today
+        unstemmed = head.replace("STEM_BY_DEFAULT = True", "STEM_BY_DEFAULT = False")
+        assert fingerprint_of(unstemmed + marker + rest) != today
+    finally:
+        monkeypatch.undo()
+        snapshots.lexical_fingerprint.cache_clear()
+    assert snapshots.lexical_fingerprint() == today

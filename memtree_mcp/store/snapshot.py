@@ -201,8 +201,15 @@ def _temporaries(path: Path) -> list[Path]:
 
 @cache
 def lexical_fingerprint() -> str:
-    """A hash of the tokenizer's source: terms saved by other code are tokenized again."""
-    return hashlib.sha256(Path(lexical_module.__file__).read_bytes()).hexdigest()[:32]
+    """A hash of the tokenizer's source: terms saved by other code are tokenized again.
+
+    The tokenizer is what ``core/indexes/lexical.py`` holds before :class:`LexicalIndex` (its
+    rules, word lists and functions); a change to the index below it (how postings are held)
+    leaves the terms a snapshot saved as they were, so it does not cost every store a new
+    tokenization, nor two versions on one home a snapshot saved anew at each start."""
+    source = Path(lexical_module.__file__).read_bytes()
+    tokenizer, found, _ = source.partition(b"\nclass LexicalIndex")
+    return hashlib.sha256(tokenizer if found else source).hexdigest()[:32]
 
 
 def write(path: Path, rows: pa.Table, position: Position, memory: Memory, embedder: str) -> None:
