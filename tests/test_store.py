@@ -10,6 +10,7 @@ from memtree_mcp.config import Settings
 from memtree_mcp.errors import EmbedderMismatch, InvalidInput, StoreError
 from memtree_mcp.service import MemoryService
 from memtree_mcp.service.requests import RecallRequest
+from memtree_mcp.store import arrow
 from memtree_mcp.store import table as tables
 from memtree_mcp.store.lance import LanceStore
 from tests.tree_checks import assert_semantic_invariants, assert_temporal_invariants, memory_state
@@ -446,6 +447,38 @@ def test_a_bulk_import_rewrites_the_table_once_at_its_end_not_after_every_hundre
     assert len(compactions) == 1  # one commit since the import's compaction: not due yet
     service.remember("The second one since the import is due.")
     assert len(compactions) == 2
+
+
+def test_the_end_of_an_import_reads_each_nodes_latest_row_alone_and_rewrites_the_same_memory(
+    settings: Settings,
+    embedder,  # type: ignore[no-untyped-def]
+) -> None:
+    # The import's closing rewrite read every revision with its vector (at 30k memories, twice
+    # the live rows): it reads each node's latest row alone, deletions and fences accounted for.
+    service = MemoryService(settings, embedder=embedder)
+    for fact in FACTS:
+        service.remember(fact)
+    forgotten = service.look_up(RecallRequest("cello lessons", k=1, kind="leaf")).hits[0].id
+    service.forget(ids=[forgotten])
+    table = service.spaces["default"].table
+    whole, live, _ = table._scan()
+    lean, lean_live, lean_leaves = table._scan_latest()
+    assert lean.num_rows < whole.num_rows  # the superseded revisions were not read
+    by_id = [("id", "ascending")]
+    latest = whole.take(arrow.latest_positions(whole)[0])
+    assert lean.sort_by(by_id).equals(latest.sort_by(by_id))  # every column, deletions included
+    assert sorted(lean.column("id").take(lean_live).to_pylist()) == sorted(
+        whole.column("id").take(live).to_pylist()
+    )
+    assert forgotten not in lean.column("id").take(lean_live).to_pylist()
+    assert int(lean_leaves.sum()) == len(FACTS) - 1
+    before = memory_state(service.memory())
+    table.maintain(fresh=True)
+    reopened = MemoryService(settings, embedder=embedder)
+    assert memory_state(reopened.memory()) == before
+    assert reopened.upkeep.doctor() == []
+    reopened.close()
+    service.close()
 
 
 def test_a_long_running_writer_keeps_lances_caches_within_their_bound(

@@ -112,6 +112,7 @@ READER_GRACE = timedelta(0)
 BUCKET_GRACE = timedelta(minutes=2)
 
 OUTLINE = ("id", "rev", "kind", "first_seq")  # the columns of NamespaceTable.outline
+OFFSET = "__offset"  # a row's offset in its table, in a read that carries it (_scan_latest)
 # Each append makes a small file; past a few hundred of them appends and reloads slow down, and
 # optimize() merges them back into few.
 COMPACT_EVERY = 100
@@ -688,15 +689,58 @@ class NamespaceTable:
         self._generation = generation_of(schema)
         self._scanned_version = int(self._table.version)
         arrow = as_current(self._table.to_arrow().combine_chunks())
-        self._rows = arrow.num_rows
-        self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
-        self._last = last_row(arrow)
-        self._fenced, self._applied_version = highest_fence(arrow), self._scanned_version
+        self._note_rows(arrow)
         arrow = unfenced(arrow)  # counted above: revisions only grow, and offsets are the table's
         latest, kinds = latest_positions(arrow)
         alive, is_leaf = kind_masks(kinds)
         self._note_latest(arrow, latest, alive)
         return arrow, latest[alive], is_leaf[alive]
+
+    def _scan_latest(self) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """What :meth:`_scan` gives, but of the table's rows only each id's latest (deletions too,
+        in table order), and ``live_positions`` of those; notes what it notes.
+
+        The rows a later revision of their node superseded are not read: first every row's id,
+        revision, kind and time, then only the latest rows, by their offsets (at the end of an
+        import of 30k memories the table held twice its live rows, with their vectors: a whole
+        read held them all at once). A table in an older layout is read whole: its migrations
+        work on every row.
+
+        Only where the table holds many superseded rows and the process ends soon (the end of an
+        import): LanceDB's reads by offset keep more of what they used than a whole read does
+        (at 100k memories, +236 MB against +105 MB once freed), which a server would hold on to."""
+        schema = self._table.schema
+        check_schema(self.name, schema, self.embedder, self.dimension)
+        if outdated(schema):
+            return self._scan()
+        self._generation = generation_of(schema)
+        self._scanned_version = int(self._table.version)
+        outline = self._table.search().select(["id", "rev", "kind", "updated"]).limit(None).to_arrow()
+        outline = outline.combine_chunks()
+        self._note_rows(outline)
+        # Each row's offset in the table, carried through the fences' filter.
+        offset = pa.array(np.arange(outline.num_rows, dtype=np.int64))
+        counted = unfenced(outline.append_column(OFFSET, offset))
+        latest, kinds = latest_positions(counted)
+        alive, is_leaf = kind_masks(kinds)
+        self._note_latest(counted, latest, alive)
+        offsets = counted.column(OFFSET).to_numpy()[latest]  # by id
+        order = np.argsort(offsets)  # LanceDB gives rows taken by offset in table order
+        if len(order):
+            rows = self._table.take_offsets(offsets[order].tolist()).to_arrow().combine_chunks()
+        else:
+            rows = schema.empty_table()
+        at = np.empty(len(order), dtype=np.int64)
+        at[order] = np.arange(len(order))  # where each id's latest row is among ``rows``
+        return rows, at[alive], is_leaf[alive]
+
+    def _note_rows(self, arrow: pa.Table) -> None:
+        """Note the size, the last revision, the last row and the highest fence of the table as
+        read at ``_scanned_version`` (``arrow``: every row, in table order, with id and rev)."""
+        self._rows = arrow.num_rows
+        self._rev = int(pc.max(arrow.column("rev")).as_py()) if arrow.num_rows else -1
+        self._last = last_row(arrow)
+        self._fenced, self._applied_version = highest_fence(arrow), self._scanned_version
 
     def _note_latest(
         self, arrow: pa.Table, latest: np.ndarray, alive: np.ndarray, live: set[str] | None = None
@@ -723,9 +767,13 @@ class NamespaceTable:
         superseded rows go now and the history starts at its end. The caller must hold the
         namespace's write lock."""
         if fresh:
-            arrow, _, _ = self._scan()
-            latest, _ = latest_positions(arrow)
-            self._overwrite(arrow.take(pa.array(latest)), floor=self._rev)
+            rows, _, _ = self._scan_latest()
+            latest, _ = latest_positions(rows)
+            if len(latest) < rows.num_rows:  # a table of an older layout, read whole
+                rows = rows.take(pa.array(latest))
+            self._overwrite(rows, floor=self._rev)
+            del rows
+            release_arrow_pages()
             compact(self._table)
             return
         self._maintain()
