@@ -365,6 +365,15 @@ def test_a_snapshot_saved_anew_by_a_live_process_opens_the_next_one_where_the_ta
     assert_same_memory(memory, whole_read(settings, embedder), embedder)
 
 
+def test_a_big_namespace_s_snapshot_is_saved_anew_before_following_it_costs_every_start() -> None:
+    # At 100k memories (330k rows) the snapshot fell 20,819 rows behind (1,200 remembers) without
+    # being due, and each server's first recall paid 0.7 s to follow them.
+    opener = opening.Opener("/nowhere", 8)
+    assert opener.snapshot_due(330_000, 330_000 - 7_000)
+    assert not opener.snapshot_due(330_000, 330_000 - 6_000)
+    assert not opener.snapshot_due(20_000, 20_000 - 1_999)  # a small one: 2,000 rows
+
+
 def test_a_server_that_stops_saves_its_snapshot_anew_when_it_is_far_behind(
     settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
